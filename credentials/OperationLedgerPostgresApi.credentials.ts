@@ -1,0 +1,125 @@
+import type { ICredentialType, INodeProperties, Icon } from 'n8n-workflow';
+
+/**
+ * The Postgres database that holds the operation ledger and the task queue.
+ * Tested by the nodes' `ledgerConnectionTest` method, which really connects and checks the schema.
+ */
+export class OperationLedgerPostgresApi implements ICredentialType {
+	name = 'operationLedgerPostgresApi';
+
+	displayName = 'Operation Ledger Postgres';
+
+	icon: Icon = { light: 'file:../nodes/shared/ledger.svg', dark: 'file:../nodes/shared/ledger.dark.svg' };
+
+	documentationUrl = 'https://github.com/operation-ledger/n8n-nodes-operation-ledger#credentials';
+
+	properties: INodeProperties[] = [
+		{
+			displayName: 'Connect Using',
+			name: 'connectionType',
+			type: 'options',
+			options: [
+				{ name: 'Fields', value: 'fields' },
+				{ name: 'Connection String', value: 'connectionString' },
+			],
+			default: 'fields',
+		},
+		{
+			displayName: 'Connection String',
+			name: 'connectionString',
+			type: 'string',
+			// eslint-disable-next-line @n8n/community-nodes/credential-unnecessary-password -- it carries the password
+			typeOptions: { password: true },
+			default: '',
+			placeholder: 'postgres://user:password@db.example.com:5432/ledger',
+			description: 'A libpq-style URL. SSL parameters in it are ignored: use the SSL field below.',
+			displayOptions: { show: { connectionType: ['connectionString'] } },
+		},
+		{
+			displayName: 'Host',
+			name: 'host',
+			type: 'string',
+			default: 'localhost',
+			displayOptions: { show: { connectionType: ['fields'] } },
+		},
+		{
+			displayName: 'Port',
+			name: 'port',
+			type: 'number',
+			default: 5432,
+			displayOptions: { show: { connectionType: ['fields'] } },
+		},
+		{
+			displayName: 'Database',
+			name: 'database',
+			type: 'string',
+			default: 'postgres',
+			displayOptions: { show: { connectionType: ['fields'] } },
+		},
+		{
+			displayName: 'User',
+			name: 'user',
+			type: 'string',
+			default: 'postgres',
+			displayOptions: { show: { connectionType: ['fields'] } },
+		},
+		{
+			displayName: 'Password',
+			name: 'password',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+			displayOptions: { show: { connectionType: ['fields'] } },
+		},
+		{
+			displayName: 'SSL',
+			name: 'ssl',
+			type: 'options',
+			options: [
+				{ name: 'Disable', value: 'disable', description: 'Plain TCP (loopback or a trusted network only)' },
+				{ name: 'Require', value: 'require', description: 'Encrypt, but do not check the server certificate' },
+				{
+					name: 'Verify Full',
+					value: 'verify-full',
+					description: 'Encrypt and check the server certificate and host name against the CA below',
+				},
+			],
+			default: 'disable',
+		},
+		{
+			displayName: 'CA Certificate',
+			name: 'ca',
+			type: 'string',
+			typeOptions: { rows: 4 },
+			default: '',
+			placeholder: '-----BEGIN CERTIFICATE-----',
+			description: "PEM certificate of the CA that signed the server's certificate. Empty: the system's trusted CAs.",
+			displayOptions: { show: { ssl: ['verify-full'] } },
+		},
+		{
+			displayName: 'Schema',
+			name: 'schema',
+			type: 'string',
+			default: 'operation_ledger',
+			description:
+				'Schema holding the ledger and queue tables: 1 to 63 characters from a-z, 0-9 and _. Two workflows with different schemas never see each other\'s operations.',
+		},
+		{
+			displayName: 'Apply Schema Automatically',
+			name: 'autoApplySchema',
+			type: 'boolean',
+			default: true,
+			description:
+				'Whether the nodes may create or upgrade the schema on first use (under an advisory lock). Switch off when a DBA applies schema/*.sql with psql and the n8n role may not run DDL.',
+		},
+		{
+			displayName: 'Max Connections',
+			name: 'maxConnections',
+			type: 'number',
+			typeOptions: { minValue: 1, maxValue: 100 },
+			default: 5,
+			description:
+				'Upper bound of connections each n8n process (main or worker) opens to this database for these nodes. Idle connections close after 10 seconds.',
+		},
+	];
+}

@@ -1,0 +1,303 @@
+import {
+	NodeConnectionTypes,
+	NodeOperationError,
+	type IDataObject,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+import { classifyHttpResult } from '../../src/ledger/classify';
+import { confirmOperations, DEFAULT_MAX_RESPONSE_BYTES, prepareConfirmItem, type ConfirmResultRow } from '../../src/ledger/confirm';
+import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
+import { eventContext, jsonParameter } from '../shared/context';
+import { batchFailure, errorItem, prepareItems } from '../shared/items';
+
+const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
+const RESERVE_TYPE_SUFFIX = '.reserveOperation';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Finds the ledger fields (operation key, lease token) for input item `i` without any expression
+ * from the user: first on the item itself (`$json.ledger`), else on the item of the nearest
+ * upstream Reserve Operation node that this item descends from, following n8n's paired-item
+ * lineage (the same lineage `$('Reserve Operation').item` uses).
+ */
+function ledgerFromLineage(fns: IExecuteFunctions, i: number, item: INodeExecutionData, reserveNode: string | undefined): Obj {
+	if (isObj(item.json.ledger) && typeof item.json.ledger.leaseToken === 'string') return item.json.ledger;
+	if (!reserveNode) {
+		throw new NodeOperationError(fns.getNode(), 
+			'No Reserve Operation node found upstream of this node. Place Confirm Operation after Reserve Operation (for example Reserve → HTTP Request → Confirm), or choose "Explicit" lineage.',
+			{ itemIndex: i },
+		);
+	}
+	let json: Obj | undefined;
+	try {
+		const proxy = fns.getWorkflowDataProxy(i);
+		json = proxy.$(reserveNode).item?.json as Obj | undefined;
+	} catch (e) {
+		throw new NodeOperationError(fns.getNode(), 
+			`Could not trace item ${i} back to its "${reserveNode}" item (${(e as Error).message}). A node in between may have dropped item lineage; choose "Explicit" lineage and pass the operation key and lease token.`,
+			{ itemIndex: i },
+		);
+	}
+	if (!json || !isObj(json.ledger)) {
+		throw new NodeOperationError(fns.getNode(), `The "${reserveNode}" item this item descends from holds no ledger data`, { itemIndex: i });
+	}
+	return json.ledger;
+}
+
+export class ConfirmOperation implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Confirm Operation',
+		name: 'confirmOperation',
+		icon: { light: 'file:confirm.svg', dark: 'file:confirm.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		subtitle: '={{ $parameter["outcomeSource"] === "explicit" ? "record " + $parameter["outcome"] : "classify HTTP result" }}',
+		description: 'Record the outcome of an outside write (succeeded, failed or unknown), fenced by the lease token',
+		defaults: { name: 'Confirm Operation' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main, NodeConnectionTypes.Main, NodeConnectionTypes.Main],
+		outputNames: ['Succeeded', 'Failed', 'Unknown', 'Stale'],
+		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
+		properties: [
+			{
+				displayName: 'Outcome From',
+				name: 'outcomeSource',
+				type: 'options',
+				options: [
+					{
+						name: 'HTTP Request Result',
+						value: 'httpResult',
+						description:
+							'Classify the HTTP Request node output: 2xx succeeded; other 4xx failed; 408, 409, 425, 429, 5xx, timeouts and resets unknown; connection refused failed and retryable',
+					},
+					{ name: 'Explicit', value: 'explicit', description: 'Set the outcome yourself, e.g. from an expression' },
+				],
+				default: 'httpResult',
+			},
+			{
+				displayName: 'Outcome',
+				name: 'outcome',
+				type: 'options',
+				options: [
+					{ name: 'Succeeded', value: 'succeeded', description: 'The write took effect' },
+					{ name: 'Failed', value: 'failed', description: 'The write definitely did not take effect' },
+					{ name: 'Unknown', value: 'unknown', description: 'It may or may not have taken effect: Reconcile Unknown will ask the target' },
+				],
+				default: 'succeeded',
+				displayOptions: { show: { outcomeSource: ['explicit'] } },
+			},
+			{
+				displayName: 'Retryable',
+				name: 'retryable',
+				type: 'boolean',
+				default: true,
+				description: 'Whether a later Reserve of the same key may try again (attempt + 1)',
+				displayOptions: { show: { outcomeSource: ['explicit'], outcome: ['failed'] } },
+			},
+			{
+				displayName: 'Reason',
+				name: 'reason',
+				type: 'string',
+				default: '',
+				description: 'Why it failed or is unknown; stored with the operation (at most 2000 characters)',
+				displayOptions: { show: { outcomeSource: ['explicit'], outcome: ['failed', 'unknown'] } },
+			},
+			{
+				displayName: 'External Reference',
+				name: 'externalReference',
+				type: 'string',
+				default: '={{ $json.id ?? $json.body?.id }}',
+				description: "The target system's ID for what was written (e.g. the payment ID). Stored and returned to replays.",
+			},
+			{
+				displayName: 'Find Operation',
+				name: 'lineage',
+				type: 'options',
+				options: [
+					{
+						name: 'Automatically',
+						value: 'auto',
+						description: 'Follow each item back to the Reserve Operation node it came from; no expressions needed',
+					},
+					{ name: 'Explicit', value: 'explicit', description: 'Give the operation key and lease token' },
+				],
+				default: 'auto',
+			},
+			{
+				displayName: 'Operation Key',
+				name: 'operationKey',
+				type: 'string',
+				default: '',
+				required: true,
+				displayOptions: { show: { lineage: ['explicit'] } },
+			},
+			{
+				displayName: 'Lease Token',
+				name: 'leaseToken',
+				// eslint-disable-next-line n8n-nodes-base/node-param-type-options-password-missing -- a fencing token, not a secret
+				type: 'string',
+				default: '',
+				required: true,
+				description: 'The ledger.leaseToken Reserve Operation returned; it fences out holders whose lease was lost',
+				displayOptions: { show: { lineage: ['explicit'] } },
+			},
+			{
+				displayName: 'Options',
+				name: 'options',
+				type: 'collection',
+				placeholder: 'Add option',
+				default: {},
+				options: [
+					{
+						displayName: 'Max Response Size (Bytes)',
+						name: 'maxResponseBytes',
+						type: 'number',
+						typeOptions: { minValue: 2, maxValue: 16777216 },
+						default: DEFAULT_MAX_RESPONSE_BYTES,
+						description: 'Largest response stored, in bytes of canonical JSON',
+					},
+					{
+						displayName: 'Oversized Response',
+						name: 'oversizeResponse',
+						type: 'options',
+						options: [
+							{ name: 'Store Truncated', value: 'truncate', description: 'Keep the reference and a 1 KiB preview' },
+							{ name: 'Reject Item', value: 'error', description: 'Record nothing for the item and report an error' },
+						],
+						default: 'truncate',
+					},
+					{
+						displayName: 'Reserve Node Name',
+						name: 'reserveNode',
+						type: 'string',
+						default: '',
+						description: 'With automatic lineage: the Reserve Operation node to follow, when there is more than one upstream',
+					},
+					{
+						displayName: 'Store Response',
+						name: 'storeResponse',
+						type: 'boolean',
+						default: true,
+						description: 'Whether to store the response body, returned to later replays by Reserve Operation',
+					},
+				],
+			},
+		],
+	};
+
+	methods = { credentialTest: { ledgerConnectionTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const items = this.getInputData();
+		const outputs: INodeExecutionData[][] = [[], [], [], []];
+		const self = this.getNode().name;
+		let reserveNode: string | undefined | null = null;
+		const findReserveNode = (i: number): string | undefined => {
+			if (reserveNode !== null) return reserveNode;
+			const named = (this.getNodeParameter('options.reserveNode', i, '') as string).trim();
+			reserveNode =
+				named ||
+				this.getParentNodes(self).find((n) => n.type.endsWith(RESERVE_TYPE_SUFFIX) && !n.disabled)?.name;
+			return reserveNode;
+		};
+
+		const { prepared, errorItems } = prepareItems(this, items, (i, item) => {
+			const lineage = this.getNodeParameter('lineage', i) as string;
+			let operationKey: unknown;
+			let leaseToken: unknown;
+			if (lineage === 'explicit') {
+				operationKey = this.getNodeParameter('operationKey', i);
+				leaseToken = this.getNodeParameter('leaseToken', i);
+			} else {
+				const ledger = ledgerFromLineage(this, i, item, findReserveNode(i));
+				operationKey = ledger.operationKey;
+				leaseToken = ledger.leaseToken;
+			}
+			const options = this.getNodeParameter('options', i, {}) as IDataObject;
+			const source = this.getNodeParameter('outcomeSource', i) as string;
+			const { ledger: _dropped, ...ownJson } = item.json;
+			void _dropped;
+			let outcome: unknown;
+			let reason: unknown;
+			let retryable: unknown;
+			let response: unknown;
+			if (source === 'explicit') {
+				outcome = this.getNodeParameter('outcome', i);
+				retryable = outcome === 'failed' ? this.getNodeParameter('retryable', i, true) : false;
+				reason = outcome === 'succeeded' ? null : this.getNodeParameter('reason', i, '');
+				response = ownJson;
+			} else {
+				const c = classifyHttpResult(ownJson);
+				outcome = c.outcome;
+				retryable = c.retryable;
+				reason = c.reason;
+				response = c.outcome === 'succeeded' ? c.body : null;
+			}
+			const externalRef = outcome === 'succeeded' ? this.getNodeParameter('externalReference', i, '') : null;
+			return {
+				item: prepareConfirmItem(i, {
+					operationKey,
+					leaseToken,
+					outcome,
+					externalRef,
+					reason,
+					retryable,
+					response: options.storeResponse === false ? null : jsonParameter(this, response, 'The response', i),
+					maxResponseBytes: (options.maxResponseBytes as number) ?? DEFAULT_MAX_RESPONSE_BYTES,
+					oversize: (options.oversizeResponse as 'truncate' | 'error') ?? 'truncate',
+				}),
+				reported: outcome as string,
+			};
+		});
+		outputs[0].push(...errorItems);
+		if (prepared.length === 0) return outputs;
+
+		let results: ConfirmResultRow[];
+		try {
+			const { pool, schemaSql } = await getLedgerConnection(this);
+			results = await confirmOperations(pool, schemaSql, prepared.map((p) => p.value.item), eventContext(this));
+		} catch (e) {
+			outputs[0].push(...batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
+			return outputs;
+		}
+		for (let k = 0; k < results.length; k++) {
+			const r = results[k];
+			const p = prepared[k].value;
+			const item = items[r.index];
+			if (r.result === 'not_found') {
+				const message = `No reservation exists for operation key "${p.item.operationKey.slice(0, 200)}"; nothing was recorded for this item`;
+				if (this.continueOnFail()) {
+					outputs[0].push(errorItem(message, r.index));
+					continue;
+				}
+				throw new NodeOperationError(this.getNode(), message, {
+					itemIndex: r.index,
+					description: 'The other items of this batch were recorded.',
+				});
+			}
+			const ledger: IDataObject = {
+				operationKey: p.item.operationKey,
+				reported: p.reported,
+				result: r.result,
+				status: r.status,
+				attempt: r.attempt,
+				externalRef: r.externalRef,
+				reason: p.item.reason,
+				late: r.late,
+				stale: r.result === 'stale',
+				possibleDuplicate: r.possibleDuplicate,
+				responseTruncated: p.item.responseTruncated,
+			};
+			const out =
+				r.result === 'stale' ? OUT.stale : r.status === 'succeeded' ? OUT.succeeded : r.status === 'failed' ? OUT.failed : OUT.unknown;
+			outputs[out].push({ json: { ...item.json, ledger }, binary: item.binary, pairedItem: { item: r.index } });
+		}
+		return outputs;
+	}
+}

@@ -1,0 +1,206 @@
+import {
+	NodeConnectionTypes,
+	type IDataObject,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+import { reserveOperations, prepareReserveItem, type ReserveResult } from '../../src/ledger/reserve';
+import { RESERVE_OUTCOMES } from '../../src/ledger/states';
+import { buildOperationKey } from '../../src/ledger/validate';
+import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
+import { eventContext, jsonParameter } from '../shared/context';
+import { batchFailure, prepareItems } from '../shared/items';
+
+/** Output index per outcome, in the order of RESERVE_OUTCOMES. */
+const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
+
+export class ReserveOperation implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Reserve Operation',
+		name: 'reserveOperation',
+		icon: { light: 'file:reserve.svg', dark: 'file:reserve.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		subtitle: '={{ $parameter["keyMode"] === "custom" ? "custom key" : $parameter["resource"] + ":" + $parameter["action"] }}',
+		description: 'Reserve a business operation key before an outside write, so retries never repeat it',
+		defaults: { name: 'Reserve Operation' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [
+			NodeConnectionTypes.Main,
+			NodeConnectionTypes.Main,
+			NodeConnectionTypes.Main,
+			NodeConnectionTypes.Main,
+			NodeConnectionTypes.Main,
+			NodeConnectionTypes.Main,
+		],
+		outputNames: ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'],
+		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
+		properties: [
+			{
+				displayName:
+					'Send the outside write only from the <b>Proceed</b> output, with <code>{{ $json.ledger.idempotencyKey }}</code> as its Idempotency-Key header, then record the result with Confirm Operation',
+				name: 'notice',
+				type: 'notice',
+				default: '',
+			},
+			{
+				displayName: 'Operation Key',
+				name: 'keyMode',
+				type: 'options',
+				options: [
+					{
+						name: 'Build From Parts',
+						value: 'parts',
+						description: 'Resource:action:entity:version, e.g. payment:charge:order-1001:v1',
+					},
+					{ name: 'Custom Key', value: 'custom', description: 'Any key up to 512 bytes' },
+				],
+				default: 'parts',
+				description: 'The business intent this write carries out. The same intent must always give the same key; never use the execution ID.',
+			},
+			{
+				displayName: 'Resource',
+				name: 'resource',
+				type: 'string',
+				default: '',
+				placeholder: 'payment',
+				required: true,
+				description: 'What kind of thing the write creates or changes, e.g. payment, invoice, email',
+				displayOptions: { show: { keyMode: ['parts'] } },
+			},
+			{
+				displayName: 'Action',
+				name: 'action',
+				type: 'string',
+				default: '',
+				placeholder: 'charge',
+				required: true,
+				description: 'What the write does, e.g. charge, create, send',
+				displayOptions: { show: { keyMode: ['parts'] } },
+			},
+			{
+				displayName: 'Entity',
+				name: 'entity',
+				type: 'string',
+				default: '',
+				placeholder: '={{ $json.orderId }}',
+				required: true,
+				description: 'The business identity the write is for, e.g. an order or customer ID',
+				displayOptions: { show: { keyMode: ['parts'] } },
+			},
+			{
+				displayName: 'Version',
+				name: 'version',
+				type: 'string',
+				default: 'v1',
+				description: 'Bump it when the same entity may legitimately get the write again (e.g. a second invoice run)',
+				displayOptions: { show: { keyMode: ['parts'] } },
+			},
+			{
+				displayName: 'Custom Key',
+				name: 'operationKey',
+				type: 'string',
+				default: '',
+				placeholder: '={{ "invoice:create:" + $json.customerId + ":v3" }}',
+				required: true,
+				description: 'The operation key: 1 to 512 bytes, no control characters, no leading or trailing spaces',
+				displayOptions: { show: { keyMode: ['custom'] } },
+			},
+			{
+				displayName: 'Target',
+				name: 'target',
+				type: 'string',
+				default: '',
+				placeholder: 'payments-api',
+				description: 'Name of the outside system the write goes to. Stored for Reconcile Unknown lookups.',
+			},
+			{
+				displayName: 'Request',
+				name: 'request',
+				type: 'json',
+				default: '={{ $json }}',
+				description:
+					'The request that will be sent. Its fingerprint (SHA-256 over RFC 8785 canonical JSON) tells a retry of this request from a different request under the same key (a conflict). Include what defines the write (amounts, recipients), not timestamps.',
+			},
+			{
+				displayName: 'Lease (Seconds)',
+				name: 'leaseSeconds',
+				type: 'number',
+				typeOptions: { minValue: 1, maxValue: 604800 },
+				default: 300,
+				description:
+					'How long this execution holds the operation, in seconds (1 to 604800). Choose more than the write can take. A lease that expires without Confirm makes the operation unknown, never free to send again.',
+			},
+		],
+	};
+
+	methods = { credentialTest: { ledgerConnectionTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const items = this.getInputData();
+		const outputs: INodeExecutionData[][] = RESERVE_OUTCOMES.map(() => []);
+		const { prepared, errorItems } = prepareItems(this, items, (i) => {
+			const keyMode = this.getNodeParameter('keyMode', i) as string;
+			const operationKey =
+				keyMode === 'custom'
+					? this.getNodeParameter('operationKey', i)
+					: buildOperationKey({
+							resource: this.getNodeParameter('resource', i),
+							action: this.getNodeParameter('action', i),
+							entity: this.getNodeParameter('entity', i),
+							version: this.getNodeParameter('version', i),
+						});
+			return prepareReserveItem(i, {
+				operationKey,
+				request: jsonParameter(this, this.getNodeParameter('request', i), 'The request', i),
+				target: this.getNodeParameter('target', i, ''),
+				leaseSeconds: this.getNodeParameter('leaseSeconds', i),
+			});
+		});
+		outputs[0].push(...errorItems);
+		if (prepared.length === 0) return outputs;
+
+		let results: ReserveResult[];
+		try {
+			const { pool, schemaSql } = await getLedgerConnection(this);
+			results = await reserveOperations(
+				pool,
+				schemaSql,
+				prepared.map((p) => p.value),
+				eventContext(this),
+			);
+		} catch (e) {
+			outputs[0].push(...batchFailure(this, e, 'Reserve Operation', prepared.map((p) => p.index)));
+			return outputs;
+		}
+		for (let k = 0; k < results.length; k++) {
+			const r = results[k];
+			const item = items[r.index];
+			const ledger: IDataObject = {
+				operationKey: prepared[k].value.operationKey,
+				outcome: r.outcome,
+				status: r.status,
+				attempt: r.attempt,
+				leaseToken: r.leaseToken,
+				leaseExpiresAt: r.leaseExpiresAt,
+				idempotencyKey: r.idempotencyKey,
+				externalRef: r.externalRef,
+				replay: r.outcome === 'already_succeeded',
+			};
+			if (r.outcome === 'already_succeeded') {
+				ledger.response = r.response as IDataObject;
+				ledger.responseTruncated = r.responseTruncated;
+			}
+			if (r.outcome === 'failed_permanently' || r.outcome === 'needs_reconcile') ledger.reason = r.reason;
+			outputs[OUTPUT[r.outcome]].push({
+				json: { ...item.json, ledger },
+				binary: item.binary,
+				pairedItem: { item: r.index },
+			});
+		}
+		return outputs;
+	}
+}

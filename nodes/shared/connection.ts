@@ -1,0 +1,131 @@
+/**
+ * The bridge between an n8n credential and the core: credential fields → ConnectionConfig → the
+ * process-wide pool, with the schema checked (or applied) once per pool.
+ */
+import type {
+	ICredentialDataDecryptedObject,
+	ICredentialsDecrypted,
+	ICredentialTestFunctions,
+	IExecuteFunctions,
+	INodeCredentialTestResult,
+} from 'n8n-workflow';
+import type { Pool as PgPool } from 'pg';
+import { Client } from '../../src/vendor';
+import { quoteSchema } from '../../src/db/identifiers';
+import { ensureSchema, currentVersion, requiredVersion } from '../../src/db/migrate';
+import { getPool, toPgConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
+
+export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
+
+/** Maps the credential's fields to a ConnectionConfig. */
+export function toConnectionConfig(c: ICredentialDataDecryptedObject): ConnectionConfig {
+	const fromString = c.connectionType === 'connectionString';
+	return {
+		connectionString: fromString ? String(c.connectionString ?? '') : undefined,
+		host: fromString ? undefined : String(c.host ?? 'localhost'),
+		port: fromString ? undefined : Number(c.port ?? 5432),
+		database: fromString ? undefined : String(c.database ?? 'postgres'),
+		user: fromString ? undefined : String(c.user ?? 'postgres'),
+		password: fromString ? undefined : String(c.password ?? ''),
+		ssl: (c.ssl as SslMode) ?? 'disable',
+		ca: c.ca ? String(c.ca) : undefined,
+		schema: String(c.schema ?? 'operation_ledger'),
+		autoApplySchema: c.autoApplySchema !== false,
+		maxConnections: c.maxConnections ? Number(c.maxConnections) : 5,
+	};
+}
+
+export interface LedgerConnection {
+	pool: PgPool;
+	config: ConnectionConfig;
+	/** The quoted schema name, safe to put in SQL text. */
+	schemaSql: string;
+}
+
+/** Resolves the node's credential to a ready pool (schema checked or applied). */
+export async function getLedgerConnection(fns: IExecuteFunctions): Promise<LedgerConnection> {
+	const creds = await fns.getCredentials(CREDENTIAL_NAME);
+	const config = toConnectionConfig(creds);
+	const schemaSql = quoteSchema(config.schema);
+	const pool = getPool(config);
+	await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
+	return { pool, config, schemaSql };
+}
+
+/**
+ * The credential's "Test" button: connects with a fresh client (not the pool), reports a clear
+ * reason when it cannot (bad password, missing database, unreachable host, SSL), and checks the
+ * schema version when the nodes may not apply it themselves.
+ */
+export async function ledgerConnectionTest(
+	this: ICredentialTestFunctions,
+	credential: ICredentialsDecrypted,
+): Promise<INodeCredentialTestResult> {
+	const config = toConnectionConfig(credential.data ?? {});
+	try {
+		quoteSchema(config.schema);
+	} catch (e) {
+		return { status: 'Error', message: (e as Error).message };
+	}
+	const client = new Client({ ...toPgConfig({ ...config, connectTimeoutMs: 5000 }) });
+	try {
+		await client.connect();
+		await client.query('SELECT 1');
+		if (!config.autoApplySchema) {
+			const fake = { query: client.query.bind(client) } as unknown as PgPool;
+			const have = await currentVersion(fake, config.schema);
+			const need = requiredVersion();
+			if (have < need) {
+				return {
+					status: 'Error',
+					message:
+						have === 0
+							? `Connected, but schema "${config.schema}" is missing and "Apply Schema Automatically" is off. Apply schema/*.sql with psql or switch it on.`
+							: `Connected, but schema "${config.schema}" is at version ${have} of ${need} and "Apply Schema Automatically" is off.`,
+				};
+			}
+		}
+		return { status: 'OK', message: 'Connection successful' };
+	} catch (e) {
+		return { status: 'Error', message: describeConnectError(e, config) };
+	} finally {
+		await client.end().catch(() => undefined);
+	}
+}
+
+/** Turns a pg/socket error into a sentence a user can act on. Never includes the password. */
+export function describeConnectError(e: unknown, config: ConnectionConfig): string {
+	const err = e as { code?: string; message?: string };
+	const where = config.connectionString ? 'the connection string' : `${config.host}:${config.port}`;
+	switch (err?.code) {
+		case '28P01':
+			return `Authentication failed: wrong password for user "${config.user ?? ''}"`;
+		case '28000':
+			return `Authentication refused: ${err.message}`;
+		case '3D000':
+			return `The database does not exist: ${err.message}`;
+		case 'ECONNREFUSED':
+			return `Connection refused at ${where}: is Postgres running and listening there?`;
+		case 'ENOTFOUND':
+		case 'EAI_AGAIN':
+			return `Host not found: ${config.host ?? where}`;
+		case 'DEPTH_ZERO_SELF_SIGNED_CERT':
+		case 'SELF_SIGNED_CERT_IN_CHAIN':
+		case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
+		case 'ERR_TLS_CERT_ALTNAME_INVALID':
+			return `SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`;
+		default:
+			if (/does not support SSL/i.test(err?.message ?? '')) return 'The server does not support SSL: set SSL to Disable, or enable SSL on the server';
+			if (/timeout/i.test(err?.message ?? '')) return `Timed out connecting to ${where}`;
+			return `Could not connect: ${redact(err?.message ?? String(e), config)}`;
+	}
+}
+
+/** Removes the password and connection string from a message. */
+export function redact(message: string, config: ConnectionConfig): string {
+	let out = message;
+	for (const secret of [config.password, config.connectionString]) {
+		if (secret && secret.length >= 3) out = out.split(secret).join('***');
+	}
+	return out;
+}

@@ -1,0 +1,27 @@
+// Post-build step (after `n8n-node build`):
+// 1. bundle dist/src/vendor.js with pg and canonicalize inlined, so the package has no runtime deps;
+// 2. copy schema/*.sql next to the compiled code, where the migration runner reads them.
+import { build } from 'esbuild';
+import { cpSync, mkdirSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const vendor = path.join(root, 'dist/src/vendor.js');
+await build({
+	entryPoints: [vendor],
+	outfile: vendor,
+	allowOverwrite: true,
+	bundle: true,
+	platform: 'node',
+	format: 'cjs',
+	target: 'node18',
+	// pg tries these optional modules inside try/catch; they are never needed here.
+	external: ['pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
+	logLevel: 'warning',
+	legalComments: 'inline',
+});
+mkdirSync(path.join(root, 'dist/schema'), { recursive: true });
+for (const f of readdirSync(path.join(root, 'schema'))) {
+	if (f.endsWith('.sql')) cpSync(path.join(root, 'schema', f), path.join(root, 'dist/schema', f));
+}
+console.log('bundled dist/src/vendor.js and copied schema/*.sql');

@@ -1,0 +1,111 @@
+/**
+ * Canonical JSON and request fingerprints.
+ *
+ * Canonical form: RFC 8785 (JSON Canonicalization Scheme, JCS): object members sorted by their
+ * UTF-16 code units, no whitespace, numbers in ECMAScript shortest round-trip form (so `1.0` and
+ * `1`, `1e2` and `100` serialise alike), strings escaped as ECMAScript JSON.stringify does. The
+ * serialisation itself is done by the `canonicalize` library (by one of the RFC's authors); this
+ * module first checks that the value is I-JSON (RFC 7493), which JCS requires, and rejects what
+ * JSON cannot carry faithfully instead of silently converting it.
+ *
+ * The fingerprint is SHA-256 over the UTF-8 canonical text, in lower-case hex, tagged with
+ * FINGERPRINT_ALGORITHM. It is computed in Node, never from Postgres jsonb text (jsonb reorders
+ * keys and rewrites numbers).
+ */
+import { createHash } from 'node:crypto';
+import { canonicalize } from '../vendor';
+
+export const FINGERPRINT_ALGORITHM = 'sha256-jcs-rfc8785';
+
+/** Raised for a value that has no faithful JSON form. `path` points at the offending member. */
+export class NotJsonError extends Error {
+	constructor(
+		public readonly path: string,
+		reason: string,
+	) {
+		super(`${path}: ${reason}`);
+		this.name = 'NotJsonError';
+	}
+}
+
+export interface JsonCheckOptions {
+	/** Deepest nesting allowed (default 100). */
+	maxDepth?: number;
+	/** Reject U+0000 in strings and keys (default true): Postgres text and jsonb cannot store it. */
+	rejectNul?: boolean;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function checkString(s: string, path: string, rejectNul: boolean): void {
+	if (rejectNul && s.includes('\u0000')) throw new NotJsonError(path, 'contains a NUL character (U+0000), which Postgres cannot store');
+	if (LONE_SURROGATE.test(s)) throw new NotJsonError(path, 'contains a lone UTF-16 surrogate, which is not valid Unicode (RFC 8785 requires I-JSON)');
+}
+
+/**
+ * Throws NotJsonError unless `value` is plain JSON: null, boolean, finite number, string, array,
+ * or an object whose prototype is Object.prototype or null. Rejects BigInt, Date (and any other
+ * object with toJSON), Map, Set, Buffer, functions, symbols, undefined array elements, NaN and
+ * Infinity, circular references, lone surrogates, and (by default) NUL characters.
+ * Object members whose value is undefined are allowed and omitted, as JSON.stringify does.
+ */
+export function assertJson(value: unknown, options: JsonCheckOptions = {}, path = '$'): void {
+	const maxDepth = options.maxDepth ?? 100;
+	const rejectNul = options.rejectNul !== false;
+	const seen = new Set<object>();
+	const walk = (v: unknown, p: string, depth: number): void => {
+		switch (typeof v) {
+			case 'string':
+				checkString(v, p, rejectNul);
+				return;
+			case 'boolean':
+				return;
+			case 'number':
+				if (!Number.isFinite(v)) throw new NotJsonError(p, `${String(v)} is not a JSON number`);
+				return;
+			case 'bigint':
+				throw new NotJsonError(p, 'is a BigInt; convert it to a string or a number first');
+			case 'undefined':
+				throw new NotJsonError(p, 'is undefined');
+			case 'function':
+			case 'symbol':
+				throw new NotJsonError(p, `is a ${typeof v}, not JSON`);
+		}
+		if (v === null) return;
+		const obj = v as object;
+		if (depth >= maxDepth) throw new NotJsonError(p, `nests deeper than ${maxDepth} levels`);
+		if (seen.has(obj)) throw new NotJsonError(p, 'is a circular reference');
+		seen.add(obj);
+		if (Array.isArray(obj)) {
+			for (let i = 0; i < obj.length; i++) walk(obj[i], `${p}[${i}]`, depth + 1);
+		} else {
+			const proto = Object.getPrototypeOf(obj);
+			if (proto !== Object.prototype && proto !== null) {
+				const kind = obj instanceof Date ? 'a Date (use .toISOString())' : `a ${proto?.constructor?.name ?? 'non-plain'} object`;
+				throw new NotJsonError(p, `is ${kind}, not plain JSON`);
+			}
+			for (const key of Object.keys(obj)) {
+				const child = (obj as Record<string, unknown>)[key];
+				const cp = /^[A-Za-z_$][\w$]*$/.test(key) ? `${p}.${key}` : `${p}[${JSON.stringify(key)}]`;
+				checkString(key, cp, rejectNul);
+				if (child === undefined) continue;
+				walk(child, cp, depth + 1);
+			}
+		}
+		seen.delete(obj);
+	};
+	walk(value, path, 0);
+}
+
+/** RFC 8785 canonical JSON text of `value`. Throws NotJsonError for non-JSON input. */
+export function canonicalJson(value: unknown, options?: JsonCheckOptions): string {
+	assertJson(value, options);
+	const text = canonicalize(value);
+	if (text === undefined) throw new NotJsonError('$', 'has no JSON form');
+	return text;
+}
+
+/** SHA-256 (hex) of the canonical JSON of `value`. Throws NotJsonError for non-JSON input. */
+export function fingerprint(value: unknown, options?: JsonCheckOptions): string {
+	return createHash('sha256').update(canonicalJson(value, options), 'utf8').digest('hex');
+}

@@ -1,0 +1,162 @@
+/**
+ * Confirm: record what happened at the outside system, fenced by the lease token.
+ * One round trip per batch via <schema>.confirm_operations() (schema/0001_ledger.sql).
+ */
+import { canonicalJson, NotJsonError } from '../json/canonical';
+import type { Queryable } from './reserve';
+import { LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
+import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Default ceiling for a stored response: 256 KiB of canonical JSON. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
+
+export interface ConfirmItem {
+	index: number;
+	operationKey: string;
+	leaseToken: string;
+	outcome: ConfirmOutcome;
+	externalRef: string | null;
+	/** Canonical JSON text of the response to store, or 'null'. */
+	responseJson: string;
+	responseTruncated: boolean;
+	reason: string | null;
+	/** For `failed`: may a new attempt be reserved? */
+	retryable: boolean;
+}
+
+export interface ConfirmInput {
+	operationKey: unknown;
+	leaseToken: unknown;
+	outcome: unknown;
+	externalRef?: unknown;
+	response?: unknown;
+	reason?: unknown;
+	retryable?: unknown;
+	/** Largest stored response in bytes of canonical JSON (default 262144). */
+	maxResponseBytes?: number;
+	/** What to do with a larger response: keep a truncated preview (default) or reject the item. */
+	oversize?: 'truncate' | 'error';
+}
+
+/**
+ * Validates one confirmation. Throws LedgerInputError (missing key or lease token, unknown outcome,
+ * response that is not JSON, or too large with oversize 'error') before anything is written.
+ * An oversized response with oversize 'truncate' is replaced by
+ * `{ truncated: true, originalBytes, preview }` (preview: the first 1024 characters of its JSON);
+ * the external reference is always kept.
+ */
+export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmItem {
+	const operationKey = checkOperationKey(input.operationKey);
+	if (typeof input.leaseToken !== 'string' || !UUID.test(input.leaseToken)) {
+		throw new LedgerInputError(
+			input.leaseToken === undefined || input.leaseToken === null || input.leaseToken === ''
+				? 'No lease token: only items that came out of Reserve Operation\'s "Proceed" output hold a lease and can be confirmed'
+				: 'The lease token is not a UUID; pass the ledger.leaseToken that Reserve Operation returned',
+		);
+	}
+	const outcome = input.outcome;
+	if (outcome !== 'succeeded' && outcome !== 'failed' && outcome !== 'unknown') {
+		throw new LedgerInputError(`The outcome must be succeeded, failed or unknown; got ${JSON.stringify(outcome)?.slice(0, 40)}`);
+	}
+	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
+	const reason = checkOptionalText(typeof input.reason === 'string' ? input.reason.slice(0, 2000) : input.reason, 'The reason', 2000);
+	let responseJson: string;
+	try {
+		responseJson = canonicalJson(input.response === undefined ? null : input.response);
+	} catch (e) {
+		if (e instanceof NotJsonError) {
+			throw new LedgerInputError(`The response cannot be stored: ${e.message.replace(/^\$/, 'response')}. Nothing was recorded; switch off "Store Response" or fix the value.`);
+		}
+		throw e;
+	}
+	const max = input.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+	let responseTruncated = false;
+	const bytes = Buffer.byteLength(responseJson, 'utf8');
+	if (bytes > max) {
+		if (input.oversize === 'error') {
+			throw new LedgerInputError(`The response is ${bytes} bytes as JSON; at most ${max} may be stored. Nothing was recorded; raise "Max Response Size" or choose "Truncate".`);
+		}
+		responseJson = JSON.stringify({ truncated: true, originalBytes: bytes, preview: responseJson.slice(0, 1024) });
+		responseTruncated = true;
+	}
+	return {
+		index,
+		operationKey,
+		leaseToken: input.leaseToken.toLowerCase(),
+		outcome,
+		externalRef,
+		responseJson,
+		responseTruncated,
+		reason,
+		retryable: outcome === 'failed' ? input.retryable === true : false,
+	};
+}
+
+export interface ConfirmResultRow {
+	index: number;
+	result: ConfirmResult;
+	/** The row's status after this call (null when not found). */
+	status: OperationStatus | null;
+	attempt: number | null;
+	externalRef: string | null;
+	/** The holder confirmed after its lease expired or after the row went unknown. */
+	late: boolean;
+	/** A stale report of success the ledger does not hold: the write may have happened twice. */
+	possibleDuplicate: boolean;
+	updatedAt: string | null;
+}
+
+export function encodeConfirmBatch(items: ConfirmItem[]): string {
+	return `[${items
+		.map(
+			(it) =>
+				`{"i":${it.index},"k":${JSON.stringify(it.operationKey)},"tok":"${it.leaseToken}","o":"${it.outcome}",` +
+				`"ref":${it.externalRef === null ? 'null' : JSON.stringify(it.externalRef)},"trunc":${it.responseTruncated},` +
+				`"reason":${it.reason === null ? 'null' : JSON.stringify(it.reason)},"retry":${it.retryable},"resp":${it.responseJson}}`,
+		)
+		.join(',')}]`;
+}
+
+export function confirmSql(schemaSql: string): string {
+	return `SELECT * FROM ${schemaSql}.confirm_operations($1::jsonb, $2::jsonb)`;
+}
+
+interface ConfirmRow {
+	idx: number;
+	result: ConfirmResult;
+	status: OperationStatus | null;
+	attempt: number | null;
+	external_ref: string | null;
+	late: boolean;
+	possible_duplicate: boolean;
+	updated_at: Date | null;
+}
+
+/** Confirms a batch in one round trip and one transaction; one result per item, in order. */
+export async function confirmOperations(
+	db: Queryable,
+	schemaSql: string,
+	items: ConfirmItem[],
+	ctx: EventContext = {},
+): Promise<ConfirmResultRow[]> {
+	if (items.length === 0) return [];
+	const { rows } = await db.query<ConfirmRow>(confirmSql(schemaSql), [encodeConfirmBatch(items), JSON.stringify(ctx)]);
+	const byIndex = new Map<number, ConfirmRow>();
+	for (const r of rows) byIndex.set(r.idx, r);
+	return items.map((it) => {
+		const r = byIndex.get(it.index);
+		if (!r) throw new Error(`confirm_operations returned no row for item ${it.index}`);
+		return {
+			index: it.index,
+			result: r.result,
+			status: r.status,
+			attempt: r.attempt,
+			externalRef: r.external_ref,
+			late: r.late,
+			possibleDuplicate: r.possible_duplicate,
+			updatedAt: iso(r.updated_at),
+		};
+	});
+}

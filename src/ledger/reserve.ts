@@ -1,0 +1,148 @@
+/**
+ * Reserve: record the intent to perform an outside write, before sending it.
+ * One round trip per batch: all items go to <schema>.reserve_operations() as one JSON document and
+ * are decided in one transaction (see schema/0001_ledger.sql for the state machine).
+ */
+import type { Pool, PoolClient } from 'pg';
+import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
+import { createHash } from 'node:crypto';
+import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
+import { LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalText } from './validate';
+
+
+export type Queryable = Pick<Pool | PoolClient, 'query'>;
+
+/** One validated item, ready to send. */
+export interface ReserveItem {
+	/** Position of the item in the node's input (echoed back, recorded on events). */
+	index: number;
+	operationKey: string;
+	/** SHA-256 hex of the request's RFC 8785 canonical JSON. */
+	fingerprint: string;
+	/** RFC 8785 canonical JSON text of the request (stored for reconcile lookups). */
+	canonicalRequest: string;
+	target: string | null;
+	/** Lease duration in seconds (1 .. 604800). */
+	leaseSeconds: number;
+}
+
+/** What Reserve decided for one item. Timestamps are ISO-8601 (database clock). */
+export interface ReserveResult {
+	index: number;
+	outcome: ReserveOutcome;
+	status: OperationStatus;
+	attempt: number;
+	/** Set only for `proceed`: the fencing token Confirm must present. */
+	leaseToken: string | null;
+	leaseExpiresAt: string | null;
+	/** Pass to the outside system as the Idempotency-Key header. New for each attempt. */
+	idempotencyKey: string;
+	externalRef: string | null;
+	/** The stored response, for `already_succeeded` replays only. */
+	response: unknown;
+	responseTruncated: boolean;
+	reason: string | null;
+	retryable: boolean | null;
+	createdAt: string | null;
+	updatedAt: string | null;
+}
+
+/**
+ * Validates one item and computes its fingerprint. Throws LedgerInputError (empty or oversized key,
+ * bad lease, non-JSON or oversized request) before anything is written.
+ */
+export function prepareReserveItem(
+	index: number,
+	input: { operationKey: unknown; request: unknown; target?: unknown; leaseSeconds: unknown },
+): ReserveItem {
+	const operationKey = checkOperationKey(input.operationKey);
+	const leaseSeconds = checkLeaseSeconds(input.leaseSeconds);
+	const target = checkOptionalText(input.target, 'The target', LIMITS.maxTargetLength);
+	let canonicalRequest: string;
+	try {
+		canonicalRequest = canonicalJson(input.request === undefined ? null : input.request);
+	} catch (e) {
+		if (e instanceof NotJsonError) throw new LedgerInputError(`The request cannot be fingerprinted: ${e.message.replace(/^\$/, 'request')}`);
+		throw e;
+	}
+	if (canonicalRequest.length > LIMITS.maxRequestBytes) {
+		const bytes = Buffer.byteLength(canonicalRequest, 'utf8');
+		if (bytes > LIMITS.maxRequestBytes) {
+			throw new LedgerInputError(`The request is ${bytes} bytes as canonical JSON; at most ${LIMITS.maxRequestBytes} are allowed. Fingerprint a smaller business identity (ids and amounts), not whole documents.`);
+		}
+	}
+	const fp = createHash('sha256').update(canonicalRequest, 'utf8').digest('hex');
+	return { index, operationKey, fingerprint: fp, canonicalRequest, target, leaseSeconds };
+}
+
+interface ReserveRow {
+	idx: number;
+	outcome: ReserveOutcome;
+	status: OperationStatus;
+	attempt: number;
+	lease_token: string | null;
+	lease_expires_at: Date | null;
+	idempotency_key: string;
+	external_ref: string | null;
+	response: unknown;
+	response_truncated: boolean;
+	reason: string | null;
+	retryable: boolean | null;
+	created_at: Date | null;
+	updated_at: Date | null;
+}
+
+/** Serialises the batch for reserve_operations(). The request is embedded as its canonical text. */
+export function encodeReserveBatch(items: ReserveItem[]): string {
+	const parts = items.map(
+		(it) =>
+			`{"i":${it.index},"k":${JSON.stringify(it.operationKey)},"f":"${it.fingerprint}","a":"${FINGERPRINT_ALGORITHM}",` +
+			`"t":${it.target === null ? 'null' : JSON.stringify(it.target)},"l":${it.leaseSeconds},"r":${it.canonicalRequest}}`,
+	);
+	return `[${parts.join(',')}]`;
+}
+
+/** The SQL text Reserve sends (one statement). */
+export function reserveSql(schemaSql: string): string {
+	return `SELECT * FROM ${schemaSql}.reserve_operations($1::jsonb, $2::jsonb)`;
+}
+
+/**
+ * Reserves a batch in one round trip and one transaction. Returns one result per item, in the
+ * order of `items`. Throws the database error if the statement fails (then nothing was recorded).
+ */
+export async function reserveOperations(
+	db: Queryable,
+	schemaSql: string,
+	items: ReserveItem[],
+	ctx: EventContext = {},
+): Promise<ReserveResult[]> {
+	if (items.length === 0) return [];
+	const { rows } = await db.query<ReserveRow>(reserveSql(schemaSql), [encodeReserveBatch(items), JSON.stringify(ctx)]);
+	const byIndex = new Map<number, ReserveRow[]>();
+	for (const r of rows) {
+		const list = byIndex.get(r.idx);
+		if (list) list.push(r);
+		else byIndex.set(r.idx, [r]);
+	}
+	return items.map((it) => {
+		const row = byIndex.get(it.index)?.shift();
+		if (!row) throw new Error(`reserve_operations returned no row for item ${it.index}`);
+		return {
+			index: it.index,
+			outcome: row.outcome,
+			status: row.status,
+			attempt: row.attempt,
+			leaseToken: row.lease_token,
+			leaseExpiresAt: iso(row.lease_expires_at),
+			idempotencyKey: row.idempotency_key,
+			externalRef: row.external_ref,
+			response: row.response ?? null,
+			responseTruncated: row.response_truncated,
+			reason: row.reason,
+			retryable: row.retryable,
+			createdAt: iso(row.created_at),
+			updatedAt: iso(row.updated_at),
+		};
+	});
+}

@@ -1,0 +1,65 @@
+/** Checks on what a node is about to write; each throws LedgerInputError with a clear message. */
+import { LIMITS } from './states';
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Raised for input that must be fixed by the user; nothing has been written. */
+export class LedgerInputError extends Error {
+	constructor(message: string) {
+		super(message);
+		this.name = 'LedgerInputError';
+	}
+}
+
+/** Validates an operation key (non-empty string, ≤ 512 UTF-8 bytes, no NUL or control line breaks). */
+export function checkOperationKey(key: unknown): string {
+	if (key === undefined || key === null || (typeof key === 'string' && key.trim() === '')) {
+		throw new LedgerInputError('The operation key is empty. Every write needs a business operation key such as "invoice:create:customer-42:v3"; there is no way to skip the ledger.');
+	}
+	if (typeof key !== 'string') {
+		if (typeof key === 'number' && Number.isFinite(key)) return checkOperationKey(String(key));
+		throw new LedgerInputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
+	}
+	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key');
+	// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
+	if (/[\u0000-\u001f\u007f]/.test(key)) throw new LedgerInputError('The operation key contains a control character (NUL, tab or line break)');
+	if (LONE_SURROGATE.test(key)) throw new LedgerInputError('The operation key contains a lone UTF-16 surrogate, which is not valid Unicode');
+	const bytes = Buffer.byteLength(key, 'utf8');
+	if (bytes > LIMITS.maxKeyBytes) throw new LedgerInputError(`The operation key is ${bytes} bytes long; at most ${LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
+	return key;
+}
+
+/** Builds `resource:action:entity:version` from parts, each non-empty and without ':'. */
+export function buildOperationKey(parts: { resource: unknown; action: unknown; entity: unknown; version: unknown }): string {
+	const out: string[] = [];
+	for (const name of ['resource', 'action', 'entity', 'version'] as const) {
+		const raw = parts[name];
+		const v = typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : raw;
+		if (typeof v !== 'string' || v.trim() === '') {
+			throw new LedgerInputError(`The operation key part "${name}" is empty. Keys are built as resource:action:entity:version, e.g. payment:charge:order-1001:v1`);
+		}
+		if (v.includes(':')) throw new LedgerInputError(`The operation key part "${name}" ("${v.slice(0, 60)}") contains ":", which separates the parts; use "Custom Key" mode for other shapes`);
+		out.push(v.trim());
+	}
+	return checkOperationKey(out.join(':'));
+}
+
+/** Validates a lease duration in seconds (integer, 1 .. 604800). */
+export function checkLeaseSeconds(value: unknown): number {
+	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+	if (typeof n !== 'number' || !Number.isInteger(n) || n < LIMITS.minLeaseSeconds || n > LIMITS.maxLeaseSeconds) {
+		throw new LedgerInputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${String(value).slice(0, 40)}`);
+	}
+	return n;
+}
+
+/** Validates an optional short text field (target, reference). Returns null for empty. */
+export function checkOptionalText(value: unknown, what: string, maxLength: number): string | null {
+	if (value === undefined || value === null || value === '') return null;
+	const s = typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
+	if (typeof s !== 'string') throw new LedgerInputError(`${what} must be a string, got ${typeof value}`);
+	if (s.includes('\u0000')) throw new LedgerInputError(`${what} contains a NUL character`);
+	if (LONE_SURROGATE.test(s)) throw new LedgerInputError(`${what} contains a lone UTF-16 surrogate`);
+	if (s.length > maxLength) throw new LedgerInputError(`${what} is ${s.length} characters long; at most ${maxLength} are allowed`);
+	return s;
+}
