@@ -2,7 +2,8 @@
 const base = {
 	preset: 'ts-jest',
 	testEnvironment: 'node',
-	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json', isolatedModules: true }] },
+	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+	modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/.cache/'],
 };
 module.exports = {
 	projects: [

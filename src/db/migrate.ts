@@ -4,7 +4,7 @@
  * Each file is plain SQL a DBA can apply with
  *   psql -1 -v ON_ERROR_STOP=1 -v schema=operation_ledger -f schema/0001_ledger.sql
  * The only psql variable is :"schema"; this runner substitutes it with the validated, quoted
- * schema name, applies every pending file in one transaction under a transaction-level advisory
+ * schema name, applies every pending file in one transaction under a session-level advisory
  * lock (so concurrent first uses from several workers apply it once), and each file records its
  * own version in <schema>.schema_migrations.
  */
@@ -96,29 +96,35 @@ export async function migrate(pool: PgPool, schema: string, autoApply: boolean):
 	if (before >= required) return before;
 	if (!autoApply) throw new SchemaNotReadyError(schema, before, required);
 	return withClient(pool, async (client) => {
-		await client.query('BEGIN');
+		// A session-level advisory lock taken before BEGIN: the transaction that follows starts after
+		// any other migrator committed, so it sees that migrator's tables (a lock taken inside an
+		// already-open transaction would read the catalogs through a stale cache).
+		const lockKey = `n8n-nodes-operation-ledger:migrate:${schema}`;
+		await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey]);
 		try {
-			await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`n8n-nodes-operation-ledger:migrate:${schema}`]);
-			// Re-read under the lock: another worker may have applied it meanwhile.
-			const q = quoteSchema(schema);
-			const { rows } = await client.query<{ reg: string | null }>('SELECT to_regclass($1) AS reg', [`${q}.schema_migrations`]);
-			let version = 0;
-			if (rows[0].reg) {
-				const r = await client.query<{ v: number | null }>(`SELECT max(version)::int AS v FROM ${q}.schema_migrations`);
-				version = r.rows[0].v ?? 0;
+			await client.query('BEGIN');
+			try {
+				const q = quoteSchema(schema);
+				const { rows } = await client.query<{ reg: string | null }>('SELECT to_regclass($1) AS reg', [`${q}.schema_migrations`]);
+				let version = 0;
+				if (rows[0].reg) {
+					const r = await client.query<{ v: number | null }>(`SELECT max(version)::int AS v FROM ${q}.schema_migrations`);
+					version = r.rows[0].v ?? 0;
+				}
+				for (const m of loadMigrations()) {
+					if (m.version <= version) continue;
+					await client.query(renderMigration(m.sql, schema));
+					version = m.version;
+				}
+				await client.query('COMMIT');
+				return version;
+			} catch (e) {
+				await client.query('ROLLBACK').catch(() => undefined);
+				throw e;
 			}
-			for (const m of loadMigrations()) {
-				if (m.version <= version) continue;
-				await client.query(renderMigration(m.sql, schema));
-				version = m.version;
-			}
-			await client.query('COMMIT');
-			await client.query('RESET search_path');
-			return version;
-		} catch (e) {
-			await client.query('ROLLBACK').catch(() => undefined);
+		} finally {
 			await client.query('RESET search_path').catch(() => undefined);
-			throw e;
+			await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey]).catch(() => undefined);
 		}
 	});
 }

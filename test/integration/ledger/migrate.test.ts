@@ -1,0 +1,113 @@
+import { execFileSync } from 'node:child_process';
+import { Pool } from 'pg';
+import { currentVersion, loadMigrations, migrate, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
+import { InvalidSchemaNameError } from '../../../src/db/identifiers';
+import { ledgerConnectionTest } from '../../../nodes/shared/connection';
+import { DATABASE_URL, randomSchema } from '../../helpers/db';
+import type { ICredentialTestFunctions } from 'n8n-workflow';
+
+const pool = new Pool({ connectionString: DATABASE_URL, max: 8 });
+const created: string[] = [];
+afterAll(async () => {
+	for (const s of created) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+	await pool.end();
+});
+const fresh = () => {
+	const s = randomSchema('ol_mig');
+	created.push(s);
+	return s;
+};
+
+describe('migrations', () => {
+	it('applies every migration once even when 6 workers start at the same moment', async () => {
+		const schema = fresh();
+		const versions = await Promise.all(Array.from({ length: 6 }, () => migrate(pool, schema, true)));
+		expect(new Set(versions)).toEqual(new Set([requiredVersion()]));
+		const { rows } = await pool.query(`SELECT version, name FROM "${schema}".schema_migrations ORDER BY version`);
+		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
+	});
+
+	it('refuses to apply when auto-apply is off, with a message that says what to do', async () => {
+		const schema = fresh();
+		await expect(migrate(pool, schema, false)).rejects.toBeInstanceOf(SchemaNotReadyError);
+		await expect(migrate(pool, schema, false)).rejects.toThrow(/Apply schema\/\*\.sql with psql/);
+		expect(await currentVersion(pool, schema)).toBe(0);
+	});
+
+	it('the files apply with psql as a DBA would, and the nodes then accept the schema', async () => {
+		const schema = fresh();
+		for (const m of loadMigrations()) {
+			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', `schema/${m.file}`], {
+				stdio: 'pipe',
+			});
+		}
+		expect(await currentVersion(pool, schema)).toBe(requiredVersion());
+		await expect(migrate(pool, schema, false)).resolves.toBe(requiredVersion());
+	});
+
+	it('rejects schema names that try to inject SQL', async () => {
+		for (const bad of ['x"; DROP TABLE y; --', 'Upper', '1abc', '', 'a'.repeat(64), 'a b']) {
+			await expect(migrate(pool, bad, true)).rejects.toBeInstanceOf(InvalidSchemaNameError);
+		}
+	});
+});
+
+describe('credential test', () => {
+	const url = new URL(DATABASE_URL);
+	const base = {
+		connectionType: 'fields',
+		host: url.hostname,
+		port: Number(url.port || 5432),
+		database: url.pathname.slice(1),
+		user: decodeURIComponent(url.username || 'postgres'),
+		password: decodeURIComponent(url.password || ''),
+		ssl: 'disable',
+		schema: 'operation_ledger',
+		autoApplySchema: true,
+	};
+	const test = (data: Record<string, unknown>) =>
+		ledgerConnectionTest.call({} as ICredentialTestFunctions, { id: '1', name: 'x', type: 'operationLedgerPostgresApi', data });
+
+	it('says OK when it can connect', async () => {
+		await expect(test(base)).resolves.toEqual({ status: 'OK', message: 'Connection successful' });
+	});
+
+	it('names a missing database', async () => {
+		const r = await test({ ...base, database: 'no_such_db_for_ledger' });
+		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/database does not exist.*no_such_db_for_ledger/) });
+	});
+
+	it('names a refused connection', async () => {
+		const r = await test({ ...base, host: '127.0.0.1', port: 1 });
+		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/Connection refused at 127\.0\.0\.1:1/) });
+	});
+
+	it('says the schema is missing when auto-apply is off', async () => {
+		const r = await test({ ...base, schema: fresh(), autoApplySchema: false });
+		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/schema ".*" is missing and "Apply Schema Automatically" is off/) });
+	});
+
+	it('rejects an unsafe schema name before connecting', async () => {
+		const r = await test({ ...base, schema: 'x;drop' });
+		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/Invalid schema name/) });
+	});
+
+	it('names a wrong password (on a role that needs one)', async () => {
+		const role = `ol_pw_${Date.now()}`;
+		await pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'right-password'`);
+		try {
+			const r = await test({ ...base, user: role, password: 'wrong-password' });
+			// With trust authentication (a developer machine) any password is accepted; where the
+			// server checks passwords the message must name the failure and never echo the secret.
+			const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_hba_file_rules WHERE auth_method IN ('md5','scram-sha-256','password')`);
+			if (rows[0].n > 0 && r.status === 'Error') {
+				expect(r.message).toMatch(/Authentication failed: wrong password/);
+			} else {
+				expect(r.status).toBe('OK');
+			}
+			expect(JSON.stringify(r)).not.toContain('wrong-password');
+		} finally {
+			await pool.query(`DROP ROLE ${role}`);
+		}
+	});
+});

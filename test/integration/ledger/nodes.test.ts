@@ -1,0 +1,227 @@
+/**
+ * The n8n layer of Reserve and Confirm against a real Postgres: parameters, outputs, pairedItem,
+ * continueOnFail, item-level errors that write nothing, and automatic lineage.
+ */
+import type { INodeExecutionData } from 'n8n-workflow';
+import { ReserveOperation } from '../../../nodes/ReserveOperation/ReserveOperation.node';
+import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperation.node';
+import { closeAllPools } from '../../../src/db/pool';
+import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
+
+let db: Awaited<ReturnType<typeof testDatabase>>;
+beforeAll(async () => {
+	db = await testDatabase();
+});
+afterAll(async () => {
+	await closeAllPools();
+	await db.drop();
+});
+
+const reserveParams = (extra: Record<string, unknown> = {}) => ({
+	keyMode: 'parts',
+	resource: 'payment',
+	action: 'charge',
+	entity: (i: number) => items[i]?.json.orderId,
+	version: 'v1',
+	target: 'payments-api',
+	request: (i: number) => ({ amount: items[i]?.json.amount }),
+	leaseSeconds: 60,
+	...extra,
+});
+let items: INodeExecutionData[] = [];
+
+async function runReserve(input: INodeExecutionData[], opts: { continueOnFail?: boolean; params?: Record<string, unknown> } = {}) {
+	items = input;
+	const fns = fakeExecute({
+		items: input,
+		params: reserveParams(opts.params),
+		credentials: testCredentials(DATABASE_URL, db.schema),
+		continueOnFail: opts.continueOnFail,
+		nodeName: 'Reserve Operation',
+	});
+	return new ReserveOperation().execute.call(fns);
+}
+async function count(table: 'operations' | 'operation_events', like: string): Promise<number> {
+	const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.${table} WHERE operation_key LIKE $1`, [like]);
+	return rows[0].n;
+}
+
+describe('Reserve Operation node', () => {
+	it('routes each outcome to its own output with pairedItem and the ledger fields', async () => {
+		const out = await runReserve([
+			{ json: { orderId: 'n-1', amount: 10 } },
+			{ json: { orderId: 'n-2', amount: 20 } },
+			{ json: { orderId: 'n-1', amount: 10 } },
+			{ json: { orderId: 'n-1', amount: 99 } },
+		]);
+		expect(out).toHaveLength(6);
+		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(out[0][0].json).toMatchObject({
+			orderId: 'n-1',
+			amount: 10,
+			ledger: { operationKey: 'payment:charge:n-1:v1', outcome: 'proceed', attempt: 1, replay: false },
+		});
+		expect(out[0][0].json.ledger).toHaveProperty('leaseToken');
+		expect(out[0][0].json.ledger).toHaveProperty('idempotencyKey');
+		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
+		expect(out[4].map((i) => i.pairedItem)).toEqual([{ item: 3 }]);
+	});
+
+	it('an empty key is an item-level error that writes nothing (the whole batch waits for valid input)', async () => {
+		const before = await count('operations', 'payment:charge:e-%');
+		await expect(runReserve([{ json: { orderId: 'e-1', amount: 1 } }, { json: { orderId: '', amount: 2 } }])).rejects.toThrow(/part "entity" is empty/);
+		expect(await count('operations', 'payment:charge:e-%')).toBe(before);
+		expect(await count('operation_events', 'payment:charge:e-%')).toBe(0);
+	});
+
+	it('with continueOnFail the bad item becomes an error item (paired) and the others are reserved', async () => {
+		const out = await runReserve(
+			[{ json: { orderId: 'f-1', amount: 1 } }, { json: { orderId: '', amount: 2 } }, { json: { orderId: 'f-3', amount: 3 } }],
+			{ continueOnFail: true },
+		);
+		const errors = out[0].filter((i) => 'error' in i.json);
+		expect(errors).toEqual([{ json: { error: expect.stringMatching(/part "entity" is empty/) }, pairedItem: { item: 1 } }]);
+		expect(out[0].filter((i) => !('error' in i.json)).map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
+		expect(await count('operations', 'payment:charge:f-%')).toBe(2);
+	});
+
+	it('a request that is not JSON is an item-level error naming the value', async () => {
+		await expect(
+			runReserve([{ json: { orderId: 'g-1' } }], { params: { request: () => ({ when: new Date(0) }) } }),
+		).rejects.toMatchObject({ message: expect.stringMatching(/request\.when: is a Date/), context: { itemIndex: 0 } });
+		expect(await count('operations', 'payment:charge:g-%')).toBe(0);
+	});
+
+	it('a custom key mode with a missing key fails clearly', async () => {
+		await expect(runReserve([{ json: {} }], { params: { keyMode: 'custom', operationKey: '' } })).rejects.toThrow(/operation key is empty/);
+	});
+});
+
+describe('Confirm Operation node', () => {
+	async function runConfirm(
+		input: INodeExecutionData[],
+		reserved: INodeExecutionData[],
+		opts: { continueOnFail?: boolean; params?: Record<string, unknown> } = {},
+	) {
+		const fns = fakeExecute({
+			items: input,
+			params: {
+				outcomeSource: 'httpResult',
+				externalReference: (i: number) => (input[i].json as { id?: string }).id ?? '',
+				lineage: 'auto',
+				options: {},
+				...opts.params,
+			},
+			credentials: testCredentials(DATABASE_URL, db.schema),
+			continueOnFail: opts.continueOnFail,
+			nodeName: 'Confirm Operation',
+			parents: [
+				{ name: 'Charge Payment', type: 'n8n-nodes-base.httpRequest' },
+				{ name: 'Reserve Operation', type: 'n8n-nodes-operation-ledger.reserveOperation' },
+			],
+			pairedFrom: { 'Reserve Operation': (i) => reserved[(input[i].pairedItem as { item: number }).item] },
+		});
+		return new ConfirmOperation().execute.call(fns);
+	}
+
+	it('after an HTTP Request node, finds the reservation through paired items and classifies the result', async () => {
+		const r = await runReserve([
+			{ json: { orderId: 'h-1', amount: 1 } },
+			{ json: { orderId: 'h-2', amount: 2 } },
+			{ json: { orderId: 'h-3', amount: 3 } },
+			{ json: { orderId: 'h-4', amount: 4 } },
+		]);
+		const proceed = r[0];
+		// What an HTTP Request node (On Error: Continue) emits: the body, or an error item.
+		const httpOut: INodeExecutionData[] = [
+			{ json: { id: 'pay_h1', status: 'succeeded' }, pairedItem: { item: 0 } },
+			{ json: { error: { message: '422 - "invalid amount"', httpCode: '422' } }, pairedItem: { item: 1 } },
+			{ json: { error: { message: 'timeout of 10000ms exceeded', code: 'ECONNABORTED' } }, pairedItem: { item: 2 } },
+			{ json: { id: 'pay_h4' }, pairedItem: { item: 3 } },
+		];
+		const out = await runConfirm(httpOut, proceed);
+		expect(out[0].map((i) => [i.pairedItem, (i.json.ledger as { externalRef: string }).externalRef])).toEqual([
+			[{ item: 0 }, 'pay_h1'],
+			[{ item: 3 }, 'pay_h4'],
+		]);
+		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+		expect(out[1][0].json.ledger).toMatchObject({ status: 'failed', reason: expect.stringMatching(/HTTP 422/) });
+		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
+		const { rows } = await db.pool.query(
+			`SELECT operation_key, status, external_ref, response FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:h-%' ORDER BY 1`,
+		);
+		expect(rows.map((x) => [x.status, x.external_ref])).toEqual([
+			['succeeded', 'pay_h1'],
+			['failed', null],
+			['unknown', null],
+			['succeeded', 'pay_h4'],
+		]);
+		expect(rows[0].response).toEqual({ id: 'pay_h1', status: 'succeeded' });
+
+		// A second run of the same Confirm is harmless; a Reserve now replays the stored success.
+		const again = await runConfirm(httpOut.slice(0, 1), proceed);
+		expect(again[0][0].json.ledger).toMatchObject({ result: 'repeated', status: 'succeeded' });
+		const replay = await runReserve([{ json: { orderId: 'h-1', amount: 1 } }]);
+		expect(replay[1][0].json.ledger).toMatchObject({ outcome: 'already_succeeded', replay: true, externalRef: 'pay_h1', response: { id: 'pay_h1' } });
+	});
+
+	it('an unserialisable response is an item-level error that writes nothing; continueOnFail emits it paired', async () => {
+		const r = await runReserve([{ json: { orderId: 'u-1', amount: 1 } }, { json: { orderId: 'u-2', amount: 2 } }]);
+		const httpOut: INodeExecutionData[] = [
+			{ json: { id: 'pay_u1', big: BigInt(7) as unknown as number }, pairedItem: { item: 0 } },
+			{ json: { id: 'pay_u2' }, pairedItem: { item: 1 } },
+		];
+		await expect(runConfirm(httpOut, r[0])).rejects.toMatchObject({ message: expect.stringMatching(/response\.big: is a BigInt/) });
+		const { rows: before } = await db.pool.query(`SELECT status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:u-%'`);
+		expect(before.map((x) => x.status)).toEqual(['reserved', 'reserved']);
+
+		const out = await runConfirm(httpOut, r[0], { continueOnFail: true });
+		expect(out[0]).toEqual([
+			{ json: { error: expect.stringMatching(/cannot be stored/) }, pairedItem: { item: 0 } },
+			expect.objectContaining({ pairedItem: { item: 1 } }),
+		]);
+		const { rows } = await db.pool.query(`SELECT operation_key, status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:u-%' ORDER BY 1`);
+		expect(rows.map((x) => x.status)).toEqual(['reserved', 'succeeded']);
+	});
+
+	it('an item that never held a lease (not from Proceed) is refused clearly', async () => {
+		await runReserve([{ json: { orderId: 'p-1', amount: 1 } }]);
+		const replayed = await runReserve([{ json: { orderId: 'p-1', amount: 1 } }]);
+		const inProgress = replayed[2];
+		await expect(
+			runConfirm([{ json: inProgress[0].json, pairedItem: { item: 0 } }], inProgress, { params: { outcomeSource: 'explicit', outcome: 'succeeded' } }),
+		).rejects.toThrow(/Proceed/);
+	});
+
+	it('explicit lineage and explicit outcome work without any Reserve node upstream', async () => {
+		const r = await runReserve([{ json: { orderId: 'x-1', amount: 1 } }]);
+		const ledger = r[0][0].json.ledger as { operationKey: string; leaseToken: string };
+		const fns = fakeExecute({
+			items: [{ json: { whatever: true } }],
+			params: {
+				lineage: 'explicit',
+				operationKey: ledger.operationKey,
+				leaseToken: ledger.leaseToken,
+				outcomeSource: 'explicit',
+				outcome: 'failed',
+				retryable: false,
+				reason: 'rejected by policy',
+				externalReference: '',
+				options: { storeResponse: false },
+			},
+			credentials: testCredentials(DATABASE_URL, db.schema),
+		});
+		const out = await new ConfirmOperation().execute.call(fns);
+		expect(out[1][0].json.ledger).toMatchObject({ status: 'failed', result: 'recorded' });
+		const replay = await runReserve([{ json: { orderId: 'x-1', amount: 1 } }]);
+		expect(replay[5][0].json.ledger).toMatchObject({ outcome: 'failed_permanently', reason: 'rejected by policy' });
+	});
+
+	it('a stale confirmation goes to the Stale output, flagged', async () => {
+		const r = await runReserve([{ json: { orderId: 's-1', amount: 1 } }]);
+		const fake = { ...r[0][0].json, ledger: { ...(r[0][0].json.ledger as object), leaseToken: '11111111-2222-4333-8444-555555555555' } };
+		const out = await runConfirm([{ json: { id: 'pay_s1' }, pairedItem: { item: 0 } }], [{ json: fake }]);
+		expect(out[3][0].json.ledger).toMatchObject({ stale: true, possibleDuplicate: true, status: 'reserved' });
+	});
+});

@@ -1,0 +1,103 @@
+import { buildOperationKey, checkLeaseSeconds, checkOperationKey, LedgerInputError } from '../../../src/ledger/validate';
+import { prepareReserveItem } from '../../../src/ledger/reserve';
+import { prepareConfirmItem } from '../../../src/ledger/confirm';
+
+describe('operation keys', () => {
+	it('builds resource:action:entity:version', () => {
+		expect(buildOperationKey({ resource: 'invoice', action: 'create', entity: 'customer-42', version: 'v3' })).toBe('invoice:create:customer-42:v3');
+		expect(buildOperationKey({ resource: 'payment', action: 'charge', entity: 1001, version: 'v1' })).toBe('payment:charge:1001:v1');
+	});
+
+	it.each([
+		['empty string', ''],
+		['blank', '   '],
+		['undefined', undefined],
+		['null', null],
+	])('rejects an %s key', (_n, key) => {
+		expect(() => checkOperationKey(key)).toThrow(/operation key is empty/);
+	});
+
+	it.each([
+		['an object', {}, /must be a string/],
+		['leading space', ' a', /white space/],
+		['a NUL byte', 'a\u0000b', /control character/],
+		['a line break', 'a\nb', /control character/],
+		['513 bytes', 'x'.repeat(513), /513 bytes/],
+		['a lone surrogate', 'a\uD800', /surrogate/],
+	])('rejects a key with %s', (_n, key, msg) => {
+		expect(() => checkOperationKey(key)).toThrow(msg);
+	});
+
+	it('counts bytes, not characters', () => {
+		expect(() => checkOperationKey('é'.repeat(256))).not.toThrow();
+		expect(() => checkOperationKey('é'.repeat(257))).toThrow(/514 bytes/);
+	});
+
+	it('rejects empty parts and parts containing the separator', () => {
+		expect(() => buildOperationKey({ resource: 'a', action: '', entity: 'e', version: 'v1' })).toThrow(/part "action" is empty/);
+		expect(() => buildOperationKey({ resource: 'a', action: 'b', entity: 'x:y', version: 'v1' })).toThrow(/contains ":"/);
+	});
+});
+
+describe('lease seconds', () => {
+	it.each([0, -5, 1.5, 604801, NaN, 'abc', null])('rejects %p', (v) => {
+		expect(() => checkLeaseSeconds(v)).toThrow(LedgerInputError);
+	});
+	it('accepts whole seconds in range, also as numeric strings', () => {
+		expect(checkLeaseSeconds(1)).toBe(1);
+		expect(checkLeaseSeconds('300')).toBe(300);
+		expect(checkLeaseSeconds(604800)).toBe(604800);
+	});
+});
+
+describe('prepareReserveItem', () => {
+	it('fingerprints the canonical request', () => {
+		const a = prepareReserveItem(0, { operationKey: 'k', request: JSON.parse('{"b":1.0,"a":2}'), leaseSeconds: 60 });
+		const b = prepareReserveItem(1, { operationKey: 'k', request: { a: 2, b: 1 }, leaseSeconds: 60 });
+		expect(a.fingerprint).toBe(b.fingerprint);
+		expect(a.canonicalRequest).toBe('{"a":2,"b":1}');
+	});
+
+	it('rejects a request that is not JSON', () => {
+		expect(() => prepareReserveItem(0, { operationKey: 'k', request: { n: BigInt(2) }, leaseSeconds: 60 })).toThrow(/request\.n: is a BigInt/);
+	});
+
+	it('rejects a request over 1 MiB', () => {
+		expect(() => prepareReserveItem(0, { operationKey: 'k', request: { s: 'x'.repeat(1024 * 1024) }, leaseSeconds: 60 })).toThrow(/at most 1048576/);
+	});
+});
+
+describe('prepareConfirmItem', () => {
+	const token = '0b0e8b7e-6a57-4f3c-9d0a-0a7f4d2a8c11';
+
+	it('requires a lease token', () => {
+		expect(() => prepareConfirmItem(0, { operationKey: 'k', leaseToken: undefined, outcome: 'succeeded' })).toThrow(/Proceed/);
+		expect(() => prepareConfirmItem(0, { operationKey: 'k', leaseToken: 'nope', outcome: 'succeeded' })).toThrow(/not a UUID/);
+	});
+
+	it('rejects an unknown outcome', () => {
+		expect(() => prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'maybe' })).toThrow(/succeeded, failed or unknown/);
+	});
+
+	it('rejects a response that cannot be stored', () => {
+		const circular: Record<string, unknown> = {};
+		circular.me = circular;
+		expect(() => prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'succeeded', response: circular })).toThrow(/response cannot be stored.*circular/);
+	});
+
+	it('truncates an oversized response but keeps the reference, or rejects it when asked', () => {
+		const big = { blob: 'y'.repeat(5000) };
+		const t = prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'succeeded', externalRef: 'pay_9', response: big, maxResponseBytes: 1000 });
+		expect(t.responseTruncated).toBe(true);
+		expect(t.externalRef).toBe('pay_9');
+		expect(JSON.parse(t.responseJson)).toMatchObject({ truncated: true, originalBytes: 5011 });
+		expect(() =>
+			prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'succeeded', response: big, maxResponseBytes: 1000, oversize: 'error' }),
+		).toThrow(/5011 bytes/);
+	});
+
+	it('keeps retryable only for failures', () => {
+		expect(prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'failed', retryable: true }).retryable).toBe(true);
+		expect(prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'unknown', retryable: true }).retryable).toBe(false);
+	});
+});
