@@ -12,42 +12,10 @@ import { confirmOperations, DEFAULT_MAX_RESPONSE_BYTES, prepareConfirmItem, type
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { fieldFromLineage, upstreamNodeName } from '../shared/lineage';
 
 const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * Finds the ledger fields (operation key, lease token) for input item `i` without any expression
- * from the user: first on the item itself (`$json.ledger`), else on the item of the nearest
- * upstream Reserve Operation node that this item descends from, following n8n's paired-item
- * lineage (the same lineage `$('Reserve Operation').item` uses).
- */
-function ledgerFromLineage(fns: IExecuteFunctions, i: number, item: INodeExecutionData, reserveNode: string | undefined): Obj {
-	if (isObj(item.json.ledger) && typeof item.json.ledger.leaseToken === 'string') return item.json.ledger;
-	if (!reserveNode) {
-		throw new NodeOperationError(fns.getNode(), 
-			'No Reserve Operation node found upstream of this node. Place Confirm Operation after Reserve Operation (for example Reserve → HTTP Request → Confirm), or choose "Explicit" lineage.',
-			{ itemIndex: i },
-		);
-	}
-	let json: Obj | undefined;
-	try {
-		const proxy = fns.getWorkflowDataProxy(i);
-		json = proxy.$(reserveNode).item?.json as Obj | undefined;
-	} catch (e) {
-		throw new NodeOperationError(fns.getNode(), 
-			`Could not trace item ${i} back to its "${reserveNode}" item (${(e as Error).message}). A node in between may have dropped item lineage; choose "Explicit" lineage and pass the operation key and lease token.`,
-			{ itemIndex: i },
-		);
-	}
-	if (!json || !isObj(json.ledger)) {
-		throw new NodeOperationError(fns.getNode(), `The "${reserveNode}" item this item descends from holds no ledger data`, { itemIndex: i });
-	}
-	return json.ledger;
-}
 
 export class ConfirmOperation implements INodeType {
 	description: INodeTypeDescription = {
@@ -196,14 +164,11 @@ export class ConfirmOperation implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const outputs: INodeExecutionData[][] = [[], [], [], []];
-		const self = this.getNode().name;
 		let reserveNode: string | undefined | null = null;
 		const findReserveNode = (i: number): string | undefined => {
-			if (reserveNode !== null) return reserveNode;
-			const named = (this.getNodeParameter('options.reserveNode', i, '') as string).trim();
-			reserveNode =
-				named ||
-				this.getParentNodes(self).find((n) => n.type.endsWith(RESERVE_TYPE_SUFFIX) && !n.disabled)?.name;
+			if (reserveNode === null) {
+				reserveNode = upstreamNodeName(this, RESERVE_TYPE_SUFFIX, this.getNodeParameter('options.reserveNode', i, '') as string);
+			}
 			return reserveNode;
 		};
 
@@ -215,7 +180,7 @@ export class ConfirmOperation implements INodeType {
 				operationKey = this.getNodeParameter('operationKey', i);
 				leaseToken = this.getNodeParameter('leaseToken', i);
 			} else {
-				const ledger = ledgerFromLineage(this, i, item, findReserveNode(i));
+				const ledger = fieldFromLineage(this, i, item, findReserveNode(i), 'ledger', 'leaseToken', 'Reserve Operation');
 				operationKey = ledger.operationKey;
 				leaseToken = ledger.leaseToken;
 			}

@@ -1,0 +1,62 @@
+import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
+import { ledgerConnectionTest } from '../shared/connection';
+import { claimProperties, executeClaim } from './claim';
+import { executeResolve, resolveProperties } from './resolve';
+
+/** Outputs per operation: Claim has one; Resolve has one per result. */
+const OUTPUTS_EXPRESSION = `={{ $parameter["operation"] === "resolve" ? [
+	{ "type": "main", "displayName": "Succeeded" },
+	{ "type": "main", "displayName": "Did Not Happen" },
+	{ "type": "main", "displayName": "Still Unknown" },
+	{ "type": "main", "displayName": "Needs Review" },
+	{ "type": "main", "displayName": "Claim Lost" }
+] : [{ "type": "main", "displayName": "To Check" }] }}`;
+
+export class ReconcileUnknown implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Reconcile Unknown',
+		name: 'reconcileUnknown',
+		icon: { light: 'file:reconcile.svg', dark: 'file:reconcile.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		subtitle: '={{ $parameter["operation"] === "resolve" ? "Resolve" : "Claim" }}',
+		description: 'Settle operations whose outcome is unknown by asking the target system, never by guessing',
+		defaults: { name: 'Reconcile Unknown' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: OUTPUTS_EXPRESSION,
+		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
+		properties: [
+			{
+				displayName: 'Operation',
+				name: 'operation',
+				type: 'options',
+				noDataExpression: true,
+				options: [
+					{
+						name: 'Claim',
+						value: 'claim',
+						description: 'Take a batch of due unknown operations to look up at the target',
+						action: 'Claim unknown operations',
+					},
+					{
+						name: 'Resolve',
+						value: 'resolve',
+						description: 'Record what the lookup found for each claimed operation',
+						action: 'Resolve claimed operations',
+					},
+				],
+				default: 'claim',
+			},
+			...claimProperties,
+			...resolveProperties,
+		],
+	};
+
+	methods = { credentialTest: { ledgerConnectionTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const operation = this.getNodeParameter('operation', 0) as string;
+		return operation === 'resolve' ? executeResolve(this) : executeClaim(this);
+	}
+}

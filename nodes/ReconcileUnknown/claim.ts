@@ -1,0 +1,86 @@
+/** Reconcile Unknown, operation "Claim": take a batch of due unknown operations to look up. */
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile';
+import { getLedgerConnection } from '../shared/connection';
+import { eventContext } from '../shared/context';
+import { batchFailure, prepareItems } from '../shared/items';
+
+const show = { show: { operation: ['claim'] } };
+
+export const claimProperties: INodeProperties[] = [
+	{
+		displayName: 'Batch Size',
+		name: 'batchSize',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 1000 },
+		default: 50,
+		description: 'Most operations to claim in one execution (1 to 1000), oldest first',
+		displayOptions: show,
+	},
+	{
+		displayName: 'Settle Delay (Seconds)',
+		name: 'settleSeconds',
+		type: 'number',
+		typeOptions: { minValue: 0 },
+		default: 120,
+		description:
+			'How long an operation must have been unknown (or its lease expired) before it is checked, in seconds. Choose more than the longest time a write can still be in flight at the target (its timeout plus retries): only then is "not found at the target" trustworthy.',
+		displayOptions: show,
+	},
+	{
+		displayName: 'Claim Duration (Seconds)',
+		name: 'claimSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 86400 },
+		default: 300,
+		description:
+			'How long this execution holds the claimed operations, in seconds, so another reconciler does not check them at the same time. The Resolve step must run before it ends.',
+		displayOptions: show,
+	},
+	{
+		displayName: 'Target',
+		name: 'target',
+		type: 'string',
+		default: '',
+		placeholder: 'payments-api',
+		description: 'Only claim operations for this target (as given to Reserve Operation). Empty: all targets.',
+		displayOptions: show,
+	},
+];
+
+/** Claims once per execution (with the first item's parameters) and emits one item per operation. */
+export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+	const input = fns.getInputData();
+	const items = input.length ? input : [{ json: {} }];
+	const { prepared, errorItems } = prepareItems(fns, items.slice(0, 1), (i) =>
+		checkClaimOptions({
+			limit: fns.getNodeParameter('batchSize', i),
+			settleSeconds: fns.getNodeParameter('settleSeconds', i),
+			claimSeconds: fns.getNodeParameter('claimSeconds', i),
+			target: fns.getNodeParameter('target', i, ''),
+		}),
+	);
+	if (prepared.length === 0) return [errorItems];
+	try {
+		const { pool, schemaSql } = await getLedgerConnection(fns);
+		const claimed = await claimUnknown(pool, schemaSql, prepared[0].value, eventContext(fns));
+		return [
+			claimed.map((c) => ({
+				json: {
+					operationKey: c.operationKey,
+					target: c.target,
+					idempotencyKey: c.idempotencyKey,
+					request: c.request as never,
+					attempt: c.attempt,
+					reason: c.reason,
+					unknownSince: c.unknownSince,
+					checks: c.checks,
+					reconcile: { operationKey: c.operationKey, claimToken: c.claimToken, claimExpiresAt: c.claimExpiresAt },
+				},
+				pairedItem: { item: 0 },
+			})),
+		];
+	} catch (e) {
+		return [batchFailure(fns, e, 'Reconcile Unknown (claim)', [0])];
+	}
+}

@@ -1,0 +1,210 @@
+/** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
+import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
+import { checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
+import { getLedgerConnection } from '../shared/connection';
+import { eventContext } from '../shared/context';
+import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { fieldFromLineage, upstreamNodeName } from '../shared/lineage';
+
+const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
+
+/** Output index per result. */
+export const RESOLVE_OUTPUTS = ['succeeded', 'failed', 'unknown', 'review', 'claim_lost'] as const;
+
+export const resolveProperties: INodeProperties[] = [
+	{
+		displayName: 'Lookup Result From',
+		name: 'lookupSource',
+		type: 'options',
+		options: [
+			{
+				name: 'HTTP Request Lookup',
+				value: 'httpLookup',
+				description:
+					'Read the HTTP Request node that looked the write up by its idempotency key: 2xx with a reference means it happened; 404 or 410 means it did not; anything else is still unknown',
+			},
+			{ name: 'Explicit', value: 'explicit', description: 'Set the resolution yourself, e.g. from an expression' },
+		],
+		default: 'httpLookup',
+		displayOptions: show(),
+	},
+	{
+		displayName: 'Resolution',
+		name: 'resolution',
+		type: 'options',
+		options: [
+			{ name: 'Happened', value: 'happened', description: 'The target has the write: record success with its reference' },
+			{
+				name: 'Did Not Happen',
+				value: 'not_happened',
+				description: 'The target has no record of it: record a retryable failure',
+			},
+			{ name: 'Still Unknown', value: 'still_unknown', description: 'The lookup could not tell: check again later' },
+		],
+		default: 'still_unknown',
+		displayOptions: show({ lookupSource: ['explicit'] }),
+	},
+	{
+		displayName: 'External Reference',
+		name: 'externalReference',
+		type: 'string',
+		default: '={{ $json.id ?? $json.body?.id }}',
+		description: "The target's ID for the write found by the lookup (required for Happened)",
+		displayOptions: show(),
+	},
+	{
+		displayName: 'Reason',
+		name: 'reason',
+		type: 'string',
+		default: '',
+		description: 'Note stored with the operation',
+		displayOptions: show({ lookupSource: ['explicit'] }),
+	},
+	{
+		displayName: 'Max Checks',
+		name: 'maxChecks',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 1000 },
+		default: 10,
+		description: 'After this many inconclusive checks the operation goes to human review (it is never deleted)',
+		displayOptions: show(),
+	},
+	{
+		displayName: 'Backoff Base (Seconds)',
+		name: 'backoffBaseSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1 },
+		default: 60,
+		description: 'Wait before the next check after an inconclusive one, in seconds; doubles with each check',
+		displayOptions: show(),
+	},
+	{
+		displayName: 'Backoff Ceiling (Seconds)',
+		name: 'backoffMaxSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1 },
+		default: 3600,
+		description: 'Longest wait between checks, in seconds',
+		displayOptions: show(),
+	},
+	{
+		displayName: 'Find Operation',
+		name: 'lineage',
+		type: 'options',
+		options: [
+			{ name: 'Automatically', value: 'auto', description: 'Follow each item back to the Reconcile Unknown (Claim) node it came from' },
+			{ name: 'Explicit', value: 'explicit', description: 'Give the operation key and claim token' },
+		],
+		default: 'auto',
+		displayOptions: show(),
+	},
+	{
+		displayName: 'Operation Key',
+		name: 'operationKey',
+		type: 'string',
+		default: '',
+		required: true,
+		displayOptions: show({ lineage: ['explicit'] }),
+	},
+	{
+		displayName: 'Claim Token',
+		name: 'claimToken',
+		// eslint-disable-next-line n8n-nodes-base/node-param-type-options-password-missing -- a fencing token, not a secret
+		type: 'string',
+		default: '',
+		required: true,
+		displayOptions: show({ lineage: ['explicit'] }),
+	},
+	{
+		displayName: 'Claim Node Name',
+		name: 'claimNode',
+		type: 'string',
+		default: '',
+		description: 'With automatic lineage: the claiming Reconcile Unknown node to follow, when there is more than one upstream',
+		displayOptions: show({ lineage: ['auto'] }),
+	},
+];
+
+export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+	const items = fns.getInputData();
+	const outputs: INodeExecutionData[][] = RESOLVE_OUTPUTS.map(() => []);
+	let claimNode: string | undefined | null = null;
+	const { prepared, errorItems } = prepareItems(fns, items, (i, item) => {
+		let operationKey: unknown;
+		let claimToken: unknown;
+		if (fns.getNodeParameter('lineage', i) === 'explicit') {
+			operationKey = fns.getNodeParameter('operationKey', i);
+			claimToken = fns.getNodeParameter('claimToken', i);
+		} else {
+			if (claimNode === null) claimNode = upstreamNodeName(fns, '.reconcileUnknown', fns.getNodeParameter('claimNode', i, '') as string);
+			const rec = fieldFromLineage(fns, i, item, claimNode, 'reconcile', 'claimToken', 'Reconcile Unknown (Claim)');
+			operationKey = rec.operationKey;
+			claimToken = rec.claimToken;
+		}
+		const reference = fns.getNodeParameter('externalReference', i, '');
+		let resolution: unknown;
+		let reason: unknown;
+		let response: unknown = null;
+		if (fns.getNodeParameter('lookupSource', i) === 'explicit') {
+			resolution = fns.getNodeParameter('resolution', i);
+			reason = fns.getNodeParameter('reason', i, '');
+		} else {
+			const { reconcile: _r, ...own } = item.json;
+			void _r;
+			const c = classifyLookup(own, reference);
+			resolution = c.resolution;
+			reason = c.reason;
+			response = c.body;
+		}
+		return {
+			item: prepareResolveItem(i, { operationKey, claimToken, resolution, externalRef: resolution === 'happened' ? reference : null, response, reason }),
+			options: checkResolveOptions({
+				maxChecks: fns.getNodeParameter('maxChecks', i),
+				backoffBaseSeconds: fns.getNodeParameter('backoffBaseSeconds', i),
+				backoffMaxSeconds: fns.getNodeParameter('backoffMaxSeconds', i),
+			}),
+		};
+	});
+	outputs[0].push(...errorItems);
+	if (prepared.length === 0) return outputs;
+	let results: ResolveResultRow[];
+	try {
+		const { pool, schemaSql } = await getLedgerConnection(fns);
+		results = await resolveUnknown(pool, schemaSql, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns));
+	} catch (e) {
+		outputs[0].push(...batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
+		return outputs;
+	}
+	for (let k = 0; k < results.length; k++) {
+		const r = results[k];
+		const p = prepared[k].value.item;
+		if (r.result === 'not_found') {
+			const message = `No operation exists for key "${p.operationKey.slice(0, 200)}"`;
+			if (fns.continueOnFail()) {
+				outputs[0].push(errorItem(message, r.index));
+				continue;
+			}
+			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });
+		}
+		const item = items[r.index];
+		outputs[RESOLVE_OUTPUTS.indexOf(r.result)].push({
+			json: {
+				...item.json,
+				reconcile: {
+					operationKey: p.operationKey,
+					resolution: p.resolution,
+					result: r.result,
+					status: r.status,
+					attempt: r.attempt,
+					externalRef: r.externalRef,
+					checks: r.checks,
+					nextCheckAt: r.nextCheckAt,
+					reason: p.reason,
+				},
+			},
+			binary: item.binary,
+			pairedItem: { item: r.index },
+		});
+	}
+	return outputs;
+}

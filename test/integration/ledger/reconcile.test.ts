@@ -1,0 +1,190 @@
+import type { INodeExecutionData } from 'n8n-workflow';
+import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
+import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
+import { claimUnknown, prepareResolveItem, resolveUnknown, type ClaimOptions } from '../../../src/ledger/reconcile';
+import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
+import { closeAllPools } from '../../../src/db/pool';
+import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
+
+let db: Awaited<ReturnType<typeof testDatabase>>;
+beforeAll(async () => {
+	db = await testDatabase();
+});
+afterAll(async () => {
+	await closeAllPools();
+	await db.drop();
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const resolveOpts = { maxChecks: 3, backoffBaseSeconds: 1, backoffMaxSeconds: 2 };
+
+/** Reserves `key` (target t) and confirms it unknown; returns the reservation. */
+async function makeUnknown(key: string, target = 'pay') {
+	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target })]);
+	await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
+	return r;
+}
+const claim = (o: Partial<ClaimOptions> = {}) => claimUnknown(db.pool, db.schemaSql, { limit: 100, settleSeconds: 0, claimSeconds: 30, target: null, ...o });
+async function row(key: string) {
+	return (await db.pool.query(`SELECT * FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [key])).rows[0];
+}
+async function events(key: string) {
+	return (await db.pool.query(`SELECT event FROM ${db.schemaSql}.operation_events WHERE operation_key = $1 ORDER BY event_id`, [key])).rows.map((r) => r.event);
+}
+
+describe('Reconcile Unknown', () => {
+	it('waits out the settle delay, then claims oldest first with what a lookup needs', async () => {
+		const r = await makeUnknown('r:settle:1', 'settle');
+		await makeUnknown('r:settle:2', 'settle');
+		expect(await claim({ target: 'settle', settleSeconds: 2 })).toEqual([]);
+		await sleep(2100);
+		const claimed = await claim({ target: 'settle', settleSeconds: 2 });
+		expect(claimed.map((c) => c.operationKey)).toEqual(['r:settle:1', 'r:settle:2']);
+		expect(claimed[0]).toMatchObject({ target: 'settle', idempotencyKey: r.idempotencyKey, request: { key: 'r:settle:1' }, attempt: 1, checks: 0 });
+	});
+
+	it('two reconcilers running at once never claim the same operation', async () => {
+		for (let n = 0; n < 40; n++) await makeUnknown(`r:race:${n}`, 'race');
+		const batches = await Promise.all(Array.from({ length: 4 }, () => claim({ target: 'race', limit: 15 })));
+		const keys = batches.flat().map((c) => c.operationKey);
+		expect(keys.length).toBe(40);
+		expect(new Set(keys).size).toBe(40);
+		// While the claims are live nobody else gets them.
+		expect(await claim({ target: 'race' })).toEqual([]);
+	});
+
+	it('an expired lease is claimed only after the settle delay, and becomes unknown with an event', async () => {
+		await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:lease', request: {}, leaseSeconds: 1, target: 'lease' })]);
+		await sleep(1200);
+		expect(await claim({ target: 'lease', settleSeconds: 3 })).toEqual([]);
+		expect((await row('r:lease')).status).toBe('reserved');
+		const got = await claim({ target: 'lease', settleSeconds: 0 });
+		expect(got.map((c) => c.operationKey)).toEqual(['r:lease']);
+		expect(await events('r:lease')).toEqual(['reserved', 'lease_expired']);
+	});
+
+	it('happened records success with the reference; a replay then answers from the ledger', async () => {
+		await makeUnknown('r:happened', 'happened');
+		const [c] = await claim({ target: 'happened' });
+		const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'happened', externalRef: 'pay_77', response: { id: 'pay_77' } })], resolveOpts);
+		expect(res).toMatchObject({ result: 'succeeded', status: 'succeeded', externalRef: 'pay_77' });
+		const [again] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:happened', request: { key: 'r:happened' }, leaseSeconds: 60 })]);
+		expect(again).toMatchObject({ outcome: 'already_succeeded', externalRef: 'pay_77' });
+		expect(await events('r:happened')).toEqual(['reserved', 'confirmed_unknown', 'reconciled_succeeded']);
+	});
+
+	it('happened without a reference is refused: evidence is required', () => {
+		expect(() => prepareResolveItem(0, { operationKey: 'k', claimToken: '11111111-2222-4333-8444-555555555555', resolution: 'happened' })).toThrow(/needs the target's reference/);
+	});
+
+	it('did not happen becomes a retryable failure: the next Reserve proceeds with attempt 2', async () => {
+		const first = await makeUnknown('r:nothappened', 'nh');
+		const [c] = await claim({ target: 'nh' });
+		const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
+		expect(res).toMatchObject({ result: 'failed', status: 'failed' });
+		const [again] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:nothappened', request: { key: 'r:nothappened' }, leaseSeconds: 60 })]);
+		expect(again).toMatchObject({ outcome: 'proceed', attempt: 2 });
+		expect(again.idempotencyKey).not.toBe(first.idempotencyKey);
+	});
+
+	it('still unknown backs off, then goes to review after max checks; review rows stay and Reserve reports them', async () => {
+		await makeUnknown('r:review', 'review');
+		const results: string[] = [];
+		for (let n = 0; n < 3; n++) {
+			let [c] = await claim({ target: 'review' });
+			if (n > 0) {
+				expect(c).toBeUndefined(); // backing off
+				await sleep(n === 1 ? 1100 : 2100);
+				[c] = await claim({ target: 'review' });
+			}
+			expect(c.checks).toBe(n);
+			const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup 503' })], resolveOpts);
+			results.push(res.result);
+		}
+		expect(results).toEqual(['unknown', 'unknown', 'review']);
+		expect(await row('r:review')).toMatchObject({ status: 'review', reconcile_checks: 3 });
+		await sleep(2100);
+		expect(await claim({ target: 'review' })).toEqual([]);
+		const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:review', request: { key: 'r:review' }, leaseSeconds: 60 })]);
+		expect(r).toMatchObject({ outcome: 'needs_reconcile', status: 'review' });
+		expect(await events('r:review')).toEqual(['reserved', 'confirmed_unknown', 'reconcile_still_unknown', 'reconcile_still_unknown', 'review_required']);
+	}, 20_000);
+
+	it('a lapsed claim or a late Confirm meanwhile makes the resolution a no-op (claim lost)', async () => {
+		const r = await makeUnknown('r:lost', 'lost');
+		const [c] = await claim({ target: 'lost', claimSeconds: 1 });
+		// The original holder's late Confirm is evidence and lands first.
+		await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 'r:lost', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_late' })]);
+		const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
+		expect(res).toMatchObject({ result: 'claim_lost', status: 'succeeded', externalRef: 'pay_late' });
+
+		await makeUnknown('r:lapsed', 'lapsed');
+		const [c1] = await claim({ target: 'lapsed', claimSeconds: 1 });
+		await sleep(1100);
+		const [c2] = await claim({ target: 'lapsed' });
+		expect(c2.operationKey).toBe('r:lapsed');
+		const [old] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:lapsed', claimToken: c1.claimToken, resolution: 'not_happened' })], resolveOpts);
+		expect(old.result).toBe('claim_lost');
+		expect((await row('r:lapsed')).status).toBe('unknown');
+	});
+});
+
+describe('Reconcile Unknown node', () => {
+	const creds = () => testCredentials(DATABASE_URL, db.schema);
+
+	it('claims, then resolves HTTP lookups found through paired items', async () => {
+		await makeUnknown('n:found', 'node');
+		await makeUnknown('n:missing', 'node');
+		await makeUnknown('n:flaky', 'node');
+		const claimFns = fakeExecute({
+			items: [{ json: {} }],
+			params: { operation: 'claim', batchSize: 10, settleSeconds: 0, claimSeconds: 60, target: 'node' },
+			credentials: creds(),
+		});
+		const [claimed] = await new ReconcileUnknown().execute.call(claimFns);
+		expect(claimed.map((i) => i.json.operationKey)).toEqual(['n:found', 'n:missing', 'n:flaky']);
+		expect(claimed.every((i) => (i.pairedItem as { item: number }).item === 0)).toBe(true);
+
+		const lookups: INodeExecutionData[] = [
+			{ json: { id: 'pay_found', status: 'succeeded' }, pairedItem: { item: 0 } },
+			{ json: { error: { message: '404 - "not found"', httpCode: '404' } }, pairedItem: { item: 1 } },
+			{ json: { error: { message: '503 - "unavailable"', httpCode: '503' } }, pairedItem: { item: 2 } },
+		];
+		const resolveFns = fakeExecute({
+			items: lookups,
+			params: {
+				operation: 'resolve',
+				lookupSource: 'httpLookup',
+				externalReference: (i: number) => (lookups[i].json as { id?: string }).id ?? '',
+				maxChecks: 5,
+				backoffBaseSeconds: 60,
+				backoffMaxSeconds: 3600,
+				lineage: 'auto',
+				claimNode: '',
+			},
+			credentials: creds(),
+			parents: [
+				{ name: 'Look Up Payment', type: 'n8n-nodes-base.httpRequest' },
+				{ name: 'Claim Unknown', type: 'n8n-nodes-operation-ledger.reconcileUnknown' },
+			],
+			pairedFrom: { 'Claim Unknown': (i) => claimed[(lookups[i].pairedItem as { item: number }).item] },
+		});
+		const out = await new ReconcileUnknown().execute.call(resolveFns);
+		expect(out).toHaveLength(5);
+		expect(out[0].map((i) => [i.pairedItem, (i.json.reconcile as { externalRef: string }).externalRef])).toEqual([[{ item: 0 }, 'pay_found']]);
+		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
+		expect((await row('n:found')).status).toBe('succeeded');
+		expect((await row('n:missing'))).toMatchObject({ status: 'failed', retryable: true });
+		expect((await row('n:flaky'))).toMatchObject({ status: 'unknown', reconcile_checks: 1 });
+	});
+
+	it('rejects a bad batch size as an item-level error', async () => {
+		const fns = fakeExecute({
+			items: [{ json: {} }],
+			params: { operation: 'claim', batchSize: 0, settleSeconds: 0, claimSeconds: 60, target: '' },
+			credentials: creds(),
+		});
+		await expect(new ReconcileUnknown().execute.call(fns)).rejects.toThrow(/batch size must be a whole number from 1 to 1000/);
+	});
+});
