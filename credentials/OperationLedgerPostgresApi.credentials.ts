@@ -24,11 +24,11 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			],
 			default: 'fields',
 		},
+		// eslint-disable-next-line @n8n/community-nodes/credential-unnecessary-password -- it carries the password
 		{
 			displayName: 'Connection String',
 			name: 'connectionString',
 			type: 'string',
-			// eslint-disable-next-line @n8n/community-nodes/credential-unnecessary-password -- it carries the password
 			typeOptions: { password: true },
 			default: '',
 			placeholder: 'postgres://user:password@db.example.com:5432/ledger',
