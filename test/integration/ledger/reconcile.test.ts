@@ -16,7 +16,7 @@ afterAll(async () => {
 	await db.drop();
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const resolveOpts = { maxChecks: 3, backoffBaseSeconds: 1, backoffMaxSeconds: 2 };
+const resolveOpts = { maxChecks: 3, backoffBaseSeconds: 60, backoffMaxSeconds: 600 };
 
 /** Reserves `key` (target t) and confirms it unknown; returns the reservation. */
 async function makeUnknown(key: string, target = 'pay') {
@@ -36,9 +36,12 @@ describe('Reconcile Unknown', () => {
 	it('waits out the settle delay, then claims oldest first with what a lookup needs', async () => {
 		const r = await makeUnknown('r:settle:1', 'settle');
 		await makeUnknown('r:settle:2', 'settle');
-		expect(await claim({ target: 'settle', settleSeconds: 2 })).toEqual([]);
-		await sleep(2100);
-		const claimed = await claim({ target: 'settle', settleSeconds: 2 });
+		expect(await claim({ target: 'settle', settleSeconds: 60 })).toEqual([]);
+		// Let 61 seconds pass for these rows (moving their clock back instead of sleeping).
+		await db.pool.query(
+			`UPDATE ${db.schemaSql}.operations SET unknown_since = unknown_since - interval '61 seconds' WHERE target = 'settle'`,
+		);
+		const claimed = await claim({ target: 'settle', settleSeconds: 60 });
 		expect(claimed.map((c) => c.operationKey)).toEqual(['r:settle:1', 'r:settle:2']);
 		expect(claimed[0]).toMatchObject({ target: 'settle', idempotencyKey: r.idempotencyKey, request: { key: 'r:settle:1' }, attempt: 1, checks: 0 });
 	});
@@ -56,7 +59,7 @@ describe('Reconcile Unknown', () => {
 	it('an expired lease is claimed only after the settle delay, and becomes unknown with an event', async () => {
 		await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:lease', request: {}, leaseSeconds: 1, target: 'lease' })]);
 		await sleep(1200);
-		expect(await claim({ target: 'lease', settleSeconds: 3 })).toEqual([]);
+		expect(await claim({ target: 'lease', settleSeconds: 60 })).toEqual([]);
 		expect((await row('r:lease')).status).toBe('reserved');
 		const got = await claim({ target: 'lease', settleSeconds: 0 });
 		expect(got.map((c) => c.operationKey)).toEqual(['r:lease']);
@@ -87,28 +90,40 @@ describe('Reconcile Unknown', () => {
 		expect(again.idempotencyKey).not.toBe(first.idempotencyKey);
 	});
 
-	it('still unknown backs off, then goes to review after max checks; review rows stay and Reserve reports them', async () => {
+	it('still unknown backs off exponentially (capped), then goes to review after max checks; review rows stay and Reserve reports them', async () => {
 		await makeUnknown('r:review', 'review');
+		const opts = { maxChecks: 4, backoffBaseSeconds: 60, backoffMaxSeconds: 150 };
 		const results: string[] = [];
-		for (let n = 0; n < 3; n++) {
-			let [c] = await claim({ target: 'review' });
-			if (n > 0) {
-				expect(c).toBeUndefined(); // backing off
-				await sleep(n === 1 ? 1100 : 2100);
-				[c] = await claim({ target: 'review' });
-			}
+		const waits: Array<number | null> = [];
+		for (let n = 0; n < 4; n++) {
+			const [c] = await claim({ target: 'review' });
 			expect(c.checks).toBe(n);
-			const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup 503' })], resolveOpts);
+			const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup 503' })], opts);
 			results.push(res.result);
+			const { rows } = await db.pool.query(
+				`SELECT extract(epoch FROM next_check_at - updated_at)::float AS wait FROM ${db.schemaSql}.operations WHERE operation_key = 'r:review'`,
+			);
+			waits.push(rows[0].wait);
+			if (res.result === 'unknown') {
+				expect(await claim({ target: 'review' })).toEqual([]); // backing off
+				await db.pool.query(`UPDATE ${db.schemaSql}.operations SET next_check_at = now() WHERE operation_key = 'r:review'`);
+			}
 		}
-		expect(results).toEqual(['unknown', 'unknown', 'review']);
-		expect(await row('r:review')).toMatchObject({ status: 'review', reconcile_checks: 3 });
-		await sleep(2100);
+		expect(results).toEqual(['unknown', 'unknown', 'unknown', 'review']);
+		expect(waits).toEqual([60, 120, 150, null]);
+		expect(await row('r:review')).toMatchObject({ status: 'review', reconcile_checks: 4, reason: 'lookup 503' });
 		expect(await claim({ target: 'review' })).toEqual([]);
 		const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:review', request: { key: 'r:review' }, leaseSeconds: 60 })]);
 		expect(r).toMatchObject({ outcome: 'needs_reconcile', status: 'review' });
-		expect(await events('r:review')).toEqual(['reserved', 'confirmed_unknown', 'reconcile_still_unknown', 'reconcile_still_unknown', 'review_required']);
-	}, 20_000);
+		expect(await events('r:review')).toEqual([
+			'reserved',
+			'confirmed_unknown',
+			'reconcile_still_unknown',
+			'reconcile_still_unknown',
+			'reconcile_still_unknown',
+			'review_required',
+		]);
+	});
 
 	it('a lapsed claim or a late Confirm meanwhile makes the resolution a no-op (claim lost)', async () => {
 		const r = await makeUnknown('r:lost', 'lost');
