@@ -1,0 +1,139 @@
+/**
+ * Pieces shared by the Priority Dequeue operations: the shared parameters, how a settle operation
+ * finds its task (task id and lease token), and how results become items.
+ */
+import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
+import { DEFAULT_GROUPS, QueueInputError, type GroupWeight } from '../../../src/queue';
+import { upstreamNodeName } from '../../shared/lineage';
+
+export type OperationName =
+	| 'enqueue'
+	| 'dequeue'
+	| 'complete'
+	| 'fail'
+	| 'extendLease'
+	| 'release'
+	| 'requeueDead'
+	| 'stats'
+	| 'purge';
+
+/** One operation: its parameters and its behaviour. */
+export interface QueueOperation {
+	description: INodeProperties[];
+	execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]>;
+}
+
+export const show = (...operation: OperationName[]) => ({ show: { operation } });
+
+export function queueField(...operation: OperationName[]): INodeProperties {
+	return {
+		displayName: 'Queue',
+		name: 'queue',
+		type: 'string',
+		default: 'default',
+		required: true,
+		description: 'Name of the queue (1 to 200 bytes). Producers and consumers of one queue use the same name.',
+		displayOptions: show(...operation),
+	};
+}
+
+/** Task ID and Lease Token of a settle operation. */
+export function taskFields(...operation: OperationName[]): INodeProperties[] {
+	return [
+		{
+			displayName: 'Task Source',
+			name: 'taskSource',
+			type: 'options',
+			options: [
+				{
+					name: 'From Priority Dequeue Upstream',
+					value: 'lineage',
+					description:
+						'Use taskId and leaseToken of the item itself, or else of the item it descends from at the nearest Priority Dequeue node (or trigger) upstream',
+				},
+				{ name: 'Explicit', value: 'explicit', description: 'Give the task ID and lease token as expressions' },
+			],
+			default: 'lineage',
+			displayOptions: show(...operation),
+		},
+		{
+			displayName: 'Task ID',
+			name: 'taskId',
+			type: 'string',
+			default: '={{ $json.taskId }}',
+			required: true,
+			displayOptions: { show: { operation, taskSource: ['explicit'] } },
+		},
+		{
+			displayName: 'Lease Token',
+			name: 'leaseToken',
+			type: 'string',
+			default: '={{ $json.leaseToken }}',
+			typeOptions: { password: true },
+			required: true,
+			description: 'The lease token the dequeue returned: the fence that makes a late call from a lost lease change nothing',
+			displayOptions: { show: { operation, taskSource: ['explicit'] } },
+		},
+	];
+}
+
+const DEQUEUE_TYPES = ['.priorityDequeue', '.priorityDequeueTrigger'];
+
+/** Task id and lease token for item i (validated by the core later). Throws NodeOperationError. */
+export function taskOf(fns: IExecuteFunctions, i: number, item: INodeExecutionData): { taskId: string; leaseToken: string } {
+	const source = fns.getNodeParameter('taskSource', i, 'lineage') as string;
+	if (source === 'explicit') {
+		return {
+			taskId: String(fns.getNodeParameter('taskId', i) ?? ''),
+			leaseToken: String(fns.getNodeParameter('leaseToken', i) ?? ''),
+		};
+	}
+	const own = item.json;
+	if (own && own.taskId !== undefined && typeof own.leaseToken === 'string') {
+		return { taskId: String(own.taskId), leaseToken: own.leaseToken };
+	}
+	const parents = fns.getParentNodes(fns.getNode().name);
+	const parent = parents.find((p) => !p.disabled && DEQUEUE_TYPES.some((t) => p.type.endsWith(t)));
+	const name = parent?.name ?? upstreamNodeName(fns, '.priorityDequeue', '');
+	if (!name) {
+		throw new NodeOperationError(
+			fns.getNode(),
+			'The item has no taskId and leaseToken, and no Priority Dequeue node is upstream. Set "Task Source" to "Explicit".',
+			{ itemIndex: i },
+		);
+	}
+	let json: IDataObject | undefined;
+	try {
+		json = fns.getWorkflowDataProxy(i).$(name).item?.json as IDataObject | undefined;
+	} catch (e) {
+		throw new NodeOperationError(
+			fns.getNode(),
+			`Could not trace item ${i} back to its "${name}" item (${(e as Error).message}). Set "Task Source" to "Explicit".`,
+			{ itemIndex: i },
+		);
+	}
+	if (!json || json.taskId === undefined || typeof json.leaseToken !== 'string') {
+		throw new NodeOperationError(fns.getNode(), `The "${name}" item this item descends from holds no taskId and leaseToken`, {
+			itemIndex: i,
+		});
+	}
+	return { taskId: String(json.taskId), leaseToken: json.leaseToken };
+}
+
+/** Parses "high:5, normal:2, low:1" (highest priority first). Throws QueueInputError. */
+export function parseGroupWeights(text: unknown): GroupWeight[] {
+	const s = typeof text === 'string' ? text.trim() : '';
+	if (s === '') return DEFAULT_GROUPS.map((g) => ({ ...g }));
+	return s.split(',').map((part) => {
+		const m = /^\s*([^:,]+?)\s*:\s*(\d+)\s*$/.exec(part);
+		if (!m) throw new QueueInputError(`Groups and weights: "${part.trim()}" is not name:weight (e.g. high:5, normal:2, low:1)`);
+		return { name: m[1], weight: Number(m[2]) };
+	});
+}
+
+/** A plain result object as an item's json, without the given keys. */
+export function asJson(value: object, omit: string[] = []): IDataObject {
+	const json = JSON.parse(JSON.stringify(value)) as IDataObject;
+	for (const k of omit) delete json[k];
+	return json;
+}

@@ -1,0 +1,60 @@
+import type { INodeProperties } from 'n8n-workflow';
+import { queueField, show } from '../common';
+
+export const description: INodeProperties[] = [
+	{
+		displayName:
+			'Claims tasks once per execution (with the parameters of the first input item) and outputs one item per claimed task, or none when the queue has no ready work. Settle each task with Complete or Fail before its lease ends.',
+		name: 'dequeueNotice',
+		type: 'notice',
+		default: '',
+		displayOptions: show('dequeue'),
+	},
+	queueField('dequeue'),
+	{
+		displayName: 'Batch Size',
+		name: 'batchSize',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 10000 },
+		default: 10,
+		description: 'Maximum number of tasks to claim in this execution',
+		displayOptions: show('dequeue'),
+	},
+	{
+		displayName: 'Lease (Seconds)',
+		name: 'leaseSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 86400 },
+		default: 300,
+		description:
+			'Visibility timeout: how long the claim holds each task. A task not completed, failed, released or extended by then is handed out again, and that counts as an attempt.',
+		displayOptions: show('dequeue'),
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('dequeue'),
+		options: [
+			{
+				displayName: 'Aging Interval (Seconds)',
+				name: 'agingSeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 300,
+				description:
+					'A group whose oldest ready task has waited this long competes one position higher per interval, so no task waits forever. 0 switches aging off.',
+			},
+			{
+				displayName: 'Groups and Weights',
+				name: 'groupWeights',
+				type: 'string',
+				default: 'high:5, normal:2, low:1',
+				description:
+					'Priority groups, highest first, with their weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
+			},
+		],
+	},
+];

@@ -1,0 +1,5 @@
+import type { QueueOperation } from '../common';
+import { description } from './description';
+import { execute } from './execute';
+
+export const releaseOperation: QueueOperation = { description, execute };

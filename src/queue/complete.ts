@@ -1,0 +1,42 @@
+/**
+ * Complete: the holder of a live lease reports success; the task moves to the archive as succeeded.
+ */
+import type { SettleOutcome, TaskState } from './states';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { fn, iso, type Queryable } from './types';
+
+export interface CompleteInput extends SettleTarget {
+	/** Optional JSON result kept with the archived task. */
+	result?: unknown;
+}
+
+export interface CompleteResult extends SettleResult {
+	attempts: number | null;
+	/** When the task succeeded (ISO-8601), for completed and already_settled. */
+	finishedAt: string | null;
+}
+
+interface Row {
+	idx: number;
+	id: string;
+	outcome: SettleOutcome;
+	status: TaskState | null;
+	attempts: number | null;
+	finished_at: Date | null;
+	detail: string | null;
+}
+
+/**
+ * Completes a batch in one statement. Outcomes per item: completed | already_settled (this token
+ * already completed it) | lease_lost (expired or another holder: nothing changed) | not_found.
+ * Results in input order. Throws QueueInputError for a malformed id or token (before any write).
+ */
+export async function complete(db: Queryable, schema: string, items: CompleteInput[]): Promise<CompleteResult[]> {
+	if (items.length === 0) return [];
+	const payload = items.map((it, i) => ({ i, ...settleKey(it), res: it.result === undefined ? null : it.result }));
+	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)]);
+	return inInputOrder(
+		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, finishedAt: iso(r.finished_at) })),
+		items.length,
+	);
+}

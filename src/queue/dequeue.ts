@@ -1,0 +1,115 @@
+/**
+ * Dequeue: claim up to N ready tasks, weighted fair across priority groups, each with a lease.
+ */
+import { DEFAULT_AGING_SECONDS, DEFAULT_GROUPS, DEFAULT_LEASE_SECONDS, type GroupWeight } from './states';
+import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, QueueInputError, type Queryable } from './types';
+
+export interface DequeueOptions {
+	queue: string;
+	/** Maximum number of tasks to claim (1 to 10,000). */
+	limit: number;
+	/** Lease (visibility timeout) in seconds (1 to 86,400; default 300). */
+	leaseSeconds?: number;
+	/** Groups in priority order, highest first, with integer weights >= 1 (default high 5, normal 2, low 1). */
+	groups?: readonly GroupWeight[];
+	/** Aging interval in seconds; 0 switches aging off (default 300). */
+	agingSeconds?: number;
+}
+
+export interface ClaimedTask {
+	/** Position of this claim in the queue's global claim order (bigint as a string). */
+	claimSeq: string;
+	taskId: string;
+	queue: string;
+	group: string;
+	/** The group whose share this claim used: differs from `group` when aging raised the task. */
+	servedAs: string;
+	payload: unknown;
+	dedupeKey: string | null;
+	/** This claim's attempt number (1 for the first claim). */
+	attempt: number;
+	maxAttempts: number;
+	/** The fencing token every settle call must present. */
+	leaseToken: string;
+	leaseExpiresAt: string;
+	/** When the task became claimable (ISO-8601). */
+	availableAt: string;
+	enqueuedAt: string;
+	/** The error of the previous attempt, if any. */
+	lastError: string | null;
+	/** Seconds between availableAt and this claim. */
+	waitedSeconds: number;
+}
+
+interface Row {
+	claim_seq: string;
+	id: string;
+	queue: string;
+	priority_group: string;
+	served_as: string;
+	payload: unknown;
+	dedupe_key: string | null;
+	attempts: number;
+	max_attempts: number;
+	lease_token: string;
+	lease_expires_at: Date;
+	run_at: Date;
+	enqueued_at: Date;
+	last_error: string | null;
+	waited_secs: number;
+}
+
+/** Validates groups: 1 to 20, distinct names, integer weights 1 to 1000. Throws QueueInputError. */
+export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
+	if (!Array.isArray(groups) || groups.length === 0 || groups.length > 20)
+		throw new QueueInputError('Give 1 to 20 priority groups');
+	const seen = new Set<string>();
+	return groups.map((g) => {
+		const name = checkGroupName(g.name);
+		if (seen.has(name)) throw new QueueInputError(`Priority group "${name}" is listed twice`);
+		seen.add(name);
+		return { name, weight: checkInt(g.weight, `Weight of group "${name}"`, 1, 1000) };
+	});
+}
+
+/**
+ * Claims up to `limit` tasks of `queue` in one statement (queue_claim in schema/0002_queue.sql):
+ * expired leases of the queue are swept first (back to pending, or dead at max attempts); claims
+ * serialize on the queue's scheduler row; ready heads are read with FOR UPDATE SKIP LOCKED; slots
+ * are filled by smooth weighted round robin over the groups that have work (work-conserving, FIFO
+ * within a group); aging raises a group one position per `agingSeconds` its oldest task waited.
+ * Each claimed task gets attempts + 1, a fresh lease token and lease_expires_at = now + leaseSeconds.
+ * Returns the tasks in claim order (possibly none). Throws QueueInputError for bad options.
+ */
+export async function dequeue(db: Queryable, schema: string, options: DequeueOptions): Promise<ClaimedTask[]> {
+	const queue = checkQueueName(options.queue);
+	const limit = checkInt(options.limit, 'Batch size', 1, 10_000);
+	const lease = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
+	const aging = checkSeconds(options.agingSeconds ?? DEFAULT_AGING_SECONDS, 'Aging interval', 0, 31_536_000);
+	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
+	const { rows } = await db.query<Row>(
+		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6)`,
+		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging],
+	);
+	return rows.map(toClaimedTask);
+}
+
+export function toClaimedTask(r: Row): ClaimedTask {
+	return {
+		claimSeq: idText(r.claim_seq) as string,
+		taskId: idText(r.id) as string,
+		queue: r.queue,
+		group: r.priority_group,
+		servedAs: r.served_as,
+		payload: r.payload,
+		dedupeKey: r.dedupe_key,
+		attempt: r.attempts,
+		maxAttempts: r.max_attempts,
+		leaseToken: r.lease_token,
+		leaseExpiresAt: iso(r.lease_expires_at) as string,
+		availableAt: iso(r.run_at) as string,
+		enqueuedAt: iso(r.enqueued_at) as string,
+		lastError: r.last_error,
+		waitedSeconds: Number(r.waited_secs),
+	};
+}

@@ -1,0 +1,120 @@
+/**
+ * Enqueue: add a batch of tasks in one statement (one transaction, one round trip).
+ */
+import type { TaskState } from './states';
+import { DEFAULT_MAX_ATTEMPTS } from './states';
+import {
+	checkGroupName,
+	checkInt,
+	checkQueueName,
+	checkSeconds,
+	fn,
+	idText,
+	iso,
+	QueueInputError,
+	type Queryable,
+} from './types';
+
+export interface EnqueueInput {
+	queue: string;
+	/** Priority group name, e.g. 'high' | 'normal' | 'low' (any name a dequeue lists). */
+	group: string;
+	/** JSON payload (object, array or scalar); undefined is stored as {}. */
+	payload?: unknown;
+	/** Idempotency: while a task with this key is live (pending or processing) in the queue, it is returned instead. */
+	dedupeKey?: string | null;
+	/** Seconds from now before the task may be claimed (0 to 31,536,000). */
+	delaySeconds?: number;
+	/** Not before this time (ISO-8601 string or Date). The later of this and the delay wins. */
+	notBefore?: string | Date | null;
+	/** Claims allowed before the task goes dead (1 to 1000, default 5). */
+	maxAttempts?: number;
+}
+
+export interface EnqueuedTask {
+	/** Index of the input in the `items` array. */
+	index: number;
+	/** Task id (bigint as a decimal string). */
+	taskId: string;
+	/** True when a live task with the same dedupe key was returned and nothing was written. */
+	deduplicated: boolean;
+	queue: string;
+	group: string;
+	status: TaskState;
+	payload: unknown;
+	dedupeKey: string | null;
+	/** When the task may be claimed (ISO-8601). */
+	availableAt: string;
+	attempts: number;
+	maxAttempts: number;
+	enqueuedAt: string;
+}
+
+interface Row {
+	idx: number;
+	id: string;
+	deduplicated: boolean;
+	queue: string;
+	priority_group: string;
+	status: TaskState;
+	payload: unknown;
+	dedupe_key: string | null;
+	run_at: Date;
+	attempts: number;
+	max_attempts: number;
+	enqueued_at: Date;
+}
+
+/** Validates one input; throws QueueInputError. Exposed so nodes can validate every item first. */
+export function validateEnqueueInput(input: EnqueueInput): Record<string, unknown> {
+	const out: Record<string, unknown> = {
+		q: checkQueueName(input.queue),
+		g: checkGroupName(input.group),
+		p: input.payload === undefined ? {} : input.payload,
+		m: checkInt(input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'Max attempts', 1, 1000),
+	};
+	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
+		if (typeof input.dedupeKey !== 'string' || Buffer.byteLength(input.dedupeKey, 'utf8') > 512)
+			throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
+		out.k = input.dedupeKey;
+	}
+	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
+		out.d = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
+	if (input.notBefore !== undefined && input.notBefore !== null && input.notBefore !== '') {
+		const t = input.notBefore instanceof Date ? input.notBefore : new Date(input.notBefore);
+		if (Number.isNaN(t.getTime())) throw new QueueInputError(`Not before is not a valid date: ${JSON.stringify(input.notBefore)}`);
+		out.at = t.toISOString();
+	}
+	return out;
+}
+
+/**
+ * Enqueues `items` atomically: all or none (one SQL statement; pass a PoolClient inside BEGIN to
+ * make it part of a larger transaction). Items are written in (queue, dedupe key) order so
+ * concurrent batches cannot deadlock; results come back in input order. On commit, a
+ * pg_notify on each touched queue's channel (see channel.ts) wakes listening triggers.
+ * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
+ */
+export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[]): Promise<EnqueuedTask[]> {
+	if (items.length === 0) return [];
+	const payload = items.map((it, i) => ({ i, ...validateEnqueueInput(it) }));
+	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_enqueue')}($1::jsonb)`, [JSON.stringify(payload)]);
+	const out: EnqueuedTask[] = new Array(items.length);
+	for (const r of rows) {
+		out[r.idx] = {
+			index: r.idx,
+			taskId: idText(r.id) as string,
+			deduplicated: r.deduplicated,
+			queue: r.queue,
+			group: r.priority_group,
+			status: r.status,
+			payload: r.payload,
+			dedupeKey: r.dedupe_key,
+			availableAt: iso(r.run_at) as string,
+			attempts: r.attempts,
+			maxAttempts: r.max_attempts,
+			enqueuedAt: iso(r.enqueued_at) as string,
+		};
+	}
+	return out;
+}

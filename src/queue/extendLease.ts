@@ -1,0 +1,44 @@
+/**
+ * Extend lease (heartbeat): the holder of a live lease pushes its expiry to now + N seconds.
+ */
+import { DEFAULT_LEASE_SECONDS, type SettleOutcome, type TaskState } from './states';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { checkSeconds, fn, iso, type Queryable } from './types';
+
+export interface ExtendLeaseInput extends SettleTarget {
+	/** New lease length from now, seconds (1 to 86,400; default 300). */
+	leaseSeconds?: number;
+}
+
+export interface ExtendLeaseResult extends SettleResult {
+	/** The new expiry (ISO-8601) for extended; the current one otherwise, when processing. */
+	leaseExpiresAt: string | null;
+}
+
+interface Row {
+	idx: number;
+	id: string;
+	outcome: SettleOutcome;
+	status: TaskState | null;
+	lease_expires_at: Date | null;
+	detail: string | null;
+}
+
+/**
+ * Extends a batch of leases in one statement. An expired lease cannot be extended (lease_lost):
+ * once expired, another consumer may already hold the task. Outcomes: extended | lease_lost |
+ * not_found. Throws QueueInputError for a malformed id, token or seconds.
+ */
+export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[]): Promise<ExtendLeaseResult[]> {
+	if (items.length === 0) return [];
+	const payload = items.map((it, i) => ({
+		i,
+		...settleKey(it),
+		secs: checkSeconds(it.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400),
+	}));
+	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)]);
+	return inInputOrder(
+		rows.map((r) => ({ ...baseResult(r), leaseExpiresAt: iso(r.lease_expires_at) })),
+		items.length,
+	);
+}

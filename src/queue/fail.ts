@@ -1,0 +1,78 @@
+/**
+ * Fail: the holder of a live lease reports a failure; the task is retried after a capped
+ * exponential backoff with jitter, or goes dead (dead letter) at its maximum attempts.
+ */
+import { DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_CAP_SECONDS, type SettleOutcome, type TaskState } from './states';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { checkSeconds, fn, iso, type Queryable } from './types';
+
+export interface FailInput extends SettleTarget {
+	/** The error to record as last_error (truncated to 10,000 characters). */
+	error: string;
+	/** True: go dead now without further retries. */
+	giveUp?: boolean;
+}
+
+export interface BackoffOptions {
+	/** Backoff of the first retry before jitter, seconds (default 5). */
+	baseSeconds?: number;
+	/** Upper bound of the backoff before jitter, seconds (default 3600). */
+	capSeconds?: number;
+}
+
+export interface FailResult extends SettleResult {
+	attempts: number | null;
+	maxAttempts: number | null;
+	/** When the retry may be claimed (ISO-8601), for retry_scheduled. */
+	retryAt: string | null;
+	lastError: string | null;
+}
+
+interface Row {
+	idx: number;
+	id: string;
+	outcome: SettleOutcome;
+	status: TaskState | null;
+	attempts: number | null;
+	max_attempts: number | null;
+	retry_at: Date | null;
+	last_error: string | null;
+	detail: string | null;
+}
+
+/**
+ * Backoff before jitter for the given attempt (1-based), seconds: min(cap, base * 2^(attempt-1)).
+ * The database adds "equal jitter": the retry waits backoff/2 + random * backoff/2 seconds.
+ */
+export function backoffSeconds(attempt: number, baseSeconds: number, capSeconds: number): number {
+	return Math.min(capSeconds, baseSeconds * 2 ** Math.max(attempt - 1, 0));
+}
+
+/**
+ * Fails a batch in one statement. Outcomes per item: retry_scheduled (pending again at retryAt) |
+ * dead (attempts used up or giveUp; happens once per task life, with this error as last_error) |
+ * already_settled | lease_lost | not_found. Results in input order.
+ * Throws QueueInputError for a malformed id, token or backoff (before any write).
+ */
+export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}): Promise<FailResult[]> {
+	const base = checkSeconds(backoff.baseSeconds ?? DEFAULT_BACKOFF_BASE_SECONDS, 'Backoff base', 0, 86_400);
+	const cap = checkSeconds(backoff.capSeconds ?? DEFAULT_BACKOFF_CAP_SECONDS, 'Backoff cap', 0, 31_536_000);
+	if (items.length === 0) return [];
+	const payload = items.map((it, i) => ({
+		i,
+		...settleKey(it),
+		err: String(it.error ?? 'failed').slice(0, 10_000) || 'failed',
+		giveUp: it.giveUp === true,
+	}));
+	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap]);
+	return inInputOrder(
+		rows.map((r) => ({
+			...baseResult(r),
+			attempts: r.attempts,
+			maxAttempts: r.max_attempts,
+			retryAt: iso(r.retry_at),
+			lastError: r.last_error,
+		})),
+		items.length,
+	);
+}

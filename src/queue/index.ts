@@ -1,0 +1,18 @@
+/**
+ * The priority task queue core: plain values in, plain rows out; knows nothing of n8n.
+ * Contract: docs/queue.md. Schema and state machine: schema/0002_queue.sql.
+ */
+export * from './states';
+export * from './types';
+export { queueChannel } from './channel';
+export { enqueue, validateEnqueueInput, type EnqueueInput, type EnqueuedTask } from './enqueue';
+export { dequeue, checkGroups, type DequeueOptions, type ClaimedTask } from './dequeue';
+export type { SettleTarget, SettleResult } from './settle';
+export { complete, type CompleteInput, type CompleteResult } from './complete';
+export { fail, backoffSeconds, type FailInput, type FailResult, type BackoffOptions } from './fail';
+export { extendLease, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
+export { release, type ReleaseInput, type ReleaseResult } from './release';
+export { requeueDead, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
+export { stats, listDead, type QueueStats, type GroupStats, type DeadTask } from './stats';
+export { purge, type PurgeOptions, type PurgeResult } from './purge';
+export { nextDue, type NextDue } from './nextDue';

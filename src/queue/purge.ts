@@ -1,0 +1,35 @@
+/**
+ * Retention: keep finished tasks out of the hot table. Succeeded tasks leave it when they complete
+ * (they move to queue_tasks_archive); purge moves old dead tasks there too and deletes old archive rows.
+ */
+import { checkInt, checkQueueName, checkSeconds, fn, type Queryable } from './types';
+
+export interface PurgeOptions {
+	/** Only this queue; omit for every queue in the schema. */
+	queue?: string | null;
+	/** Dead tasks dead for longer than this move to the archive, seconds; null/undefined: keep them. */
+	deadAfterSeconds?: number | null;
+	/** Archive rows older than this (since archived) are deleted, seconds; null/undefined: keep them. */
+	archiveAfterSeconds?: number | null;
+	/** At most this many rows per step (1 to 100,000; default 10,000). */
+	limit?: number;
+}
+
+export interface PurgeResult {
+	deadArchived: number;
+	archiveDeleted: number;
+}
+
+/** Runs one bounded retention pass in one statement. Throws QueueInputError for bad options. */
+export async function purge(db: Queryable, schema: string, options: PurgeOptions): Promise<PurgeResult> {
+	const queue = options.queue ? checkQueueName(options.queue) : null;
+	const dead = options.deadAfterSeconds == null ? null : checkSeconds(options.deadAfterSeconds, 'Dead retention', 0, 3_153_600_000);
+	const archive =
+		options.archiveAfterSeconds == null ? null : checkSeconds(options.archiveAfterSeconds, 'Archive retention', 0, 3_153_600_000);
+	const limit = checkInt(options.limit ?? 10_000, 'Purge limit', 1, 100_000);
+	const { rows } = await db.query<{ dead_archived: number; archive_deleted: number }>(
+		`SELECT * FROM ${fn(schema, 'queue_purge')}($1, $2, $3, $4)`,
+		[queue, dead, archive, limit],
+	);
+	return { deadArchived: rows[0]?.dead_archived ?? 0, archiveDeleted: rows[0]?.archive_deleted ?? 0 };
+}

@@ -1,0 +1,48 @@
+/**
+ * Release: the holder of a live lease gives the task back without failing it.
+ */
+import type { SettleOutcome, TaskState } from './states';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { checkSeconds, fn, iso, type Queryable } from './types';
+
+export interface ReleaseInput extends SettleTarget {
+	/** Seconds before it may be claimed again; 0 (default) keeps its place at the head of its group. */
+	delaySeconds?: number;
+	/** Count this claim as an attempt (default false: attempts go back by one). */
+	countAttempt?: boolean;
+}
+
+export interface ReleaseResult extends SettleResult {
+	attempts: number | null;
+	/** When it may be claimed again (ISO-8601), for released. */
+	availableAt: string | null;
+}
+
+interface Row {
+	idx: number;
+	id: string;
+	outcome: SettleOutcome;
+	status: TaskState | null;
+	attempts: number | null;
+	run_at: Date | null;
+	detail: string | null;
+}
+
+/**
+ * Releases a batch in one statement. Outcomes: released | already_settled | lease_lost | not_found.
+ * Throws QueueInputError for a malformed id, token or delay.
+ */
+export async function release(db: Queryable, schema: string, items: ReleaseInput[]): Promise<ReleaseResult[]> {
+	if (items.length === 0) return [];
+	const payload = items.map((it, i) => ({
+		i,
+		...settleKey(it),
+		delay: checkSeconds(it.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
+		count: it.countAttempt === true,
+	}));
+	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_release')}($1::jsonb)`, [JSON.stringify(payload)]);
+	return inInputOrder(
+		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, availableAt: iso(r.run_at) })),
+		items.length,
+	);
+}

@@ -1,0 +1,51 @@
+/**
+ * The task states and settle outcomes of the priority task queue, named once.
+ * The state machine itself is drawn at the top of schema/0002_queue.sql.
+ *
+ *   pending ──claim──▶ processing ──complete──▶ succeeded (archived)
+ *      ▲                  │  │ └──fail at max attempts / give up / lease expired at max──▶ dead
+ *      └──fail (backoff), release, lease expired──┘  │                                      │
+ *      └───────────────────────────── requeue dead (by hand) ◀────────────────────────────┘
+ */
+export const TASK_STATES = ['pending', 'processing', 'succeeded', 'dead'] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+/** What a settle call (complete, fail, extend lease, release) did. */
+export const SETTLE_OUTCOMES = [
+	'completed',
+	'retry_scheduled',
+	'dead',
+	'extended',
+	'released',
+	/** The same lease token already settled this task: a harmless repeat, nothing changed. */
+	'already_settled',
+	/** The caller's lease is not live (expired, or the task has another holder): nothing changed. */
+	'lease_lost',
+	'not_found',
+] as const;
+export type SettleOutcome = (typeof SETTLE_OUTCOMES)[number];
+
+/** Outcomes of requeueing a dead task. */
+export const REQUEUE_OUTCOMES = ['requeued', 'skipped_live_duplicate', 'not_dead', 'not_found'] as const;
+export type RequeueOutcome = (typeof REQUEUE_OUTCOMES)[number];
+
+/** A priority group and its weighted-fair share. Groups are listed highest priority first. */
+export interface GroupWeight {
+	name: string;
+	/** Integer >= 1: the group's share of claims while every group has work. */
+	weight: number;
+}
+
+/** high : normal : low = 5 : 2 : 1. */
+export const DEFAULT_GROUPS: readonly GroupWeight[] = Object.freeze([
+	{ name: 'high', weight: 5 },
+	{ name: 'normal', weight: 2 },
+	{ name: 'low', weight: 1 },
+]);
+
+export const DEFAULT_MAX_ATTEMPTS = 5;
+export const DEFAULT_LEASE_SECONDS = 300;
+/** Default aging interval: a waiting group moves one position up per 5 minutes its head waited. */
+export const DEFAULT_AGING_SECONDS = 300;
+export const DEFAULT_BACKOFF_BASE_SECONDS = 5;
+export const DEFAULT_BACKOFF_CAP_SECONDS = 3600;

@@ -1,0 +1,138 @@
+/**
+ * Enqueue: batched and transactional (a rolled-back enqueue is never dequeued and wakes nobody),
+ * dedupe returns the existing live task, not-before/delay, notification on commit.
+ */
+import type { Client, Notification } from 'pg';
+import { complete, dequeue, enqueue, queueChannel } from '../../../src/queue';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+
+let db: QueueTestDb;
+beforeAll(async () => {
+	db = await queueTestDb();
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+async function listen(queue: string): Promise<{ client: Client; got: Notification[] }> {
+	const client = await db.client();
+	const got: Notification[] = [];
+	client.on('notification', (n) => got.push(n));
+	await client.query(`LISTEN ${queueChannel(db.schema, queue)}`);
+	return { client, got };
+}
+
+describe('enqueue', () => {
+	test('a rolled-back enqueue is never dequeued and sends no wake-up', async () => {
+		const queue = db.queueName('rollback');
+		const { got } = await listen(queue);
+		const tx = await db.pool.connect();
+		try {
+			await tx.query('BEGIN');
+			const out = await enqueue(tx, db.schema, [
+				{ queue, group: 'high', payload: { a: 1 } },
+				{ queue, group: 'low', payload: { a: 2 } },
+			]);
+			expect(out).toHaveLength(2);
+			// Not visible to a consumer while uncommitted...
+			expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
+			await tx.query('ROLLBACK');
+		} finally {
+			tx.release();
+		}
+		// ...nor after the rollback.
+		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
+		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
+		expect(rows[0].n).toBe(0);
+		await sleep(200);
+		expect(got).toHaveLength(0);
+	});
+
+	test('a committed batch notifies the queue channel once, with the queue name as payload', async () => {
+		const queue = db.queueName('notify');
+		const { got } = await listen(queue);
+		await enqueue(db.pool, db.schema, [
+			{ queue, group: 'high', payload: 1 },
+			{ queue, group: 'normal', payload: 2 },
+		]);
+		for (let i = 0; i < 20 && got.length === 0; i++) await sleep(50);
+		expect(got).toHaveLength(1);
+		expect(got[0].channel).toBe(queueChannel(db.schema, queue));
+		expect(got[0].payload).toBe(queue);
+		// The database computes the same channel name.
+		const { rows } = await db.pool.query(`SELECT "${db.schema}".queue_channel($1) AS c`, [queue]);
+		expect(rows[0].c).toBe(queueChannel(db.schema, queue));
+	});
+
+	test('a batch is all or nothing: one invalid row writes none', async () => {
+		const queue = db.queueName('atomic');
+		await expect(
+			enqueue(db.pool, db.schema, [
+				{ queue, group: 'high', payload: {} },
+				{ queue, group: 'x'.repeat(101), payload: {} },
+			]),
+		).rejects.toThrow(/at most 100 bytes/);
+		// A database-side failure (max attempts CHECK bypassed by a raw call) rolls back the whole batch.
+		await expect(
+			db.pool.query(`SELECT * FROM "${db.schema}".queue_enqueue($1::jsonb)`, [
+				JSON.stringify([
+					{ i: 0, q: queue, g: 'high', p: {} },
+					{ i: 1, q: queue, g: 'high', p: {}, m: 0 },
+				]),
+			]),
+		).rejects.toThrow(/check constraint/);
+		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
+	});
+
+	test('dedupe returns the existing live task and writes nothing', async () => {
+		const queue = db.queueName('dedupe');
+		const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { v: 1 }, dedupeKey: 'order-7' }]);
+		expect(first.deduplicated).toBe(false);
+		const again = await enqueue(db.pool, db.schema, [
+			{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'order-7' },
+			{ queue, group: 'high', payload: { v: 3 }, dedupeKey: 'order-8' },
+			{ queue, group: 'high', payload: { v: 4 }, dedupeKey: 'order-8' },
+		]);
+		expect(again[0]).toMatchObject({ taskId: first.taskId, deduplicated: true, group: 'normal', payload: { v: 1 } });
+		expect(again[1].deduplicated).toBe(false);
+		expect(again[2]).toMatchObject({ taskId: again[1].taskId, deduplicated: true, payload: { v: 3 } });
+		// Still live while processing.
+		const [claimed] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		expect(claimed.taskId).toBe(again[1].taskId); // high first
+		const [whileHeld] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
+		expect(whileHeld).toMatchObject({ taskId: claimed.taskId, deduplicated: true, status: 'processing' });
+		// Once finished, the key is free again.
+		await complete(db.pool, db.schema, [claimed]);
+		const [fresh] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
+		expect(fresh.deduplicated).toBe(false);
+		expect(fresh.taskId).not.toBe(claimed.taskId);
+	});
+
+	test('concurrent enqueues of one dedupe key create exactly one task', async () => {
+		const queue = db.queueName('dedupe-race');
+		const results = await Promise.all(
+			Array.from({ length: 8 }, (_, i) => enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { i }, dedupeKey: 'same' }])),
+		);
+		const ids = new Set(results.map((r) => r[0].taskId));
+		expect(ids.size).toBe(1);
+		expect(results.filter((r) => !r[0].deduplicated)).toHaveLength(1);
+	});
+
+	test('delay and not-before: the later wins; results come back in input order', async () => {
+		const queue = db.queueName('delay');
+		const soon = new Date(Date.now() + 3_600_000).toISOString();
+		const out = await enqueue(db.pool, db.schema, [
+			{ queue, group: 'low', payload: 'a', delaySeconds: 120 },
+			{ queue, group: 'low', payload: 'b', notBefore: soon, delaySeconds: 10 },
+			{ queue, group: 'low', payload: 'c' },
+		]);
+		expect(out.map((t) => t.payload)).toEqual(['a', 'b', 'c']);
+		expect(out.map((t) => t.index)).toEqual([0, 1, 2]);
+		const enqueued = Date.parse(out[0].enqueuedAt);
+		expect(Date.parse(out[0].availableAt) - enqueued).toBeGreaterThanOrEqual(119_000);
+		expect(Date.parse(out[1].availableAt)).toBe(Date.parse(soon));
+		expect(out[2].availableAt).toBe(out[2].enqueuedAt);
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		expect(got.map((t) => t.payload)).toEqual(['c']);
+	});
+});

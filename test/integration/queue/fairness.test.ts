@@ -1,0 +1,138 @@
+/**
+ * Weighted fair queuing across groups: shares follow the weights within one task per cycle across
+ * concurrent consumers; an empty group's share goes to the others; FIFO within a group.
+ */
+import { dequeue, type ClaimedTask } from '../../../src/queue';
+import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+
+let db: QueueTestDb;
+beforeAll(async () => {
+	db = await queueTestDb(12);
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+const WEIGHTS: Record<string, number> = { high: 5, normal: 2, low: 1 };
+const CYCLE = 8;
+
+/** Claims with `consumers` concurrent loops of random batch sizes until `target` tasks are claimed. */
+async function drain(queue: string, target: number, consumers: number, extra: { agingSeconds?: number } = {}) {
+	const claimed: ClaimedTask[] = [];
+	let total = 0;
+	const loop = async () => {
+		while (total < target) {
+			const got = await dequeue(db.pool, db.schema, {
+				queue,
+				limit: 1 + Math.floor(Math.random() * 8),
+				leaseSeconds: 600,
+				agingSeconds: extra.agingSeconds ?? 0,
+			});
+			if (got.length === 0) return;
+			total += got.length;
+			claimed.push(...got);
+		}
+	};
+	await Promise.all(Array.from({ length: consumers }, loop));
+	return claimed.sort((a, b) => Number(a.claimSeq) - Number(b.claimSeq));
+}
+
+describe('weighted fair dequeue', () => {
+	test('with every group backlogged, each group gets its weight per cycle (±1) across 4 concurrent consumers', async () => {
+		const queue = db.queueName('fair');
+		// More backlog than the measured window, so every group stays backlogged throughout.
+		const ids = {
+			high: await db.fill(queue, 'high', 900),
+			normal: await db.fill(queue, 'normal', 400),
+			low: await db.fill(queue, 'low', 200),
+		};
+		const cycles = 100;
+		const claimed = (await drain(queue, cycles * CYCLE, 4)).slice(0, cycles * CYCLE);
+		expect(claimed).toHaveLength(cycles * CYCLE);
+		// The claim sequence is one global order with no gaps (claims serialize on the scheduler row).
+		expect(claimed.map((t) => Number(t.claimSeq))).toEqual(Array.from({ length: cycles * CYCLE }, (_, i) => i + 1));
+
+		for (let c = 0; c < cycles; c++) {
+			const window = claimed.slice(c * CYCLE, (c + 1) * CYCLE);
+			for (const g of Object.keys(WEIGHTS)) {
+				const n = window.filter((t) => t.group === g).length;
+				expect(Math.abs(n - WEIGHTS[g])).toBeLessThanOrEqual(1);
+			}
+		}
+		// Every prefix stays within one task of the ideal share.
+		const seen: Record<string, number> = { high: 0, normal: 0, low: 0 };
+		claimed.forEach((t, i) => {
+			seen[t.group]++;
+			for (const g of Object.keys(WEIGHTS)) expect(Math.abs(seen[g] - ((i + 1) * WEIGHTS[g]) / CYCLE)).toBeLessThan(1);
+		});
+		expect(seen).toEqual({ high: 500, normal: 200, low: 100 });
+
+		// FIFO within each group: claimed in enqueue order.
+		for (const g of Object.keys(WEIGHTS) as Array<keyof typeof ids>) {
+			const order = claimed.filter((t) => t.group === g).map((t) => t.taskId);
+			expect(order).toEqual(ids[g].slice(0, order.length));
+		}
+		// No task was handed out twice.
+		expect(new Set(claimed.map((t) => t.taskId)).size).toBe(claimed.length);
+	});
+
+	test("an empty group's share goes to the others (work-conserving)", async () => {
+		const queue = db.queueName('wc');
+		await db.fill(queue, 'high', 300);
+		await db.fill(queue, 'low', 100);
+		// normal is empty: high and low share 5:1.
+		const claimed = await drain(queue, 120, 4);
+		const first = claimed.slice(0, 120);
+		const high = first.filter((t) => t.group === 'high').length;
+		const low = first.filter((t) => t.group === 'low').length;
+		expect(high + low).toBe(120);
+		expect(Math.abs(high - 100)).toBeLessThanOrEqual(1);
+		expect(Math.abs(low - 20)).toBeLessThanOrEqual(1);
+	});
+
+	test('when only one group has work, every slot goes to it', async () => {
+		const queue = db.queueName('solo');
+		await db.fill(queue, 'low', 30);
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 25, leaseSeconds: 60, agingSeconds: 0 });
+		expect(got).toHaveLength(25);
+		expect(new Set(got.map((t) => t.group))).toEqual(new Set(['low']));
+		expect(new Set(got.map((t) => t.servedAs))).toEqual(new Set(['low']));
+	});
+
+	test('custom groups and weights; groups not listed are not claimed', async () => {
+		const queue = db.queueName('custom');
+		await db.fill(queue, 'vip', 50);
+		await db.fill(queue, 'bulk', 50);
+		await db.fill(queue, 'other', 10);
+		const groups = [
+			{ name: 'vip', weight: 3 },
+			{ name: 'bulk', weight: 1 },
+		];
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, groups, agingSeconds: 0 });
+		expect(got.filter((t) => t.group === 'vip')).toHaveLength(30);
+		expect(got.filter((t) => t.group === 'bulk')).toHaveLength(10);
+		expect(got.filter((t) => t.group === 'other')).toHaveLength(0);
+	});
+
+	test('the scheduler state carries over between claims of one task each', async () => {
+		const queue = db.queueName('single');
+		await db.fill(queue, 'high', 50);
+		await db.fill(queue, 'normal', 50);
+		await db.fill(queue, 'low', 50);
+		const order: string[] = [];
+		for (let i = 0; i < 16; i++) {
+			const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
+			order.push(t.group[0]);
+		}
+		// Smooth weighted round robin 5:2:1, the same sequence every cycle.
+		expect(order.join('')).toBe('hnhhlhnhhnhhlhnh');
+	});
+
+	test('delayed tasks are not claimed before their time', async () => {
+		const queue = db.queueName('delay');
+		await db.fill(queue, 'high', 3, { delaySeconds: 3600 });
+		await db.fill(queue, 'low', 2);
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		expect(got.map((t) => t.group)).toEqual(['low', 'low']);
+	});
+});

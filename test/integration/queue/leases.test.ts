@@ -1,0 +1,188 @@
+/**
+ * Leases and fencing: no task is handed to two holders while a lease is live; a killed consumer's
+ * tasks come back after the lease and count an attempt; a late settle from a lost lease changes nothing.
+ */
+import { complete, dequeue, extendLease, fail, release, stats, type ClaimedTask } from '../../../src/queue';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+
+let db: QueueTestDb;
+beforeAll(async () => {
+	db = await queueTestDb(12);
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+async function row(id: string) {
+	const { rows } = await db.pool.query(`SELECT * FROM "${db.schema}".queue_tasks WHERE id = $1`, [id]);
+	return rows[0];
+}
+
+describe('leases', () => {
+	test('10,000 tasks, random concurrent claims: never two holders while a lease is live', async () => {
+		const queue = db.queueName('many');
+		await db.fill(queue, 'high', 5000);
+		await db.fill(queue, 'normal', 3000);
+		await db.fill(queue, 'low', 2000);
+		const claims: Array<ClaimedTask & { claimedAtMs: number; leaseMs: number }> = [];
+		let completed = 0;
+		let settleErrors = 0;
+		const consumer = async () => {
+			for (;;) {
+				// Some consumers "die" (1 s lease, never settle); most complete with a long lease.
+				const dies = Math.random() < 0.1;
+				const leaseSeconds = dies ? 1 : 120;
+				const got = await dequeue(db.pool, db.schema, {
+					queue,
+					limit: 1 + Math.floor(Math.random() * 60),
+					leaseSeconds,
+					agingSeconds: 0,
+				});
+				if (got.length === 0) {
+					const s = await stats(db.pool, db.schema, queue);
+					if (s.depth === 0 && s.inFlight === 0 && s.expiredLeases === 0) return;
+					await sleep(200);
+					continue;
+				}
+				for (const t of got) {
+					const expires = Date.parse(t.leaseExpiresAt);
+					claims.push({ ...t, claimedAtMs: expires - leaseSeconds * 1000, leaseMs: leaseSeconds * 1000 });
+				}
+				if (dies) continue;
+				const res = await complete(db.pool, db.schema, got);
+				for (const r of res) {
+					if (r.outcome === 'completed') completed++;
+					else settleErrors++;
+				}
+			}
+		};
+		await Promise.all(Array.from({ length: 8 }, consumer));
+
+		expect(completed).toBe(10_000);
+		expect(settleErrors).toBe(0);
+		// Per task: each claim starts only after the previous holder's lease ended (database clock).
+		const byTask = new Map<string, typeof claims>();
+		for (const c of claims) byTask.set(c.taskId, [...(byTask.get(c.taskId) ?? []), c]);
+		expect(byTask.size).toBe(10_000);
+		let reclaimed = 0;
+		for (const list of byTask.values()) {
+			list.sort((a, b) => a.attempt - b.attempt);
+			list.forEach((c, i) => {
+				expect(c.attempt).toBe(i + 1);
+				if (i > 0) {
+					reclaimed++;
+					expect(c.claimedAtMs).toBeGreaterThanOrEqual(Date.parse(list[i - 1].leaseExpiresAt));
+				}
+			});
+		}
+		expect(reclaimed).toBeGreaterThan(0);
+		const { rows } = await db.pool.query(
+			`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks_archive WHERE queue = $1 AND status = 'succeeded'`,
+			[queue],
+		);
+		expect(rows[0].n).toBe(10_000);
+	}, 90_000);
+
+	test("a killed consumer's tasks come back after the lease and count an attempt", async () => {
+		const queue = db.queueName('killed');
+		await db.fill(queue, 'normal', 5);
+		const first = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 1 });
+		expect(first).toHaveLength(5);
+		expect(first.every((t) => t.attempt === 1)).toBe(true);
+		// While the leases are live nobody else gets them.
+		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 1 })).toHaveLength(0);
+		expect((await stats(db.pool, db.schema, queue)).inFlight).toBe(5);
+		await sleep(1300);
+		expect((await stats(db.pool, db.schema, queue)).expiredLeases).toBe(5);
+		const second = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		expect(second.map((t) => t.taskId).sort()).toEqual(first.map((t) => t.taskId).sort());
+		expect(second.every((t) => t.attempt === 2)).toBe(true);
+		expect(second.every((t) => t.lastError === 'lease expired (attempt 1 of 5)')).toBe(true);
+		expect(new Set(second.map((t) => t.leaseToken)).size).toBe(5);
+		expect(second.some((t) => first.some((f) => f.leaseToken === t.leaseToken))).toBe(false);
+	});
+
+	test('a lease that expires at max attempts sends the task dead with the reason', async () => {
+		const queue = db.queueName('expire-dead');
+		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
+		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		await sleep(1300);
+		expect(await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
+		const r = await row(t.taskId);
+		expect(r.status).toBe('dead');
+		expect(r.last_error).toBe('lease expired at max attempts (1 of 1)');
+	});
+
+	test('a late complete from a lost lease changes nothing and says so', async () => {
+		const queue = db.queueName('late');
+		await db.fill(queue, 'high', 1);
+		const [old] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		await sleep(1300);
+		// Expired but not yet handed out again: still refused, row unchanged.
+		const before = await row(old.taskId);
+		const [early] = await complete(db.pool, db.schema, [old]);
+		expect(early.outcome).toBe('lease_lost');
+		expect(early.leaseLost).toBe(true);
+		expect(early.detail).toMatch(/lease expired/);
+		expect(await row(old.taskId)).toEqual(before);
+
+		const [fresh] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		expect(fresh.taskId).toBe(old.taskId);
+		const held = await row(old.taskId);
+		for (const late of [
+			(await complete(db.pool, db.schema, [{ ...old, result: { late: true } }]))[0],
+			(await fail(db.pool, db.schema, [{ ...old, error: 'late failure' }]))[0],
+			(await extendLease(db.pool, db.schema, [{ ...old, leaseSeconds: 600 }]))[0],
+			(await release(db.pool, db.schema, [old]))[0],
+		]) {
+			expect(late.outcome).toBe('lease_lost');
+			expect(late.status).toBe('processing');
+			expect(late.detail).toMatch(/another holder/);
+		}
+		expect(await row(old.taskId)).toEqual(held);
+		const [done] = await complete(db.pool, db.schema, [fresh]);
+		expect(done.outcome).toBe('completed');
+		// Repeating the same complete is harmless; the old token still changes nothing.
+		expect((await complete(db.pool, db.schema, [fresh]))[0].outcome).toBe('already_settled');
+		expect((await complete(db.pool, db.schema, [old]))[0].outcome).toBe('lease_lost');
+	});
+
+	test('extend lease keeps the task held past its first lease', async () => {
+		const queue = db.queueName('extend');
+		await db.fill(queue, 'high', 1);
+		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		const [ext] = await extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: 60 }]);
+		expect(ext.outcome).toBe('extended');
+		expect(Date.parse(ext.leaseExpiresAt as string)).toBeGreaterThan(Date.parse(t.leaseExpiresAt));
+		await sleep(1300);
+		expect(await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
+		expect((await complete(db.pool, db.schema, [t]))[0].outcome).toBe('completed');
+	});
+
+	test('release gives the task back at the head without counting the attempt', async () => {
+		const queue = db.queueName('release');
+		const ids = await db.fill(queue, 'high', 3);
+		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		expect(t.taskId).toBe(ids[0]);
+		const [rel] = await release(db.pool, db.schema, [t]);
+		expect(rel.outcome).toBe('released');
+		expect(rel.attempts).toBe(0);
+		const [again] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		expect(again.taskId).toBe(ids[0]);
+		expect(again.attempt).toBe(1);
+		// Released with a delay and counted: not claimable until then.
+		const [rel2] = await release(db.pool, db.schema, [{ ...again, delaySeconds: 3600, countAttempt: true }]);
+		expect(rel2.attempts).toBe(1);
+		const next = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60 });
+		expect(next.map((x) => x.taskId)).toEqual([ids[1], ids[2]]);
+	});
+
+	test('malformed lease tokens and ids are refused before any write', async () => {
+		await expect(complete(db.pool, db.schema, [{ taskId: '1', leaseToken: 'nope' }])).rejects.toThrow(/Lease token/);
+		await expect(complete(db.pool, db.schema, [{ taskId: 'x', leaseToken: '00000000-0000-0000-0000-000000000000' }])).rejects.toThrow(
+			/Task ID/,
+		);
+		const [nf] = await complete(db.pool, db.schema, [{ taskId: '999999999', leaseToken: '00000000-0000-0000-0000-000000000000' }]);
+		expect(nf.outcome).toBe('not_found');
+	});
+});

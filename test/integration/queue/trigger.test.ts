@@ -1,0 +1,134 @@
+/**
+ * The trigger's engine against real Postgres: a committed enqueue wakes a listening watcher, a
+ * rolled-back one does not; polling alone (LISTEN off, as behind PgBouncer) finds work; two
+ * watchers claiming from one queue never hand out a task twice.
+ */
+import { connectListener } from '../../../nodes/PriorityDequeueTrigger/listen';
+import { QueueWatcher, type WatcherDeps } from '../../../nodes/PriorityDequeueTrigger/watcher';
+import { complete, dequeue, enqueue, nextDue, queueChannel, type ClaimedTask } from '../../../src/queue';
+import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+
+let db: QueueTestDb;
+const watchers: QueueWatcher[] = [];
+beforeAll(async () => {
+	db = await queueTestDb();
+});
+afterEach(async () => {
+	await Promise.all(watchers.splice(0).map((w) => w.close()));
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+const config = () => ({ connectionString: QUEUE_DATABASE_URL, schema: db.schema });
+
+async function until(cond: () => boolean, ms = 5000) {
+	for (let t = 0; t < ms && !cond(); t += 25) await sleep(25);
+}
+
+function watcher(queue: string, over: Partial<WatcherDeps>): QueueWatcher {
+	const w = new QueueWatcher({
+		channel: queueChannel(db.schema, queue),
+		pollMs: 600_000,
+		maxInFlight: 1,
+		inFlightTimeoutMs: 60_000,
+		check: () => nextDue(db.pool, db.schema, queue),
+		fire: async () => ({ finished: Promise.resolve() }),
+		connect: () => connectListener(config()),
+		...over,
+	});
+	watchers.push(w);
+	return w;
+}
+
+describe('trigger engine on Postgres', () => {
+	test('a committed enqueue wakes the listener; a rolled-back one does not', async () => {
+		const queue = db.queueName('wake');
+		const reasons: string[] = [];
+		const w = watcher(queue, {
+			fire: async (reason) => {
+				reasons.push(reason);
+				await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+				return { finished: Promise.resolve() };
+			},
+		});
+		await w.start();
+		expect(w.listening).toBe(true);
+		const tx = await db.pool.connect();
+		await tx.query('BEGIN');
+		await enqueue(tx, db.schema, [{ queue, group: 'high' }]);
+		await tx.query('ROLLBACK');
+		tx.release();
+		await sleep(300);
+		expect(w.counters.notifications).toBe(0);
+		expect(reasons).toEqual([]);
+		await enqueue(db.pool, db.schema, [{ queue, group: 'high' }]);
+		await until(() => reasons.length > 0);
+		expect(reasons).toEqual(['notify']);
+	});
+
+	test('with LISTEN/NOTIFY off, polling alone finds the work', async () => {
+		const queue = db.queueName('poll');
+		const reasons: string[] = [];
+		const w = watcher(queue, {
+			connect: undefined,
+			pollMs: 100,
+			fire: async (reason) => {
+				reasons.push(reason);
+				await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+				return { finished: Promise.resolve() };
+			},
+		});
+		await w.start();
+		await enqueue(db.pool, db.schema, [{ queue, group: 'low' }]);
+		await until(() => reasons.length > 0);
+		expect(reasons).toEqual(['poll']);
+		expect(w.counters.notifications).toBe(0);
+	});
+
+	test('a killed LISTEN connection is reopened and the queue checked again', async () => {
+		const queue = db.queueName('reconnect');
+		const reasons: string[] = [];
+		const w = watcher(queue, {
+			reconnectBaseMs: 50,
+			reconnectCapMs: 100,
+			fire: async (reason) => {
+				reasons.push(reason);
+				await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+				return { finished: Promise.resolve() };
+			},
+		});
+		await w.start();
+		await db.pool.query(
+			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger:listen' AND query LIKE $1`,
+			[`LISTEN ${queueChannel(db.schema, queue)}%`],
+		);
+		await until(() => w.counters.lost > 0);
+		// Work arrives while the connection is down; its notification goes nowhere.
+		await enqueue(db.pool, db.schema, [{ queue, group: 'normal' }]);
+		await until(() => reasons.length > 0);
+		expect(w.counters.connects).toBe(2);
+		expect(reasons[0]).toMatch(/reconnect|notify/);
+	});
+
+	test('two claiming watchers on one queue never hand out a task twice', async () => {
+		const queue = db.queueName('claimers');
+		const emitted: ClaimedTask[] = [];
+		const claimer = () =>
+			watcher(queue, {
+				maxInFlight: 2,
+				pollMs: 100,
+				fire: async () => {
+					const tasks = await dequeue(db.pool, db.schema, { queue, limit: 7, leaseSeconds: 60 });
+					if (tasks.length === 0) return undefined;
+					emitted.push(...tasks);
+					return { finished: complete(db.pool, db.schema, tasks) };
+				},
+			});
+		await Promise.all([claimer().start(), claimer().start()]);
+		for (let i = 0; i < 10; i++) await db.fill(queue, ['high', 'normal', 'low'][i % 3], 30);
+		await until(() => emitted.length >= 300, 15_000);
+		expect(emitted).toHaveLength(300);
+		expect(new Set(emitted.map((t) => t.taskId)).size).toBe(300);
+	});
+});

@@ -1,0 +1,186 @@
+/**
+ * The trigger's engine: checks on start, on notification, on poll and after a reconnect; never
+ * more executions in flight than allowed; reconnects the LISTEN connection after it drops.
+ */
+import { QueueWatcher, type ListenConnection, type WatcherDeps } from '../../../nodes/PriorityDequeueTrigger/watcher';
+
+const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
+
+class FakeConn implements ListenConnection {
+	notify?: () => void;
+	lost?: (e?: Error) => void;
+	channels: string[] = [];
+	closed = false;
+	async listen(channel: string) {
+		this.channels.push(channel);
+	}
+	onNotification(fn: () => void) {
+		this.notify = fn;
+	}
+	onLost(fn: (e?: Error) => void) {
+		this.lost = fn;
+	}
+	async close() {
+		this.closed = true;
+	}
+}
+
+function setup(over: Partial<WatcherDeps> & { dueQueue?: boolean[] } = {}) {
+	const state = { due: false, fired: [] as string[], finishers: [] as Array<() => void>, conns: [] as FakeConn[] };
+	const deps: WatcherDeps = {
+		channel: 'oplq_abc',
+		pollMs: 60_000,
+		maxInFlight: 1,
+		inFlightTimeoutMs: 60_000,
+		reconnectBaseMs: 10,
+		reconnectCapMs: 40,
+		check: async () => ({ due: state.due, inMs: state.due ? 0 : null }),
+		fire: async (reason) => {
+			state.fired.push(reason);
+			let finish!: () => void;
+			const finished = new Promise<void>((r) => (finish = r));
+			state.finishers.push(() => {
+				finish();
+			});
+			return { finished };
+		},
+		connect: async () => {
+			const c = new FakeConn();
+			state.conns.push(c);
+			return c;
+		},
+		...over,
+	};
+	return { state, watcher: new QueueWatcher(deps) };
+}
+
+describe('QueueWatcher', () => {
+	let watchers: QueueWatcher[] = [];
+	afterEach(async () => {
+		await Promise.all(watchers.map((w) => w.close()));
+		watchers = [];
+	});
+	const track = <T extends { watcher: QueueWatcher }>(x: T) => {
+		watchers.push(x.watcher);
+		return x;
+	};
+
+	test('checks once on start and fires when work is already waiting', async () => {
+		const { state, watcher } = track(setup());
+		state.due = true;
+		await watcher.start();
+		await tick();
+		expect(state.fired).toEqual(['start']);
+		expect(state.conns[0].channels).toEqual(['oplq_abc']);
+	});
+
+	test('a notification wakes it; at most maxInFlight executions; a finished one lets the next start', async () => {
+		const { state, watcher } = track(setup({ maxInFlight: 2 }));
+		await watcher.start();
+		await tick();
+		expect(state.fired).toEqual([]);
+		state.due = true;
+		state.conns[0].notify?.();
+		await tick();
+		expect(state.fired).toEqual(['notify', 'notify']);
+		expect(watcher.executionsInFlight).toBe(2);
+		state.conns[0].notify?.();
+		await tick();
+		expect(state.fired).toHaveLength(2);
+		state.finishers[0]();
+		await tick();
+		expect(state.fired).toEqual(['notify', 'notify', 'finished']);
+		state.due = false;
+		state.finishers[1]();
+		state.finishers[2]();
+		await tick();
+		expect(watcher.executionsInFlight).toBe(0);
+		expect(state.fired).toHaveLength(3);
+	});
+
+	test('polling finds work without any notification', async () => {
+		const { state, watcher } = track(setup({ pollMs: 30, connect: undefined }));
+		await watcher.start();
+		state.due = true;
+		await tick(120);
+		expect(state.fired[0]).toBe('poll');
+	});
+
+	test('a dropped LISTEN connection is reopened and the queue checked once after the reconnect', async () => {
+		const { state, watcher } = track(setup());
+		await watcher.start();
+		await tick();
+		state.due = true; // work arrived while the connection was down: its notification is lost
+		state.conns[0].lost?.(new Error('terminated'));
+		expect(state.conns[0].closed).toBe(true);
+		expect(watcher.listening).toBe(false);
+		await tick(100);
+		expect(state.conns).toHaveLength(2);
+		expect(watcher.listening).toBe(true);
+		expect(state.fired).toEqual(['reconnect']);
+	});
+
+	test('a failing connect is retried with backoff while polling goes on', async () => {
+		let attempts = 0;
+		const { state, watcher } = track(
+			setup({
+				pollMs: 30,
+				connect: async () => {
+					attempts++;
+					if (attempts < 3) throw new Error('ECONNREFUSED');
+					const c = new FakeConn();
+					state.conns.push(c);
+					return c;
+				},
+			}),
+		);
+		await watcher.start();
+		state.due = true;
+		await tick(200);
+		expect(attempts).toBe(3);
+		expect(watcher.listening).toBe(true);
+		expect(state.fired.length).toBeGreaterThanOrEqual(1);
+	});
+
+	test('a failing check is logged and retried at the next poll', async () => {
+		const logs: string[] = [];
+		let calls = 0;
+		const { state, watcher } = track(
+			setup({
+				pollMs: 30,
+				connect: undefined,
+				log: (_l, m) => logs.push(m),
+				check: async () => {
+					calls++;
+					if (calls === 1) throw new Error('db down');
+					return { due: true, inMs: 0 };
+				},
+			}),
+		);
+		await watcher.start();
+		await tick(120);
+		expect(logs[0]).toMatch(/db down/);
+		expect(state.fired).toEqual(['poll']);
+	});
+
+	test('an execution that never reports back stops counting after the timeout', async () => {
+		const { state, watcher } = track(setup({ inFlightTimeoutMs: 40 }));
+		state.due = true;
+		await watcher.start();
+		await tick();
+		expect(state.fired).toEqual(['start']);
+		await tick(100);
+		expect(state.fired.slice(0, 2)).toEqual(['start', 'finished']);
+	});
+
+	test('close stops everything and closes the connection', async () => {
+		const { state, watcher } = setup({ pollMs: 20 });
+		await watcher.start();
+		await watcher.close();
+		state.due = true;
+		state.conns[0].notify?.();
+		await tick(80);
+		expect(state.fired).toEqual([]);
+		expect(state.conns[0].closed).toBe(true);
+	});
+});
