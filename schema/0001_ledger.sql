@@ -187,19 +187,20 @@ BEGIN
                 outcome := 'failed_permanently';
             END IF;
         END IF;
-        status := op.status;
-        attempt := op.attempt;
+        -- A conflict learns nothing of the other request's operation.
+        status := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.status END;
+        attempt := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.attempt END;
         -- Only the new holder learns the lease token.
         lease_token := CASE WHEN outcome = 'proceed' THEN op.lease_token END;
-        lease_expires_at := op.lease_expires_at;
-        idempotency_key := op.idempotency_key;
+        lease_expires_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.lease_expires_at END;
+        idempotency_key := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.idempotency_key END;
         external_ref := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.external_ref END;
         response := CASE WHEN outcome = 'already_succeeded' THEN op.response END;
-        response_truncated := op.response_truncated;
+        response_truncated := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.response_truncated END;
         reason := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.reason END;
-        retryable := op.retryable;
-        created_at := op.created_at;
-        updated_at := op.updated_at;
+        retryable := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.retryable END;
+        created_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.created_at END;
+        updated_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.updated_at END;
         RETURN NEXT;
     END LOOP;
 END $$;

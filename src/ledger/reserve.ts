@@ -30,13 +30,14 @@ export interface ReserveItem {
 export interface ReserveResult {
 	index: number;
 	outcome: ReserveOutcome;
-	status: OperationStatus;
-	attempt: number;
+	/** Null for `conflict`: a conflicting request learns nothing of the other operation. */
+	status: OperationStatus | null;
+	attempt: number | null;
 	/** Set only for `proceed`: the fencing token Confirm must present. */
 	leaseToken: string | null;
 	leaseExpiresAt: string | null;
-	/** Pass to the outside system as the Idempotency-Key header. New for each attempt. */
-	idempotencyKey: string;
+	/** Pass to the outside system as the Idempotency-Key header. New for each attempt. Null for `conflict`. */
+	idempotencyKey: string | null;
 	externalRef: string | null;
 	/** The stored response, for `already_succeeded` replays only. */
 	response: unknown;
@@ -78,14 +79,14 @@ export function prepareReserveItem(
 interface ReserveRow {
 	idx: number;
 	outcome: ReserveOutcome;
-	status: OperationStatus;
-	attempt: number;
+	status: OperationStatus | null;
+	attempt: number | null;
 	lease_token: string | null;
 	lease_expires_at: Date | null;
-	idempotency_key: string;
+	idempotency_key: string | null;
 	external_ref: string | null;
 	response: unknown;
-	response_truncated: boolean;
+	response_truncated: boolean | null;
 	reason: string | null;
 	retryable: boolean | null;
 	created_at: Date | null;
@@ -138,7 +139,7 @@ export async function reserveOperations(
 			idempotencyKey: row.idempotency_key,
 			externalRef: row.external_ref,
 			response: row.response ?? null,
-			responseTruncated: row.response_truncated,
+			responseTruncated: row.response_truncated === true,
 			reason: row.reason,
 			retryable: row.retryable,
 			createdAt: iso(row.created_at),

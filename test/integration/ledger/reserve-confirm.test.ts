@@ -84,6 +84,7 @@ describe('Reserve', () => {
 		expect(x.externalRef).toBeNull();
 		expect(x.response).toBeNull();
 		expect(x.leaseToken).toBeNull();
+		expect(x).toMatchObject({ status: null, attempt: null, idempotencyKey: null, reason: null, createdAt: null });
 		const [same] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:conflict', JSON.parse('{"amount": 4200.0}'))]);
 		expect(same).toMatchObject({ outcome: 'already_succeeded', externalRef: 'pay_1', response: { id: 'pay_1' } });
 		expect((await row('k:conflict')).status).toBe('succeeded');

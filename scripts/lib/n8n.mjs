@@ -1,0 +1,647 @@
+// Harness for running a real, pinned n8n against this package (e2e tests, the demo, queue-mode tests).
+//
+//   const rt = await ensureN8n();                 // installs or reuses n8n + Node 22 in ~/.cache
+//   const tarball = await packPackage();          // npm run build && npm pack
+//   const n8n = await createN8nInstance({ databaseUrl, tarball });
+//   await n8n.importCredentials({...}); await n8n.importWorkflow(workflowJson);
+//   const run = await n8n.execute('idempotent-payment');
+//   outputItems(run, 'Reserve Operation')        // [[items of output 0], [items of output 1], ...]
+//   await n8n.cleanup();
+//
+// Plain Node >= 20 ESM; the only package used is `pg` (a devDependency) to create/drop databases.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+	appendFileSync,
+	closeSync,
+	existsSync,
+	mkdirSync,
+	mkdtempSync,
+	openSync,
+	readFileSync,
+	rmSync,
+	rmdirSync,
+	statSync,
+	writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, repoRoot } from './embedded-pg.mjs';
+
+export const N8N_VERSION = '2.33.7';
+export const NODE_VERSION = '22.23.3';
+export const PACKAGE_NAME = 'n8n-nodes-operation-ledger';
+
+/** ~/.cache/n8n-nodes-operation-ledger/n8n-<version>, outside the clone so CI runs reuse it. */
+export function n8nRuntimeDir() {
+	const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+	return path.join(base, PACKAGE_NAME, `n8n-${N8N_VERSION}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small process helpers
+
+/** Runs a command to completion; resolves { code, stdout, stderr }; never rejects on exit code. */
+function run(cmd, args, { cwd, env, timeoutMs = 10 * 60_000, logFile, input } = {}) {
+	return new Promise((resolve, reject) => {
+		const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+		if (child.pid) trackGroup(child.pid);
+		const out = [];
+		const err = [];
+		child.stdout.on('data', (d) => {
+			out.push(d);
+			if (logFile) appendFileSync(logFile, d);
+		});
+		child.stderr.on('data', (d) => {
+			err.push(d);
+			if (logFile) appendFileSync(logFile, d);
+		});
+		if (input !== undefined) child.stdin.end(input);
+		else child.stdin.end();
+		let timedOut = false;
+		const timer = setTimeout(() => {
+			timedOut = true;
+			killGroup(child.pid, 'SIGKILL');
+		}, timeoutMs);
+		child.on('error', (e) => {
+			clearTimeout(timer);
+			reject(e);
+		});
+		child.on('close', (code, signal) => {
+			clearTimeout(timer);
+			// The command may have left children in its group (n8n's task runner): end them too.
+			killGroup(child.pid, 'SIGKILL');
+			liveGroups.delete(child.pid);
+			resolve({
+				code: timedOut ? null : code,
+				signal,
+				timedOut,
+				stdout: Buffer.concat(out).toString('utf8'),
+				stderr: Buffer.concat(err).toString('utf8'),
+			});
+		});
+	});
+}
+
+function killGroup(pid, signal) {
+	if (!pid) return false;
+	try {
+		process.kill(-pid, signal);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+function groupAlive(pid) {
+	try {
+		process.kill(-pid, 0);
+		return true;
+	} catch (e) {
+		return e.code === 'EPERM';
+	}
+}
+
+/** Resolves to the promise's value, or to 'timeout' after `ms`; the timer never outlives it. */
+async function within(promise, ms) {
+	let timer;
+	try {
+		return await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)))]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+function fileSize(file) {
+	try {
+		return statSync(file).size;
+	} catch {
+		return 0;
+	}
+}
+
+function readFrom(file, offset) {
+	try {
+		return readFileSync(file).subarray(offset).toString('utf8');
+	} catch {
+		return '';
+	}
+}
+
+function tail(file, lines = 60) {
+	try {
+		return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+	} catch {
+		return '(no log)';
+	}
+}
+
+// Process groups we started; killed on exit so a crashed test leaves no n8n behind.
+const liveGroups = new Set();
+let exitHookInstalled = false;
+function trackGroup(pid) {
+	liveGroups.add(pid);
+	if (exitHookInstalled) return;
+	exitHookInstalled = true;
+	process.on('exit', () => {
+		for (const g of liveGroups) killGroup(g, 'SIGKILL');
+	});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Installing n8n
+
+function runtimeOk(dir) {
+	const nodeBin = path.join(dir, 'node_modules', '.bin', 'node');
+	const n8nBin = path.join(dir, 'node_modules', '.bin', 'n8n');
+	if (!existsSync(nodeBin) || !existsSync(n8nBin)) return false;
+	try {
+		const pkg = JSON.parse(readFileSync(path.join(dir, 'node_modules', 'n8n', 'package.json'), 'utf8'));
+		if (pkg.version !== N8N_VERSION) return false;
+	} catch {
+		return false;
+	}
+	const v = spawnSync(nodeBin, ['--version'], { encoding: 'utf8' });
+	return v.status === 0 && v.stdout.trim() === `v${NODE_VERSION}`;
+}
+
+function runtimeInfo(dir) {
+	const binDir = path.join(dir, 'node_modules', '.bin');
+	return {
+		dir,
+		binDir,
+		nodeBin: path.join(binDir, 'node'),
+		n8nBin: path.join(binDir, 'n8n'),
+		version: N8N_VERSION,
+		env: { PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` },
+	};
+}
+
+/**
+ * Returns the pinned n8n runtime, installing it first when missing (about 6 minutes and 3 GB on a
+ * bare machine): `npm install node@22 n8n@2.33.7` into n8nRuntimeDir(). The `node` package brings
+ * the Node 22 binary through its preinstall script, which npm 11 runs only when package.json
+ * allows it (allowScripts). A lock folder keeps two processes from installing at once.
+ * Result: { dir, binDir, nodeBin, n8nBin, version, env: { PATH } } with binDir first on PATH.
+ */
+export async function ensureN8n({ log = (m) => process.stderr.write(`${m}\n`) } = {}) {
+	const dir = n8nRuntimeDir();
+	if (runtimeOk(dir)) return runtimeInfo(dir);
+	mkdirSync(dir, { recursive: true });
+	const lock = path.join(dir, '.install-lock');
+	for (;;) {
+		try {
+			mkdirSync(lock);
+			break;
+		} catch (e) {
+			if (e.code !== 'EEXIST') throw e;
+			// Another installer holds it; take it over if that one died (lock older than 20 minutes).
+			if (Date.now() - statSync(lock).mtimeMs > 20 * 60_000) {
+				rmdirSync(lock);
+				continue;
+			}
+			await sleep(2000);
+			if (runtimeOk(dir)) return runtimeInfo(dir);
+		}
+	}
+	try {
+		if (runtimeOk(dir)) return runtimeInfo(dir);
+		log(`Installing n8n ${N8N_VERSION} with Node ${NODE_VERSION} into ${dir} (first run only, several minutes)...`);
+		const pkgFile = path.join(dir, 'package.json');
+		writeFileSync(pkgFile, `${JSON.stringify({ name: 'n8n-runtime', private: true, allowScripts: { node: true } }, null, 2)}\n`);
+		const installLog = path.join(dir, 'install.log');
+		const t0 = Date.now();
+		const r = await run('npm', ['install', '--no-audit', '--no-fund', `node@${NODE_VERSION}`, `n8n@${N8N_VERSION}`], {
+			cwd: dir,
+			logFile: installLog,
+			timeoutMs: 30 * 60_000,
+		});
+		if (r.code !== 0) throw new Error(`npm install of n8n failed (exit ${r.code}); see ${installLog}:\n${tail(installLog, 30)}`);
+		// If npm skipped the `node` package's preinstall anyway, run it ourselves: it installs the
+		// node-<platform>-<arch> package from the registry and links its binary to bin/node.
+		const nodePkg = path.join(dir, 'node_modules', 'node');
+		if (!existsSync(path.join(nodePkg, 'bin', 'node'))) {
+			const r2 = await run(process.execPath, ['installArchSpecificPackage.js'], { cwd: nodePkg, logFile: installLog });
+			if (r2.code !== 0) throw new Error(`Installing the Node ${NODE_VERSION} binary failed; see ${installLog}`);
+		}
+		if (!runtimeOk(dir)) throw new Error(`n8n runtime in ${dir} is incomplete after install; see ${installLog}`);
+		log(`Installed n8n ${N8N_VERSION} in ${Math.round((Date.now() - t0) / 1000)} s`);
+		return runtimeInfo(dir);
+	} finally {
+		rmSync(lock, { recursive: true, force: true });
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packing this package
+
+/**
+ * `npm run build` then `npm pack` into a fresh temp folder; returns the tarball's absolute path.
+ * The temp folder is removed when this process exits (pass `destDir` to keep the tarball).
+ */
+export async function packPackage({ build = true, destDir } = {}) {
+	const dest = destDir ?? mkdtempSync(path.join(os.tmpdir(), 'ledger-pack-'));
+	mkdirSync(dest, { recursive: true });
+	if (!destDir) process.on('exit', () => rmSync(dest, { recursive: true, force: true }));
+	const logFile = path.join(dest, 'pack.log');
+	if (build) {
+		const b = await run('npm', ['run', 'build'], { cwd: repoRoot, logFile, timeoutMs: 5 * 60_000 });
+		if (b.code !== 0) throw new Error(`npm run build failed (exit ${b.code}):\n${tail(logFile, 40)}`);
+	}
+	const p = await run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: repoRoot, timeoutMs: 2 * 60_000 });
+	appendFileSync(logFile, p.stdout + p.stderr);
+	if (p.code !== 0) throw new Error(`npm pack failed (exit ${p.code}):\n${p.stderr.slice(-3000)}`);
+	const start = p.stdout.indexOf('[');
+	const info = JSON.parse(p.stdout.slice(start));
+	const tarball = path.join(dest, info[0].filename);
+	if (!existsSync(tarball)) throw new Error(`npm pack reported ${tarball} but it is not there`);
+	return tarball;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases for n8n itself
+
+function parseDbUrl(urlOrParts) {
+	if (typeof urlOrParts !== 'string') {
+		return {
+			host: urlOrParts.host ?? '127.0.0.1',
+			port: Number(urlOrParts.port ?? 5432),
+			user: urlOrParts.user ?? 'postgres',
+			password: urlOrParts.password ?? '',
+			database: urlOrParts.database ?? 'postgres',
+		};
+	}
+	const u = new URL(urlOrParts);
+	return {
+		host: u.hostname || '127.0.0.1',
+		port: Number(u.port || 5432),
+		user: decodeURIComponent(u.username || 'postgres'),
+		password: decodeURIComponent(u.password || ''),
+		database: decodeURIComponent(u.pathname.replace(/^\//, '') || 'postgres'),
+	};
+}
+
+function partsToUrl(p) {
+	const auth = p.password ? `${encodeURIComponent(p.user)}:${encodeURIComponent(p.password)}` : encodeURIComponent(p.user);
+	return `postgres://${auth}@${p.host}:${p.port}/${encodeURIComponent(p.database)}`;
+}
+
+async function withAdmin(parts, fn) {
+	const { default: pg } = await import('pg');
+	const client = new pg.Client({ ...parts, connectionTimeoutMillis: 10_000 });
+	client.on('error', () => undefined);
+	await client.connect();
+	try {
+		return await fn(client);
+	} finally {
+		await client.end().catch(() => undefined);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run data helpers
+
+/**
+ * Items per output of `nodeName` in an `n8n execute --rawOutput` result:
+ * [[...items of output 0], [...items of output 1], ...] (first run of that node).
+ * Undefined when the node did not run.
+ */
+export function outputItems(result, nodeName, runIndex = 0) {
+	const runs = result?.data?.resultData?.runData?.[nodeName];
+	if (!runs || !runs[runIndex]) return undefined;
+	const main = runs[runIndex].data?.main ?? [];
+	return main.map((items) => (items ?? []).map((i) => i.json));
+}
+
+/** Indexes of the outputs of `nodeName` that received at least one item. */
+export function outputsTaken(result, nodeName, runIndex = 0) {
+	const outs = outputItems(result, nodeName, runIndex);
+	if (!outs) return [];
+	return outs.flatMap((items, i) => (items.length ? [i] : []));
+}
+
+/** Names of the nodes that ran, in run-data order. */
+export function nodesRun(result) {
+	return Object.keys(result?.data?.resultData?.runData ?? {});
+}
+
+// ---------------------------------------------------------------------------------------------
+// n8n instances
+
+/**
+ * Makes a fresh n8n "installation": a user folder under a temp dir with this package installed in
+ * <userFolder>/.n8n/nodes as the Community Nodes UI does, and its own Postgres database.
+ *
+ * Options:
+ *   databaseUrl | dbUrlParts  the Postgres server (a URL or {host, port, user, password, database})
+ *                             on which a database n8n_e2e_<random> is created (and dropped in cleanup)
+ *   n8nDatabase               instead: an existing database name to share (queue mode: the main and
+ *                             its workers use one database); not dropped
+ *   tarball                   the package tarball (packPackage()); omit to run n8n without it
+ *   port                      N8N_PORT (default: a free one)
+ *   encryptionKey             N8N_ENCRYPTION_KEY (default: random); share it across queue processes
+ *   extraEnv                  more environment variables (win over the defaults)
+ *   keep                      keep the folder and the database after cleanup() (also when N8N_E2E_KEEP=1)
+ */
+export async function createN8nInstance(opts = {}) {
+	const rt = await ensureN8n();
+	const server = parseDbUrl(opts.dbUrlParts ?? opts.databaseUrl ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+	const root = mkdtempSync(path.join(os.tmpdir(), 'n8n-e2e-'));
+	const userFolder = path.join(root, 'user');
+	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
+	const logFile = path.join(root, 'n8n.log');
+	mkdirSync(nodesDir, { recursive: true });
+	writeFileSync(logFile, '');
+	const note = (m) => appendFileSync(logFile, `\n[harness ${new Date().toISOString()}] ${m}\n`);
+
+	const ownsDatabase = !opts.n8nDatabase;
+	const dbName = opts.n8nDatabase ?? `n8n_e2e_${randomBytes(6).toString('hex')}`;
+	if (ownsDatabase) {
+		await withAdmin(server, (c) => c.query(`CREATE DATABASE "${dbName}"`));
+		note(`created database ${dbName}`);
+	}
+
+	const port = opts.port ?? (await freePort());
+	const brokerPort = await freePort();
+	const encryptionKey = opts.encryptionKey ?? randomBytes(24).toString('hex');
+	const env = {
+		...process.env,
+		PATH: rt.env.PATH,
+		N8N_USER_FOLDER: userFolder,
+		DB_TYPE: 'postgresdb',
+		DB_POSTGRESDB_HOST: server.host,
+		DB_POSTGRESDB_PORT: String(server.port),
+		DB_POSTGRESDB_DATABASE: dbName,
+		DB_POSTGRESDB_USER: server.user,
+		DB_POSTGRESDB_PASSWORD: server.password,
+		DB_POSTGRESDB_SCHEMA: 'public',
+		N8N_ENCRYPTION_KEY: encryptionKey,
+		N8N_PORT: String(port),
+		N8N_LISTEN_ADDRESS: '127.0.0.1',
+		N8N_HOST: '127.0.0.1',
+		N8N_PROTOCOL: 'http',
+		WEBHOOK_URL: `http://127.0.0.1:${port}/`,
+		N8N_RUNNERS_BROKER_PORT: String(brokerPort),
+		N8N_RUNNERS_BROKER_LISTEN_ADDRESS: '127.0.0.1',
+		N8N_DIAGNOSTICS_ENABLED: 'false',
+		N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+		N8N_PERSONALIZATION_ENABLED: 'false',
+		N8N_TEMPLATES_ENABLED: 'false',
+		N8N_HIRING_BANNER_ENABLED: 'false',
+		N8N_DYNAMIC_BANNERS_ENABLED: 'false',
+		N8N_LICENSE_AUTO_RENEW_ENABLED: 'false',
+		N8N_BLOCK_ENV_ACCESS_IN_NODE: 'false',
+		N8N_COMMUNITY_PACKAGES_ENABLED: 'true',
+		N8N_SECURE_COOKIE: 'false',
+		N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+		N8N_GRACEFUL_SHUTDOWN_TIMEOUT: '10',
+		N8N_LOG_LEVEL: 'info',
+		N8N_LOG_OUTPUT: 'console',
+		N8N_PYTHON_ENABLED: 'false',
+		NO_PROXY: ['127.0.0.1', 'localhost', process.env.NO_PROXY].filter(Boolean).join(','),
+		no_proxy: ['127.0.0.1', 'localhost', process.env.no_proxy].filter(Boolean).join(','),
+		NODE_OPTIONS: '',
+		...(opts.extraEnv ?? {}),
+	};
+	// The repository's CI variable must not switch n8n into its own test modes.
+	delete env.NODE_ENV;
+
+	let tmpCount = 0;
+	const tmpFile = (prefix, data) => {
+		const f = path.join(root, `${prefix}-${++tmpCount}.json`);
+		writeFileSync(f, typeof data === 'string' ? data : JSON.stringify(data, null, 2));
+		return f;
+	};
+
+	/** Runs `n8n <args>` to completion; throws with the log tail on a non-zero exit. */
+	async function cli(args, { timeoutMs = 5 * 60_000, allowFail = false } = {}) {
+		note(`$ n8n ${args.join(' ')}`);
+		const t0 = Date.now();
+		// Each CLI process starts its own task-runner broker: give it its own port, so it never
+		// collides with a running `n8n start` of this instance or with another CLI process.
+		const cliEnv = { ...env, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
+		const r = await run(rt.n8nBin, args, { cwd: root, env: cliEnv, logFile, timeoutMs });
+		note(`exit ${r.code}${r.timedOut ? ' (timed out)' : ''} after ${Date.now() - t0} ms`);
+		r.ms = Date.now() - t0;
+		if (!allowFail && r.code !== 0) {
+			throw new Error(
+				`n8n ${args.join(' ')} failed (${r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.code}`}).\n` +
+					`--- ${logFile} (tail) ---\n${tail(logFile, 60)}`,
+			);
+		}
+		return r;
+	}
+
+	// Install the package the way the Community Nodes UI does: npm into <userFolder>/.n8n/nodes.
+	let installedPackage;
+	if (opts.tarball) {
+		writeFileSync(
+			path.join(nodesDir, 'package.json'),
+			`${JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }, null, 2)}\n`,
+		);
+		note(`$ npm install ${opts.tarball} --omit=peer --ignore-scripts`);
+		const r = await run(
+			'npm',
+			['install', opts.tarball, '--omit=peer', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=warn'],
+			{ cwd: nodesDir, logFile, timeoutMs: 5 * 60_000 },
+		);
+		const pkgDir = path.join(nodesDir, 'node_modules', PACKAGE_NAME);
+		const problem =
+			r.code !== 0
+				? `Installing ${opts.tarball} into ${nodesDir} failed:\n${tail(logFile, 30)}`
+				: !existsSync(path.join(pkgDir, 'package.json'))
+					? `${pkgDir} missing after npm install`
+					: undefined;
+		if (problem) {
+			if (ownsDatabase) await withAdmin(server, (c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`)).catch(() => undefined);
+			throw new Error(problem);
+		}
+		installedPackage = pkgDir;
+	}
+
+	const procs = new Set();
+
+	/**
+	 * Starts a long-running n8n process (`start`, `worker`, `webhook`) in its own process group,
+	 * output appended to the instance log. Waits until it is ready: for `start` and `webhook`
+	 * GET /healthz/readiness answers 200 (database connected and migrated, server fully started);
+	 * for `worker` its log says "worker is now ready" (or `readyPattern`, a RegExp, when given).
+	 * Returns { pid, child, port, url, exited(), stop(), kill() }.
+	 */
+	async function spawnProcess(command = 'start', { args = [], env: moreEnv = {}, healthPort, readyPattern, timeoutMs = 180_000 } = {}) {
+		const procEnv = { ...env, ...moreEnv };
+		const hp = healthPort ?? (command === 'worker' ? undefined : Number(procEnv.N8N_PORT));
+		const pattern = readyPattern ?? (command === 'worker' ? /worker is now ready/ : undefined);
+		note(`$ n8n ${command} ${args.join(' ')} (background)`);
+		const logOffset = fileSize(logFile);
+		const fd = openSync(logFile, 'a');
+		const child = spawn(rt.n8nBin, [command, ...args], { cwd: root, env: procEnv, detached: true, stdio: ['ignore', fd, fd] });
+		closeSync(fd);
+		trackGroup(child.pid);
+		let exited = null;
+		const exitPromise = new Promise((resolve) => {
+			child.on('exit', (code, signal) => {
+				exited = { code, signal };
+				note(`n8n ${command} (pid ${child.pid}) exited: code ${code} signal ${signal}`);
+				resolve(exited);
+			});
+		});
+		const reap = async () => {
+			// The whole group: the task runner and anything else n8n started.
+			killGroup(child.pid, 'SIGKILL');
+			for (let i = 0; i < 50 && groupAlive(child.pid); i++) await sleep(100);
+			if (!exited) await within(exitPromise, 5000);
+			liveGroups.delete(child.pid);
+			procs.delete(handle);
+		};
+		const handle = {
+			pid: child.pid,
+			child,
+			command,
+			port: hp,
+			url: hp ? `http://127.0.0.1:${hp}` : undefined,
+			exited: () => exited,
+			/** SIGTERM to the process group, SIGKILL after `graceMs`. */
+			async stop({ graceMs = 20_000 } = {}) {
+				if (!exited) {
+					killGroup(child.pid, 'SIGTERM');
+					if ((await within(exitPromise, graceMs)) === 'timeout') note(`n8n ${command} did not stop in ${graceMs} ms; SIGKILL`);
+				}
+				await reap();
+			},
+			/** SIGKILL the whole group at once (crash simulation). */
+			async kill() {
+				await reap();
+			},
+		};
+		procs.add(handle);
+		const deadline = Date.now() + timeoutMs;
+		let ready = false;
+		while (Date.now() < deadline && !exited) {
+			if (hp) {
+				try {
+					const res = await fetch(`http://127.0.0.1:${hp}/healthz/readiness`, { signal: AbortSignal.timeout(2000) });
+					await res.arrayBuffer().catch(() => undefined);
+					ready = res.status === 200;
+				} catch {
+					ready = false; // not listening yet
+				}
+			} else {
+				ready = true;
+			}
+			if (ready && pattern) ready = pattern.test(readFrom(logFile, logOffset));
+			if (ready) break;
+			await sleep(250);
+		}
+		if (!ready) {
+			await handle.stop();
+			throw new Error(
+				`n8n ${command} ${exited ? `exited (code ${exited.code}, signal ${exited.signal})` : `was not ready within ${timeoutMs} ms`}` +
+					`${hp ? ` (port ${hp})` : ''}.\n--- ${logFile} (tail) ---\n${tail(logFile, 60)}`,
+			);
+		}
+		return handle;
+	}
+
+	let main;
+	const instance = {
+		root,
+		userFolder,
+		nodesDir,
+		installedPackage,
+		logFile,
+		port,
+		brokerPort,
+		encryptionKey,
+		database: { ...server, database: dbName, url: partsToUrl({ ...server, database: dbName }) },
+		env,
+		runtime: rt,
+		url: `http://127.0.0.1:${port}`,
+		cli,
+		logTail: (n) => tail(logFile, n),
+
+		/** `n8n import:credentials --input=<file>`; accepts a file path, one credential or an array. */
+		async importCredentials(fileOrObject) {
+			const file =
+				typeof fileOrObject === 'string'
+					? fileOrObject
+					: tmpFile('credentials', Array.isArray(fileOrObject) ? fileOrObject : [fileOrObject]);
+			return cli(['import:credentials', `--input=${file}`]);
+		},
+
+		/** `n8n import:workflow --input=<file>`; accepts a file path, one workflow or an array (each needs an id). */
+		async importWorkflow(fileOrObject) {
+			const file = typeof fileOrObject === 'string' ? fileOrObject : tmpFile('workflow', fileOrObject);
+			return cli(['import:workflow', `--input=${file}`]);
+		},
+
+		/**
+		 * `n8n execute --id=<id> --rawOutput`: runs a Manual Trigger workflow once and returns the
+		 * parsed run (`outputItems(result, node)` tells which output each item went to). The run's
+		 * wall time is in result.__ms. Throws (with the log tail) when the execution failed.
+		 */
+		async execute(workflowId, { timeoutMs = 3 * 60_000 } = {}) {
+			const r = await cli(['execute', `--id=${workflowId}`, '--rawOutput'], { timeoutMs, allowFail: true });
+			const parsed = parseRunOutput(r.stdout);
+			if (r.code !== 0 || !parsed) {
+				throw new Error(
+					`n8n execute --id=${workflowId} failed (exit ${r.code}${r.timedOut ? ', timed out' : ''}).\n` +
+						`--- ${logFile} (tail) ---\n${tail(logFile, 80)}`,
+				);
+			}
+			Object.defineProperty(parsed, '__ms', { value: r.ms, enumerable: false });
+			return parsed;
+		},
+
+		/** `n8n start` (main, with webhooks); waits for /healthz. */
+		async start(options = {}) {
+			if (main && !main.exited()) return main;
+			main = await spawnProcess('start', options);
+			return main;
+		},
+
+		/** Stops `n8n start` (SIGTERM to its process group, SIGKILL after the grace period). */
+		async stop() {
+			if (main) await main.stop();
+			main = undefined;
+		},
+
+		/** Any long-running n8n command (`worker`, `webhook`) with extra env; see spawnProcess. */
+		spawn: spawnProcess,
+
+		/** Stops every process, drops the database it created, removes the folder. */
+		async cleanup({ keep = opts.keep || process.env.N8N_E2E_KEEP === '1' } = {}) {
+			await Promise.all([...procs].map((p) => p.stop().catch(() => undefined)));
+			main = undefined;
+			if (ownsDatabase && !keep) {
+				await withAdmin(server, (c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`)).catch((e) =>
+					note(`drop database ${dbName} failed: ${e.message}`),
+				);
+			}
+			if (!keep) rmSync(root, { recursive: true, force: true });
+		},
+	};
+	return instance;
+}
+
+/**
+ * `n8n execute --rawOutput` prints the run as pretty JSON on stdout; log lines may surround it.
+ * Returns the parsed object, or undefined when there is none.
+ */
+export function parseRunOutput(stdout) {
+	const lines = stdout.split('\n');
+	for (let start = 0; start < lines.length; start++) {
+		if (lines[start] !== '{') continue;
+		for (let end = lines.length - 1; end > start; end--) {
+			if (lines[end] !== '}') continue;
+			try {
+				const obj = JSON.parse(lines.slice(start, end + 1).join('\n'));
+				if (obj && obj.data && obj.data.resultData) return obj;
+			} catch {
+				/* try a shorter span */
+			}
+		}
+	}
+	return undefined;
+}

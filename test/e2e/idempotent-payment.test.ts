@@ -1,0 +1,210 @@
+/**
+ * End to end in a real n8n (issue 2, item 6).
+ *
+ * The package is built, packed and installed into a fresh n8n user folder the way the Community
+ * Nodes UI installs it; n8n runs on Postgres; the example workflow workflows/idempotent-payment.json
+ * charges a real local HTTP server (the fake payments provider). Same order twice, then the same
+ * order key with a different amount:
+ *   - the provider holds exactly one payment, and received exactly one POST;
+ *   - the ledger row is succeeded with the provider's reference;
+ *   - run 1: Reserve → Proceed, Confirm → Succeeded; run 2: Reserve → Already Succeeded (replay of
+ *     pay_1, nothing sent); run 3: Reserve → Conflict (nothing sent, not answered with pay_1).
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import { startFakePaymentsApi, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
+
+// The harness is plain ESM (scripts/lib/*.mjs), shared with the demo. Node's own require() (not
+// jest's, which cannot parse ESM) loads ES modules without top-level await (Node >= 20.19), which
+// avoids jest's experimental ESM mode. process.getBuiltinModule gives the real node:module.
+const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
+	'node:module',
+);
+const nodeRequire = realModule.createRequire(__filename);
+
+type Json = Record<string, any>;
+interface RunResult {
+	data: { resultData: { runData: Record<string, unknown>; error?: unknown } };
+	__ms?: number;
+}
+interface N8nInstance {
+	logFile: string;
+	importCredentials(c: Json | Json[] | string): Promise<unknown>;
+	importWorkflow(w: Json | string): Promise<{ ms: number }>;
+	execute(id: string): Promise<RunResult>;
+	cleanup(opts?: { keep?: boolean }): Promise<void>;
+	logTail(n?: number): string;
+}
+interface Harness {
+	packPackage(): Promise<string>;
+	ensureN8n(): Promise<{ dir: string }>;
+	createN8nInstance(opts: Json): Promise<N8nInstance>;
+	outputItems(r: RunResult, node: string): Json[][] | undefined;
+	outputsTaken(r: RunResult, node: string): number[];
+	nodesRun(r: RunResult): string[];
+}
+interface EmbeddedPg {
+	getDatabase(): Promise<{ url: string; source: string; stop(): Promise<void> }>;
+}
+const harness = nodeRequire('../../scripts/lib/n8n.mjs') as Harness;
+const embedded = nodeRequire('../../scripts/lib/embedded-pg.mjs') as EmbeddedPg;
+
+const ROOT = path.resolve(__dirname, '../..');
+const WORKFLOW_ID = 'idempotent-payment';
+const OPERATION_KEY = 'payment:charge:order-1001:v1';
+// Reserve Operation's outputs, in order; Confirm Operation's outputs, in order.
+const RESERVE = { proceed: 0, alreadySucceeded: 1, inProgress: 2, needsReconcile: 3, conflict: 4, failedPermanently: 5 };
+const CONFIRM = { succeeded: 0, failed: 1, unknown: 2, stale: 3 };
+
+/** The example workflow with its HTTP Request pointed at `apiUrl` and the business amount set. */
+function workflowFor(apiUrl: string, amount: number): Json {
+	const wf = JSON.parse(readFileSync(path.join(ROOT, 'workflows/idempotent-payment.json'), 'utf8'));
+	const http = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.httpRequest');
+	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
+	if (!http || !input) throw new Error('workflows/idempotent-payment.json lacks its HTTP Request or Business Input node');
+	http.parameters.url = `${apiUrl}/payments`;
+	const amountField = input.parameters.assignments.assignments.find((a: Json) => a.name === 'amount');
+	amountField.value = amount;
+	return wf;
+}
+
+const log = (m: string) => process.stdout.write(`[e2e] ${m}\n`);
+
+describe('idempotent payment in a real n8n', () => {
+	let db: { url: string; source: string; stop(): Promise<void> };
+	let api: FakePaymentsApi;
+	let n8n: N8nInstance | undefined;
+	let pg: Client;
+	const schema = `e2e_${randomBytes(5).toString('hex')}`;
+	const runs: RunResult[] = [];
+
+	beforeAll(async () => {
+		db = process.env.DATABASE_URL
+			? { url: process.env.DATABASE_URL, source: 'env', stop: async () => undefined }
+			: await embedded.getDatabase();
+		api = await startFakePaymentsApi();
+		pg = new Client({ connectionString: db.url });
+		await pg.connect();
+
+		let t = Date.now();
+		await harness.ensureN8n();
+		log(`n8n runtime ready in ${Date.now() - t} ms`);
+		t = Date.now();
+		const tarball = await harness.packPackage();
+		log(`built and packed ${path.basename(tarball)} in ${Date.now() - t} ms`);
+		t = Date.now();
+		n8n = await harness.createN8nInstance({ databaseUrl: db.url, tarball });
+		log(`n8n instance with the package installed in ${Date.now() - t} ms (log: ${n8n.logFile})`);
+
+		t = Date.now();
+		await n8n.importCredentials({
+			id: 'ledger-pg',
+			name: 'Operation Ledger Postgres',
+			type: 'operationLedgerPostgresApi',
+			data: {
+				connectionType: 'connectionString',
+				connectionString: db.url,
+				ssl: 'disable',
+				schema,
+				autoApplySchema: true,
+				maxConnections: 5,
+			},
+		});
+		await n8n.importWorkflow(workflowFor(api.url, 4200));
+		log(`imported credential and workflow in ${Date.now() - t} ms`);
+	}, 20 * 60_000);
+
+	afterAll(async () => {
+		// N8N_E2E_KEEP=1 keeps the instance folder (n8n.log, user folder) for a look afterwards.
+		await n8n?.cleanup().catch(() => undefined);
+		await api?.close().catch(() => undefined);
+		if (pg) {
+			await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+			await pg.end().catch(() => undefined);
+		}
+		await db?.stop();
+	}, 120_000);
+
+	async function execute(label: string): Promise<RunResult> {
+		if (!n8n) throw new Error('n8n instance was not created');
+		const r = await n8n.execute(WORKFLOW_ID);
+		log(`${label}: n8n execute took ${r.__ms} ms; nodes run: ${harness.nodesRun(r).join(' → ')}`);
+		runs.push(r);
+		return r;
+	}
+
+	test('run 1: Reserve proceeds, the payment is sent once, Confirm records success', async () => {
+		const r = await execute('run 1 (amount 4200)');
+		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.proceed]);
+		const reserved = harness.outputItems(r, 'Reserve Operation')![RESERVE.proceed][0];
+		expect(reserved.ledger).toMatchObject({ operationKey: OPERATION_KEY, attempt: 1 });
+		expect(typeof reserved.ledger.idempotencyKey).toBe('string');
+		expect(reserved.ledger.idempotencyKey.length).toBeGreaterThan(0);
+
+		expect(harness.outputsTaken(r, 'Charge Payment')).toEqual([0]);
+		expect(harness.outputsTaken(r, 'Confirm Operation')).toEqual([CONFIRM.succeeded]);
+		const confirmed = harness.outputItems(r, 'Confirm Operation')![CONFIRM.succeeded][0];
+		expect(confirmed.ledger).toMatchObject({ operationKey: OPERATION_KEY, status: 'succeeded', externalRef: 'pay_1' });
+		expect(harness.nodesRun(r)).toContain('Paid');
+
+		// The provider saw the ledger's downstream key in the Idempotency-Key header.
+		const posts = api.requests().filter((q) => q.method === 'POST');
+		expect(posts).toHaveLength(1);
+		expect(posts[0].idempotencyKey).toBe(reserved.ledger.idempotencyKey);
+		expect(posts[0].body).toEqual({ customerId: 'cus_42', amount: 4200, currency: 'EUR' });
+	}, 5 * 60_000);
+
+	test('run 2, same input: Reserve answers Already Succeeded with pay_1 and nothing is sent', async () => {
+		const r = await execute('run 2 (amount 4200 again)');
+		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.alreadySucceeded]);
+		const replay = harness.outputItems(r, 'Reserve Operation')![RESERVE.alreadySucceeded][0];
+		expect(replay.ledger).toMatchObject({ operationKey: OPERATION_KEY, status: 'succeeded', externalRef: 'pay_1', replay: true });
+		expect(harness.nodesRun(r)).toContain('Already Paid');
+		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
+		expect(harness.nodesRun(r)).not.toContain('Confirm Operation');
+		expect(api.requests().filter((q) => q.method === 'POST')).toHaveLength(1);
+	}, 5 * 60_000);
+
+	test('run 3, same order key with a different amount: Conflict, nothing sent, not answered with pay_1', async () => {
+		await n8n!.importWorkflow(workflowFor(api.url, 9900));
+		const r = await execute('run 3 (amount 9900)');
+		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.conflict]);
+		const conflict = harness.outputItems(r, 'Reserve Operation')![RESERVE.conflict][0];
+		expect(conflict.amount).toBe(9900);
+		expect(conflict.ledger).toMatchObject({ operationKey: OPERATION_KEY });
+		expect(JSON.stringify(conflict.ledger)).not.toContain('pay_1');
+		expect(harness.nodesRun(r)).toContain('Conflict: Different Request');
+		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
+		expect(api.requests().filter((q) => q.method === 'POST')).toHaveLength(1);
+	}, 5 * 60_000);
+
+	test('afterwards: exactly one payment at the provider, and the ledger row is succeeded with pay_1', async () => {
+		expect(runs).toHaveLength(3);
+		const payments = api.payments();
+		expect(payments).toHaveLength(1);
+		expect(payments[0]).toMatchObject({ id: 'pay_1', amount: 4200, currency: 'EUR', customerId: 'cus_42' });
+
+		const { rows } = await pg.query(
+			`SELECT operation_key, status, attempt, external_ref, idempotency_key FROM "${schema}".operations`,
+		);
+		expect(rows).toEqual([
+			{
+				operation_key: OPERATION_KEY,
+				status: 'succeeded',
+				attempt: 1,
+				external_ref: 'pay_1',
+				idempotency_key: payments[0].idempotencyKey,
+			},
+		]);
+		const events = await pg.query(
+			`SELECT to_status FROM "${schema}".operation_events WHERE operation_key = $1 ORDER BY event_id`,
+			[OPERATION_KEY],
+		);
+		const statuses = events.rows.map((e: { to_status: string | null }) => e.to_status);
+		expect(statuses).toContain('reserved');
+		expect(statuses).toContain('succeeded');
+		expect(statuses.indexOf('reserved')).toBeLessThan(statuses.indexOf('succeeded'));
+	}, 60_000);
+});
