@@ -39,6 +39,8 @@ export interface RecordedRequest {
 	mode: FaultMode;
 	replayed: boolean;
 	at: string;
+	/** The client's TCP port: tells which process sent the request (see /proc/net/tcp). */
+	remotePort: number | null;
 }
 
 export interface FakePaymentsApi {
@@ -93,8 +95,9 @@ export async function startFakePaymentsApi(): Promise<FakePaymentsApi> {
 			const url = new URL(req.url ?? '/', 'http://127.0.0.1');
 			const rawKey = req.headers['idempotency-key'];
 			const idempotencyKey = typeof rawKey === 'string' && rawKey !== '' ? rawKey : null;
-			const record = (r: Omit<RecordedRequest, 'method' | 'path' | 'idempotencyKey' | 'at'>) =>
-				requests.push({ method: req.method ?? '', path: url.pathname, idempotencyKey, at: new Date().toISOString(), ...r });
+			const remotePort = req.socket.remotePort ?? null;
+			const record = (r: Omit<RecordedRequest, 'method' | 'path' | 'idempotencyKey' | 'at' | 'remotePort'>) =>
+				requests.push({ method: req.method ?? '', path: url.pathname, idempotencyKey, at: new Date().toISOString(), remotePort, ...r });
 
 			if (url.pathname === '/payments' && req.method === 'GET') {
 				const key = url.searchParams.get('idempotency_key');

@@ -4,7 +4,7 @@ import { currentVersion, loadMigrations, migrate, requiredVersion, SchemaNotRead
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
-import type { ICredentialTestFunctions } from 'n8n-workflow';
+import type { ICredentialDataDecryptedObject, ICredentialTestFunctions } from 'n8n-workflow';
 
 const pool = new Pool({ connectionString: DATABASE_URL, max: 8 });
 const created: string[] = [];
@@ -66,7 +66,7 @@ describe('credential test', () => {
 		autoApplySchema: true,
 	};
 	const test = (data: Record<string, unknown>) =>
-		ledgerConnectionTest.call({} as ICredentialTestFunctions, { id: '1', name: 'x', type: 'operationLedgerPostgresApi', data });
+		ledgerConnectionTest.call({} as ICredentialTestFunctions, { id: '1', name: 'x', type: 'operationLedgerPostgresApi', data: data as ICredentialDataDecryptedObject });
 
 	it('says OK when it can connect', async () => {
 		await expect(test(base)).resolves.toEqual({ status: 'OK', message: 'Connection successful' });
