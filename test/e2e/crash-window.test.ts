@@ -1,0 +1,526 @@
+/**
+ * The crash window, proven in a real n8n (issue 3, items 3 and 4).
+ *
+ * Deployment: n8n queue mode when Redis answers (one `n8n start` main and two `n8n worker`
+ * processes, each with this package installed in its own user folder as the Community Nodes UI
+ * does, Postgres as n8n's database, Redis for Bull). Without Redis (a bare machine) the same cases
+ * run against a single `n8n start` in regular mode, and the crash kills that process instead; the
+ * test says which deployment it ran.
+ *
+ * The payments provider is a real local HTTP server that can, per request, commit and then hang,
+ * commit and then answer 504, fail before committing (503), or succeed. For each of these, and for
+ * a worker killed with SIGKILL after the provider committed but before Confirm ran, RUNS orders go
+ * through: the payment workflow runs; n8n notices a dead execution; the operator retries the same
+ * business input; the reconcile workflow runs; the operator retries again. Then every order must
+ * have exactly one payment at the provider (none from an attempt that did not commit) and a
+ * succeeded ledger row holding the provider's reference. A table of the cases is printed.
+ *
+ * Then a Wait node whose resume URL is called twice at once: at most one payment.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Client } from 'pg';
+import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
+
+const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+const nodeRequire = realModule.createRequire(__filename);
+
+type Json = Record<string, any>;
+interface Proc {
+	pid: number;
+	exited(): unknown;
+	kill(): Promise<void>;
+	stop(): Promise<void>;
+}
+interface N8nInstance {
+	url: string;
+	encryptionKey: string;
+	database: { database: string; url: string };
+	importCredentials(c: Json | Json[]): Promise<unknown>;
+	importWorkflow(w: Json): Promise<unknown>;
+	execute(id: string): Promise<Json>;
+	cli(args: string[]): Promise<unknown>;
+	start(): Promise<Proc>;
+	spawn(command: string, opts?: Json): Promise<Proc>;
+	cleanup(): Promise<void>;
+	logTail(n?: number): string;
+}
+const harness = nodeRequire('../../scripts/lib/n8n.mjs') as {
+	packPackage(): Promise<string>;
+	createN8nInstance(opts: Json): Promise<N8nInstance>;
+};
+
+const ROOT = path.resolve(__dirname, '../..');
+const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const RUNS = Number(process.env.CRASH_TEST_RUNS || 10);
+const REDIS_HOST = process.env.REDIS_HOST || '127.0.0.1';
+const REDIS_PORT = Number(process.env.REDIS_PORT || 6379);
+/** Seconds: the reconcile workflow's settle delay, and the Reserve lease of the payment workflow. */
+const SETTLE_SECONDS = 3;
+const LEASE_SECONDS = 8;
+const HTTP_TIMEOUT_MS = 2000;
+
+const log = (m: string) => process.stdout.write(`[crash] ${m}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function redisAnswers(): Promise<boolean> {
+	return new Promise((resolve) => {
+		const s = net.connect({ host: REDIS_HOST, port: REDIS_PORT });
+		const done = (ok: boolean) => {
+			s.destroy();
+			resolve(ok);
+		};
+		s.setTimeout(2000, () => done(false));
+		s.on('error', () => done(false));
+		s.on('connect', () => s.write('PING\r\n'));
+		s.on('data', (d) => done(d.toString().startsWith('+PONG')));
+	});
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const v = await fn();
+		if (v) return v as T;
+		if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+		await sleep(everyMs);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workflows: the shipped examples, adapted only where a test must (trigger, URLs, timings).
+
+const readWorkflow = (file: string): Json => JSON.parse(readFileSync(path.join(ROOT, 'workflows', file), 'utf8'));
+
+function renameNode(wf: Json, from: string, to: string) {
+	wf.nodes.find((n: Json) => n.name === from).name = to;
+	if (wf.connections[from]) {
+		wf.connections[to] = wf.connections[from];
+		delete wf.connections[from];
+	}
+	for (const src of Object.values<Json>(wf.connections)) {
+		for (const outs of src.main) for (const c of outs ?? []) if (c.node === from) c.node = to;
+	}
+}
+
+/** idempotent-payment.json with a Webhook instead of the Manual Trigger, reading the order from the body. */
+function paymentWorkflow(apiUrl: string, id: string, webhookPath: string): Json {
+	const wf = readWorkflow('idempotent-payment.json');
+	wf.id = id;
+	wf.name = `Crash test: ${id}`;
+	const trigger = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.manualTrigger');
+	renameNode(wf, trigger.name, 'Payment Request');
+	Object.assign(trigger, {
+		type: 'n8n-nodes-base.webhook',
+		typeVersion: 2,
+		webhookId: randomUUID(),
+		parameters: { httpMethod: 'POST', path: webhookPath, responseMode: 'onReceived', options: {} },
+	});
+	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
+	for (const a of input.parameters.assignments.assignments) a.value = `={{ $json.body.${a.name} }}`;
+	wf.nodes.find((n: Json) => n.type.endsWith('.reserveOperation')).parameters.leaseSeconds = LEASE_SECONDS;
+	const http = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.httpRequest');
+	http.parameters.url = `${apiUrl}/payments`;
+	http.parameters.options.timeout = HTTP_TIMEOUT_MS;
+	return wf;
+}
+
+/** reconcile-payments.json against the fake provider, with a short settle delay. */
+function reconcileWorkflow(apiUrl: string): Json {
+	const wf = readWorkflow('reconcile-payments.json');
+	const claim = wf.nodes.find((n: Json) => n.parameters?.operation === 'claim');
+	claim.parameters.settleSeconds = SETTLE_SECONDS;
+	claim.parameters.claimSeconds = 60;
+	wf.nodes.find((n: Json) => n.name === 'Look Up Payment').parameters.url = `${apiUrl}/payments`;
+	return wf;
+}
+
+/**
+ * The payment behind a human approval: Webhook → answer with the Wait node's resume URL → Wait
+ * (resumed by a webhook call) → Business Input → Reserve → Charge → Confirm.
+ */
+function approvalWorkflow(apiUrl: string): Json {
+	const wf = paymentWorkflow(apiUrl, 'approval-payment', 'approve-pay');
+	const trigger = wf.nodes.find((n: Json) => n.name === 'Payment Request');
+	trigger.parameters.responseMode = 'responseNode';
+	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
+	for (const a of input.parameters.assignments.assignments) a.value = `={{ $('Payment Request').item.json.body.${a.name} }}`;
+	wf.nodes.push(
+		{
+			id: randomUUID(),
+			name: 'Send Approval Link',
+			type: 'n8n-nodes-base.respondToWebhook',
+			typeVersion: 1.1,
+			position: [-300, 300],
+			parameters: { respondWith: 'json', responseBody: '={{ { resumeUrl: $execution.resumeUrl } }}', options: {} },
+		},
+		{
+			id: randomUUID(),
+			name: 'Wait for Approval',
+			type: 'n8n-nodes-base.wait',
+			typeVersion: 1.1,
+			position: [-200, 300],
+			webhookId: randomUUID(),
+			parameters: { resume: 'webhook', httpMethod: 'POST', options: {} },
+		},
+	);
+	wf.connections['Payment Request'] = { main: [[{ node: 'Send Approval Link', type: 'main', index: 0 }]] };
+	wf.connections['Send Approval Link'] = { main: [[{ node: 'Wait for Approval', type: 'main', index: 0 }]] };
+	wf.connections['Wait for Approval'] = { main: [[{ node: 'Business Input', type: 'main', index: 0 }]] };
+	return wf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which process sent a request: the client port → socket inode (/proc/net/tcp) → owning pid.
+
+function socketInode(localPort: number, remotePort: number): string | undefined {
+	for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+		let text = '';
+		try {
+			text = readFileSync(file, 'utf8');
+		} catch {
+			continue;
+		}
+		for (const line of text.split('\n').slice(1)) {
+			const f = line.trim().split(/\s+/);
+			if (f.length < 10) continue;
+			const lp = parseInt(f[1].split(':')[1], 16);
+			const rp = parseInt(f[2].split(':')[1], 16);
+			if (lp === localPort && rp === remotePort) return f[9];
+		}
+	}
+	return undefined;
+}
+
+function processGroupOf(pid: number): number | undefined {
+	try {
+		const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+		return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+	} catch {
+		return undefined;
+	}
+}
+
+/** The process group leader (one of `leaders`) whose group holds the socket with this inode. */
+function ownerOf(inode: string, leaders: number[]): number | undefined {
+	for (const entry of readdirSync('/proc')) {
+		if (!/^\d+$/.test(entry)) continue;
+		const group = processGroupOf(Number(entry));
+		if (group === undefined || !leaders.includes(group)) continue;
+		let fds: string[] = [];
+		try {
+			fds = readdirSync(`/proc/${entry}/fd`);
+		} catch {
+			continue;
+		}
+		for (const fd of fds) {
+			try {
+				if (readlinkSync(`/proc/${entry}/fd/${fd}`) === `socket:[${inode}]`) return group;
+			} catch {
+				/* closed meanwhile */
+			}
+		}
+	}
+	return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface CaseRow {
+	case: string;
+	runs: number;
+	/** Payments carrying the first attempt's idempotency key: one per run when that write committed, none when not. */
+	firstAttemptExpected: number;
+	firstAttemptSeen: number;
+	paymentsExpected: number;
+	paymentsSeen: number;
+	duplicates: number;
+	states: Record<string, number>;
+}
+
+describe('the crash window in a real n8n', () => {
+	let api: FakePaymentsApi;
+	let pg: Client;
+	let n8nDb: Client;
+	let main: N8nInstance;
+	const workers: Array<{ instance: N8nInstance; proc: Proc }> = [];
+	let mainProc: Proc;
+	let queueMode = false;
+	const schema = `crash_${randomBytes(5).toString('hex')}`;
+	const table: CaseRow[] = [];
+
+	beforeAll(async () => {
+		api = await startFakePaymentsApi();
+		pg = new Client({ connectionString: DATABASE_URL });
+		await pg.connect();
+		queueMode = await redisAnswers();
+		log(`deployment: ${queueMode ? `queue mode (main + 2 workers, Redis ${REDIS_HOST}:${REDIS_PORT})` : 'regular mode (Redis not reachable)'}`);
+		const tarball = await harness.packPackage();
+		const queueEnv = queueMode
+			? {
+					EXECUTIONS_MODE: 'queue',
+					QUEUE_BULL_REDIS_HOST: REDIS_HOST,
+					QUEUE_BULL_REDIS_PORT: String(REDIS_PORT),
+					QUEUE_BULL_PREFIX: `crash${randomBytes(4).toString('hex')}`,
+					// Milliseconds: notice a dead worker's job within seconds instead of a minute.
+					QUEUE_WORKER_LOCK_DURATION: '6000',
+					QUEUE_WORKER_LOCK_RENEW_TIME: '2000',
+					QUEUE_WORKER_STALLED_INTERVAL: '3000',
+				}
+			: {};
+		main = await harness.createN8nInstance({ databaseUrl: DATABASE_URL, tarball, extraEnv: queueEnv });
+		await main.importCredentials({
+			id: 'ledger-pg',
+			name: 'Operation Ledger Postgres',
+			type: 'operationLedgerPostgresApi',
+			data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
+		});
+		for (const wf of [paymentWorkflow(api.url, 'crash-payment', 'crash-pay'), reconcileWorkflow(api.url), approvalWorkflow(api.url)]) {
+			await main.importWorkflow(wf);
+		}
+		for (const id of ['crash-payment', 'approval-payment']) await main.cli(['publish:workflow', `--id=${id}`]);
+		mainProc = await main.start();
+		n8nDb = new Client({ connectionString: main.database.url });
+		await n8nDb.connect();
+		if (queueMode) {
+			for (let i = 0; i < 2; i++) {
+				const instance = await harness.createN8nInstance({
+					databaseUrl: DATABASE_URL,
+					n8nDatabase: main.database.database,
+					encryptionKey: main.encryptionKey,
+					tarball,
+					// Resume URLs ($execution.resumeUrl) are built by the worker: they must name the main.
+					extraEnv: { ...queueEnv, WEBHOOK_URL: `${main.url}/` },
+				});
+				workers.push({ instance, proc: await instance.spawn('worker') });
+			}
+		}
+		log(`n8n ready at ${main.url}; ledger schema ${schema}`);
+	}, 15 * 60_000);
+
+	afterAll(async () => {
+		if (table.length) {
+			const lines = [
+				'| case | runs | first-attempt payments expected | seen | payments expected | payments seen | duplicates | final ledger states |',
+				'|---|---|---|---|---|---|---|---|',
+				...table.map(
+					(r) =>
+						`| ${r.case} | ${r.runs} | ${r.firstAttemptExpected} | ${r.firstAttemptSeen} | ${r.paymentsExpected} | ${r.paymentsSeen} | ${r.duplicates} | ${Object.entries(r.states)
+							.map(([s, n]) => `${s}: ${n}`)
+							.join(', ')} |`,
+				),
+			];
+			log(`results (${queueMode ? 'queue mode' : 'regular mode'}):\n${lines.join('\n')}`);
+		}
+		for (const w of workers) await w.instance.cleanup().catch(() => undefined);
+		await n8nDb?.end().catch(() => undefined);
+		await main?.cleanup().catch(() => undefined);
+		await pg?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+		await pg?.end().catch(() => undefined);
+		await api?.close();
+	}, 5 * 60_000);
+
+	// --- helpers over n8n, the provider and the ledger ---
+
+	const finishedCount = async (workflowId: string): Promise<number> => {
+		const { rows } = await n8nDb.query(
+			`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1 AND status NOT IN ('new', 'running', 'waiting')`,
+			[workflowId],
+		);
+		return rows[0].n;
+	};
+
+	/** POSTs each order to the payment webhook and waits until n8n finished that many more executions. */
+	async function runPayments(orders: string[], amount = 4200): Promise<void> {
+		const before = await finishedCount('crash-payment');
+		await Promise.all(orders.map((o) => post('/webhook/crash-pay', { orderId: o, customerId: `cus_${o}`, amount, currency: 'EUR' })));
+		await until(`${orders.length} payment executions`, async () => (await finishedCount('crash-payment')) >= before + orders.length, 120_000, 250);
+	}
+
+	async function post(pathname: string, body: Json): Promise<Response> {
+		const res = await fetch(`${main.url}${pathname}`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify(body),
+		});
+		if (res.status >= 300) throw new Error(`POST ${pathname} answered ${res.status}: ${await res.text()}\n${main.logTail(40)}`);
+		return res;
+	}
+
+	async function reconcile(): Promise<void> {
+		await sleep(SETTLE_SECONDS * 1000 + 500);
+		await main.execute('reconcile-payments');
+	}
+
+	async function ledger(orders: string[]) {
+		const keys = orders.map((o) => `payment:charge:${o}:v1`);
+		const { rows } = await pg.query(
+			`SELECT operation_key, status, attempt, external_ref FROM "${schema}".operations WHERE operation_key = ANY($1)`,
+			[keys],
+		);
+		return new Map(rows.map((r) => [r.operation_key.split(':')[2], r]));
+	}
+
+	async function events(order: string): Promise<string[]> {
+		const { rows } = await pg.query(`SELECT event FROM "${schema}".operation_events WHERE operation_key = $1 ORDER BY event_id`, [
+			`payment:charge:${order}:v1`,
+		]);
+		return rows.map((r) => r.event);
+	}
+
+	const paymentsOf = (order: string) => api.payments().filter((p) => p.customerId === `cus_${order}`);
+
+	/** Asserts the end state of a case and adds its row to the table. */
+	async function settle(name: string, orders: string[], firstAttemptCommitted = true): Promise<void> {
+		const rows = await ledger(orders);
+		const { rows: firstKeys } = await pg.query(
+			`SELECT "${schema}".downstream_idempotency_key(k, 1) AS key FROM unnest($1::text[]) AS k`,
+			[orders.map((o) => `payment:charge:${o}:v1`)],
+		);
+		const firstKeySet = new Set(firstKeys.map((r) => r.key));
+		const firstAttemptSeen = orders.reduce((n, o) => n + paymentsOf(o).filter((p) => firstKeySet.has(p.idempotencyKey)).length, 0);
+		const states: Record<string, number> = {};
+		let seen = 0;
+		let duplicates = 0;
+		for (const o of orders) {
+			const pays = paymentsOf(o);
+			seen += pays.length;
+			duplicates += Math.max(0, pays.length - 1);
+			const row = rows.get(o);
+			const state = row ? row.status : 'missing';
+			states[state] = (states[state] ?? 0) + 1;
+		}
+		const firstAttemptExpected = firstAttemptCommitted ? orders.length : 0;
+		table.push({ case: name, runs: orders.length, firstAttemptExpected, firstAttemptSeen, paymentsExpected: orders.length, paymentsSeen: seen, duplicates, states });
+		expect(firstAttemptSeen).toBe(firstAttemptExpected);
+		for (const o of orders) {
+			const pays = paymentsOf(o);
+			expect({ order: o, payments: pays.length }).toEqual({ order: o, payments: 1 });
+			expect({ order: o, status: rows.get(o)?.status, ref: rows.get(o)?.external_ref }).toEqual({ order: o, status: 'succeeded', ref: pays[0].id });
+		}
+	}
+
+	const ordersFor = (name: string) => Array.from({ length: RUNS }, (_, i) => `${name}-${i}-${randomBytes(3).toString('hex')}`);
+
+	/**
+	 * One fault case, all runs at once: the payment runs into `mode`; the operator retries; the
+	 * reconcile workflow runs; the operator retries again.
+	 */
+	async function faultCase(name: string, mode: FaultMode, expectFirst: 'unknown' | 'succeeded', firstCommits = true) {
+		const orders = ordersFor(name);
+		api.setMode(mode);
+		await runPayments(orders);
+		api.setMode('succeed');
+		const afterFirst = await ledger(orders);
+		for (const o of orders) expect({ order: o, status: afterFirst.get(o)?.status }).toEqual({ order: o, status: expectFirst });
+		const postsBefore = api.requests().filter((r) => r.method === 'POST').length;
+		await runPayments(orders); // the operator's retry
+		if (expectFirst === 'unknown') {
+			// Unknown is never retried blindly: the retry sent nothing.
+			expect(api.requests().filter((r) => r.method === 'POST').length).toBe(postsBefore);
+		}
+		await reconcile();
+		await runPayments(orders); // and again
+		await settle(name, orders, firstCommits);
+		return orders;
+	}
+
+	it(`succeed: ${RUNS} orders, each charged once`, async () => {
+		const orders = await faultCase('succeed', 'succeed', 'succeeded');
+		expect(await events(orders[0])).toEqual(['reserved', 'confirmed_succeeded']);
+	}, 10 * 60_000);
+
+	it(`commit then hang: the timeout is unknown, reconcile finds the payment`, async () => {
+		const orders = await faultCase('commit-then-hang', 'commit-then-hang', 'unknown');
+		expect(await events(orders[0])).toEqual(['reserved', 'confirmed_unknown', 'reconciled_succeeded']);
+	}, 10 * 60_000);
+
+	it(`commit then 504: unknown, reconcile finds the payment`, async () => {
+		const orders = await faultCase('commit-then-504', 'commit-then-504', 'unknown');
+		expect(await events(orders[0])).toEqual(['reserved', 'confirmed_unknown', 'reconciled_succeeded']);
+	}, 10 * 60_000);
+
+	it(`fail before commit (503): unknown, reconcile finds nothing, the next retry pays once`, async () => {
+		const orders = await faultCase('fail-before-commit-503', 'fail-before-commit-503', 'unknown', false);
+		expect(await events(orders[0])).toEqual(['reserved', 'confirmed_unknown', 'reconciled_failed', 'reserved', 'confirmed_succeeded']);
+		const rows = await ledger(orders);
+		for (const o of orders) expect(rows.get(o)?.attempt).toBe(2);
+	}, 10 * 60_000);
+
+	it(`SIGKILL after the provider committed, before Confirm ran`, async () => {
+		const orders = ordersFor('sigkill');
+		for (const [i, order] of orders.entries()) {
+			api.setMode('commit-then-hang');
+			const executionsBefore = await finishedCount('crash-payment');
+			await post('/webhook/crash-pay', { orderId: order, customerId: `cus_${order}`, amount: 4200, currency: 'EUR' });
+			await until(`the provider to commit ${order}`, async () => paymentsOf(order).length === 1, 60_000, 50);
+			const request = api.requests().find((r) => r.method === 'POST' && (r.body as Json)?.customerId === `cus_${order}`);
+			const inode = await until('the client socket', async () => socketInode(request?.remotePort ?? -1, api.port) ?? false, 5000, 20);
+			const leaders = queueMode ? workers.map((w) => w.proc.pid) : [mainProc.pid];
+			const victim = ownerOf(inode, leaders);
+			expect(victim).toBeDefined();
+			const w = workers.find((x) => x.proc.pid === victim);
+			if (queueMode) await w!.proc.kill();
+			else await mainProc.kill();
+			api.setMode('succeed');
+			// n8n notices the dead execution (a worker's stall check, or the restarted main's recovery).
+			if (queueMode) {
+				w!.proc = await w!.instance.spawn('worker');
+			} else {
+				mainProc = await main.start();
+			}
+			await until(`n8n to mark the killed execution finished`, async () => (await finishedCount('crash-payment')) > executionsBefore, 180_000, 500);
+			const { rows } = await n8nDb.query(
+				`SELECT status FROM execution_entity WHERE "workflowId" = 'crash-payment' ORDER BY id DESC LIMIT 1`,
+			);
+			expect(['crashed', 'error']).toContain(rows[0].status);
+			if (i === 0) log(`killed pid ${victim}; n8n marked the execution "${rows[0].status}"`);
+		}
+		// The leases run out (they were never confirmed); the operator retries; reconcile; retry.
+		await until('the leases to expire', async () => {
+			const { rows } = await pg.query(
+				`SELECT count(*)::int AS n FROM "${schema}".operations WHERE operation_key LIKE 'payment:charge:sigkill-%' AND lease_expires_at > now()`,
+			);
+			return rows[0].n === 0;
+		}, 60_000, 500);
+		const postsBefore = api.requests().filter((r) => r.method === 'POST').length;
+		await runPayments(orders);
+		expect(api.requests().filter((r) => r.method === 'POST').length).toBe(postsBefore);
+		const afterRetry = await ledger(orders);
+		for (const o of orders) expect({ order: o, status: afterRetry.get(o)?.status }).toEqual({ order: o, status: 'unknown' });
+		await reconcile();
+		await runPayments(orders);
+		await settle('sigkill-after-commit', orders);
+		expect(await events(orders[0])).toEqual(['reserved', 'lease_expired', 'reconciled_succeeded']);
+	}, 20 * 60_000);
+
+	it('a Wait node resumed twice at once charges at most once', async () => {
+		const results: number[] = [];
+		const orders: string[] = [];
+		for (let i = 0; i < RUNS; i++) {
+			const order = `approval-${i}-${randomBytes(3).toString('hex')}`;
+			orders.push(order);
+			const before = await finishedCount('approval-payment');
+			const res = await post('/webhook/approve-pay', { orderId: order, customerId: `cus_${order}`, amount: 990, currency: 'EUR' });
+			const { resumeUrl } = (await res.json()) as { resumeUrl: string };
+			expect(resumeUrl).toMatch(/^http/);
+			// Wait until the execution is parked in the Wait node, then resume it twice at once.
+			await until('the execution to wait', async () => {
+				const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'approval-payment' AND status = 'waiting'`);
+				return rows[0].n > 0;
+			}, 60_000);
+			const answers = await Promise.all([1, 2].map(() => fetch(resumeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' })));
+			results.push(...answers.map((a) => a.status));
+			await until('the approval execution to finish', async () => (await finishedCount('approval-payment')) > before, 120_000, 250);
+			await sleep(500); // a second resume, had it run, would be recorded by now
+			expect(paymentsOf(order).length).toBeLessThanOrEqual(1);
+			expect(paymentsOf(order).length).toBe(1);
+			const rows = await ledger([order]);
+			expect(rows.get(order)).toMatchObject({ status: 'succeeded', external_ref: paymentsOf(order)[0].id });
+		}
+		log(`resume answers (two per run): ${results.join(', ')}`);
+		await settle('wait-node-resumed-twice', orders);
+	}, 15 * 60_000);
+});
