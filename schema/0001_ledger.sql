@@ -99,12 +99,13 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     FROM (SELECT encode(sha256(convert_to(p_key || '#' || p_attempt::text, 'UTF8')), 'hex') AS h) s
 $$;
 
+-- Called only from the functions below, which pin search_path; a SET clause here would cost a
+-- configuration change on every event.
 CREATE FUNCTION append_event(
     p_key text, p_event text, p_from text, p_to text, p_attempt integer, p_token uuid,
     p_ctx jsonb, p_item integer, p_detail jsonb
 ) RETURNS void
 LANGUAGE sql
-SET search_path FROM CURRENT
 AS $$
     INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt, lease_token,
                                   execution_id, workflow_id, node_name, item_index, detail)
@@ -130,15 +131,57 @@ AS $$
 DECLARE
     it record;
     op operations%ROWTYPE;
+    v_done integer[] := '{}';
 BEGIN
+    -- Phase 1, the common case: the first item of every key this batch names is inserted in one
+    -- statement, in key order. INSERT ... ON CONFLICT DO NOTHING is the atomic decision: of any
+    -- number of concurrent batches naming a new key, exactly one inserts it; the others wait for
+    -- that insert to commit and then conflict. No check-then-insert.
+    FOR it IN
+        WITH items AS (
+            SELECT DISTINCT ON (e->>'k') (e->>'i')::integer AS i, e->>'k' AS k, e->>'f' AS f,
+                   e->>'a' AS a, e->>'t' AS t, e->'r' AS r, (e->>'l')::integer AS l
+            FROM jsonb_array_elements(p_items) AS e
+            ORDER BY e->>'k', (e->>'i')::integer
+        ), ins AS (
+            INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
+                                         attempt, idempotency_key, lease_token, lease_expires_at)
+            SELECT items.k, 'reserved', items.f, items.a, items.t, items.r, 1, downstream_idempotency_key(items.k, 1),
+                   gen_random_uuid(), now() + make_interval(secs => items.l)
+            FROM items ORDER BY items.k
+            ON CONFLICT (operation_key) DO NOTHING
+            RETURNING o.operation_key, o.lease_token, o.lease_expires_at, o.idempotency_key, o.created_at, o.updated_at
+        ), ev AS (
+            INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt, lease_token,
+                                          execution_id, workflow_id, node_name, item_index)
+            SELECT ins.operation_key, 'reserved', NULL, 'reserved', 1, ins.lease_token,
+                   p_ctx->>'executionId', p_ctx->>'workflowId', p_ctx->>'nodeName', items.i
+            FROM ins JOIN items ON items.k = ins.operation_key
+        )
+        SELECT items.i AS item, ins.lease_token AS tok, ins.lease_expires_at AS expires, ins.idempotency_key AS ikey,
+               ins.created_at AS created, ins.updated_at AS updated
+        FROM ins JOIN items ON items.k = ins.operation_key
+    LOOP
+        idx := it.item; outcome := 'proceed'; status := 'reserved'; attempt := 1;
+        lease_token := it.tok; lease_expires_at := it.expires; idempotency_key := it.ikey;
+        external_ref := NULL; response := NULL; response_truncated := false; reason := NULL;
+        retryable := NULL; created_at := it.created; updated_at := it.updated;
+        v_done := v_done || it.item;
+        RETURN NEXT;
+    END LOOP;
+
+    -- Phase 2: keys that already existed, and repeats of a key within the batch, one at a time in
+    -- key order (so concurrent batches lock rows in one order and cannot deadlock).
     FOR it IN
         SELECT (e->>'i')::integer AS i, e->>'k' AS k, e->>'f' AS f, e->>'a' AS a, e->>'t' AS t,
                e->'r' AS r, (e->>'l')::integer AS l
         FROM jsonb_array_elements(p_items) AS e
+        LEFT JOIN unnest(v_done) AS d(i) ON d.i = (e->>'i')::integer
+        WHERE d.i IS NULL
         ORDER BY e->>'k', (e->>'i')::integer
     LOOP
         idx := it.i;
-        -- One atomic statement decides who reserves a new key: no check-then-insert.
+        -- The key may have vanished since phase 1 (a concurrent inserter rolled back): try again.
         INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
                                      attempt, idempotency_key, lease_token, lease_expires_at)
         VALUES (it.k, 'reserved', it.f, it.a, it.t, it.r, 1, downstream_idempotency_key(it.k, 1),
@@ -224,12 +267,67 @@ DECLARE
     it record;
     op operations%ROWTYPE;
     v_from text;
+    v_done integer[] := '{}';
 BEGIN
+    -- Phase 1, the common case: the holder of a live lease reports an outcome. All such items are
+    -- applied in one statement; rows are locked in key order first.
+    FOR it IN
+        WITH items AS (
+            SELECT DISTINCT ON (e->>'k') (e->>'i')::integer AS i, e->>'k' AS k, (e->>'tok')::uuid AS tok,
+                   e->>'o' AS o, e->>'ref' AS ref, e->'resp' AS resp,
+                   coalesce((e->>'trunc')::boolean, false) AS trunc, e->>'reason' AS why,
+                   coalesce((e->>'retry')::boolean, false) AS retry
+            FROM jsonb_array_elements(p_items) AS e
+            ORDER BY e->>'k', (e->>'i')::integer
+        ), locked AS (
+            SELECT o.operation_key FROM operations o JOIN items ON items.k = o.operation_key
+             WHERE o.status = 'reserved' AND o.lease_token = items.tok AND o.lease_expires_at > now()
+             ORDER BY o.operation_key
+             FOR UPDATE OF o
+        ), upd AS (
+            UPDATE operations o
+               SET status = items.o,
+                   external_ref = CASE WHEN items.o = 'succeeded' THEN items.ref ELSE o.external_ref END,
+                   response = CASE WHEN items.o = 'unknown' THEN o.response ELSE items.resp END,
+                   response_truncated = CASE WHEN items.o = 'unknown' THEN o.response_truncated ELSE items.trunc END,
+                   reason = CASE WHEN items.o = 'succeeded' THEN NULL ELSE items.why END,
+                   retryable = CASE WHEN items.o = 'failed' THEN items.retry END,
+                   unknown_since = CASE WHEN items.o = 'unknown' THEN now() ELSE o.unknown_since END,
+                   next_check_at = CASE WHEN items.o = 'unknown' THEN now() END,
+                   settled_at = CASE WHEN items.o = 'unknown' THEN NULL ELSE now() END,
+                   updated_at = now()
+              FROM items, locked
+             WHERE o.operation_key = locked.operation_key AND items.k = locked.operation_key
+            RETURNING items.i AS item, o.operation_key AS okey, o.status AS st, o.attempt AS att,
+                      o.external_ref AS ref, o.updated_at AS updated, items.tok AS tok, items.ref AS iref,
+                      items.why AS why, items.retry AS retry, items.trunc AS trunc
+        ), ev AS (
+            INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt, lease_token,
+                                          execution_id, workflow_id, node_name, item_index, detail)
+            SELECT upd.okey, 'confirmed_' || upd.st, 'reserved', upd.st, upd.att, upd.tok,
+                   p_ctx->>'executionId', p_ctx->>'workflowId', p_ctx->>'nodeName', upd.item,
+                   CASE WHEN upd.st = 'unknown' THEN jsonb_build_object('reason', upd.why)
+                        ELSE jsonb_build_object('externalRef', upd.iref, 'reason', upd.why, 'retryable', upd.retry,
+                                                'late', false, 'responseTruncated', upd.trunc) END
+            FROM upd
+        )
+        SELECT upd.item, upd.st, upd.att, upd.ref, upd.updated FROM upd
+    LOOP
+        idx := it.item; result := 'recorded'; status := it.st; attempt := it.att;
+        external_ref := it.ref; late := false; possible_duplicate := false; updated_at := it.updated;
+        v_done := v_done || it.item;
+        RETURN NEXT;
+    END LOOP;
+
+    -- Phase 2: everything else (late, repeated, stale, unknown keys, repeats within the batch), one
+    -- item at a time in key order.
     FOR it IN
         SELECT (e->>'i')::integer AS i, e->>'k' AS k, (e->>'tok')::uuid AS tok, e->>'o' AS o,
                e->>'ref' AS ref, e->'resp' AS resp, coalesce((e->>'trunc')::boolean, false) AS trunc,
                e->>'reason' AS reason, coalesce((e->>'retry')::boolean, false) AS retry
         FROM jsonb_array_elements(p_items) AS e
+        LEFT JOIN unnest(v_done) AS d(i) ON d.i = (e->>'i')::integer
+        WHERE d.i IS NULL
         ORDER BY e->>'k', (e->>'i')::integer
     LOOP
         idx := it.i;

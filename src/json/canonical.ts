@@ -37,11 +37,6 @@ export interface JsonCheckOptions {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function checkString(s: string, path: string, rejectNul: boolean): void {
-	if (rejectNul && s.includes('\u0000')) throw new NotJsonError(path, 'contains a NUL character (U+0000), which Postgres cannot store');
-	if (LONE_SURROGATE.test(s)) throw new NotJsonError(path, 'contains a lone UTF-16 surrogate, which is not valid Unicode (RFC 8785 requires I-JSON)');
-}
-
 /**
  * Throws NotJsonError unless `value` is plain JSON: null, boolean, finite number, string, array,
  * or an object whose prototype is Object.prototype or null. Rejects BigInt, Date (and any other
@@ -53,48 +48,68 @@ export function assertJson(value: unknown, options: JsonCheckOptions = {}, path 
 	const maxDepth = options.maxDepth ?? 100;
 	const rejectNul = options.rejectNul !== false;
 	const seen = new Set<object>();
-	const walk = (v: unknown, p: string, depth: number): void => {
+	// The path to the current value, as segments; turned into text only when reporting an error.
+	const trail: Array<string | number> = [];
+	const where = (): string =>
+		trail.reduce<string>(
+			(p, seg) => (typeof seg === 'number' ? `${p}[${seg}]` : /^[A-Za-z_$][\w$]*$/.test(seg) ? `${p}.${seg}` : `${p}[${JSON.stringify(seg)}]`),
+			path,
+		);
+	const fail = (reason: string): never => {
+		throw new NotJsonError(where(), reason);
+	};
+	const checkText = (s: string): void => {
+		if (rejectNul && s.includes('\u0000')) fail('contains a NUL character (U+0000), which Postgres cannot store');
+		if (LONE_SURROGATE.test(s)) fail('contains a lone UTF-16 surrogate, which is not valid Unicode (RFC 8785 requires I-JSON)');
+	};
+	const walk = (v: unknown, depth: number): void => {
 		switch (typeof v) {
 			case 'string':
-				checkString(v, p, rejectNul);
+				checkText(v);
 				return;
 			case 'boolean':
 				return;
 			case 'number':
-				if (!Number.isFinite(v)) throw new NotJsonError(p, `${String(v)} is not a JSON number`);
+				if (!Number.isFinite(v)) fail(`${String(v)} is not a JSON number`);
 				return;
 			case 'bigint':
-				throw new NotJsonError(p, 'is a BigInt; convert it to a string or a number first');
+				fail('is a BigInt; convert it to a string or a number first');
+				return;
 			case 'undefined':
-				throw new NotJsonError(p, 'is undefined');
+				fail('is undefined');
+				return;
 			case 'function':
 			case 'symbol':
-				throw new NotJsonError(p, `is a ${typeof v}, not JSON`);
+				fail(`is a ${typeof v}, not JSON`);
+				return;
 		}
 		if (v === null) return;
 		const obj = v as object;
-		if (depth >= maxDepth) throw new NotJsonError(p, `nests deeper than ${maxDepth} levels`);
-		if (seen.has(obj)) throw new NotJsonError(p, 'is a circular reference');
+		if (depth >= maxDepth) fail(`nests deeper than ${maxDepth} levels`);
+		if (seen.has(obj)) fail('is a circular reference');
 		seen.add(obj);
 		if (Array.isArray(obj)) {
-			for (let i = 0; i < obj.length; i++) walk(obj[i], `${p}[${i}]`, depth + 1);
+			for (let i = 0; i < obj.length; i++) {
+				trail.push(i);
+				walk(obj[i], depth + 1);
+				trail.pop();
+			}
 		} else {
 			const proto = Object.getPrototypeOf(obj);
 			if (proto !== Object.prototype && proto !== null) {
-				const kind = obj instanceof Date ? 'a Date (use .toISOString())' : `a ${proto?.constructor?.name ?? 'non-plain'} object`;
-				throw new NotJsonError(p, `is ${kind}, not plain JSON`);
+				fail(`is ${obj instanceof Date ? 'a Date (use .toISOString())' : `a ${proto?.constructor?.name ?? 'non-plain'} object`}, not plain JSON`);
 			}
 			for (const key of Object.keys(obj)) {
 				const child = (obj as Record<string, unknown>)[key];
-				const cp = /^[A-Za-z_$][\w$]*$/.test(key) ? `${p}.${key}` : `${p}[${JSON.stringify(key)}]`;
-				checkString(key, cp, rejectNul);
-				if (child === undefined) continue;
-				walk(child, cp, depth + 1);
+				trail.push(key);
+				checkText(key);
+				if (child !== undefined) walk(child, depth + 1);
+				trail.pop();
 			}
 		}
 		seen.delete(obj);
 	};
-	walk(value, path, 0);
+	walk(value, 0);
 }
 
 /** RFC 8785 canonical JSON text of `value`. Throws NotJsonError for non-JSON input. */

@@ -60,6 +60,39 @@ describe('Reserve', () => {
 		}
 	}, 120_000);
 
+	it('overlapping batches in random orders, reserving and confirming at once, never deadlock and proceed once per key', async () => {
+		const pool = new Pool({ connectionString: DATABASE_URL, max: 8 });
+		try {
+			const keys = Array.from({ length: 60 }, (_, n) => `mix:${n}`);
+			const shuffle = <T,>(a: T[]) => a.map((v) => [Math.random(), v] as const).sort((x, y) => x[0] - y[0]).map((x) => x[1]);
+			let proceeds = 0;
+			await Promise.all(
+				Array.from({ length: 8 }, async () => {
+					for (let round = 0; round < 15; round++) {
+						const batch = shuffle(keys).slice(0, 40).map((k, i) => reserve(k, { k }, 60, i));
+						const out = await reserveOperations(pool, db.schemaSql, batch);
+						const mine = out.filter((o) => o.outcome === 'proceed');
+						proceeds += mine.length;
+						await confirmOperations(
+							pool,
+							db.schemaSql,
+							shuffle(mine).map((o, i) => prepareConfirmItem(i, { operationKey: batch[o.index].operationKey, leaseToken: o.leaseToken, outcome: 'succeeded', externalRef: `ref-${o.index}` })),
+						);
+					}
+				}),
+			);
+			expect(proceeds).toBe(60);
+			const { rows } = await db.pool.query(
+				`SELECT count(*)::int AS n, count(DISTINCT operation_key)::int AS k FROM ${db.schemaSql}.operation_events WHERE operation_key LIKE 'mix:%' AND event = 'reserved'`,
+			);
+			expect(rows[0]).toEqual({ n: 60, k: 60 });
+			const { rows: st } = await db.pool.query(`SELECT DISTINCT status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'mix:%'`);
+			expect(st).toEqual([{ status: 'succeeded' }]);
+		} finally {
+			await pool.end();
+		}
+	}, 120_000);
+
 	it('an expired lease is never re-reserved: it becomes unknown atomically and comes back as needs reconcile', async () => {
 		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:expire', { a: 1 }, 1)]);
 		expect(r.outcome).toBe('proceed');
