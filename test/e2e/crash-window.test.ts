@@ -340,11 +340,19 @@ describe('the crash window in a real n8n', () => {
 	}
 
 	async function post(pathname: string, body: Json): Promise<Response> {
-		const res = await fetch(`${main.url}${pathname}`, {
-			method: 'POST',
-			headers: { 'content-type': 'application/json' },
-			body: JSON.stringify(body),
-		});
+		// n8n answers /healthz/readiness before it has activated published workflows: a webhook
+		// can answer 404 for a few seconds after start. Retry that only.
+		let res: Response;
+		for (let attempt = 0; ; attempt++) {
+			res = await fetch(`${main.url}${pathname}`, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json' },
+				body: JSON.stringify(body),
+			});
+			if (res.status !== 404 || attempt >= 60) break;
+			await res.arrayBuffer();
+			await sleep(500);
+		}
 		if (res.status >= 300) throw new Error(`POST ${pathname} answered ${res.status}: ${await res.text()}\n${main.logTail(40)}`);
 		return res;
 	}

@@ -1,0 +1,390 @@
+/**
+ * The flagship example end to end (issue 5): "agent proposes, policy decides, ledger writes", in a
+ * real n8n with n8n's own AI Agent, OpenAI Chat Model and Structured Output Parser nodes.
+ *
+ * The model is a real local HTTP server speaking the OpenAI Chat Completions API
+ * (test/helpers/fakeOpenAi.ts); the `openAiApi` credential's Base URL points at it and it replays
+ * scripted answers. The refunds provider and the approver's inbox are another real local server
+ * (test/helpers/fakeRefundsApi.ts). The package is packed and installed the way the Community
+ * Nodes UI installs it; workflows/agent-policy-ledger.json and workflows/agent-approval.json are
+ * imported and published unchanged except for the two outside URLs.
+ *
+ * Asserted, counting writes at the provider and reading the ledger table directly:
+ *   1. a low-risk proposal is written exactly once;
+ *   2. the same proposal twice in one answer, and again in a later message, is written once; the
+ *      repeats are answered from the ledger (Already Succeeded) with the stored refund;
+ *   3. two different proposals in one answer are two operations with two keys, never merged;
+ *   4. proposals over the hard limit, for another customer or with a forbidden action never reach
+ *      Reserve or the provider;
+ *   5. a high-risk proposal waits for a human: reject → nothing written (a later approve click is
+ *      refused); approve → written once; the approve link opened twice at once → written once.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import { startFakeOpenAi, FINAL_RESPONSE_TOOL, type FakeOpenAi } from '../helpers/fakeOpenAi';
+import { startFakeRefundsApi, type FakeRefundsApi } from '../helpers/fakeRefundsApi';
+
+const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+const nodeRequire = realModule.createRequire(__filename);
+
+type Json = Record<string, any>;
+interface N8nInstance {
+	url: string;
+	logFile: string;
+	database: { url: string };
+	importCredentials(c: Json | Json[]): Promise<unknown>;
+	importWorkflow(w: Json): Promise<unknown>;
+	cli(args: string[]): Promise<unknown>;
+	start(): Promise<unknown>;
+	cleanup(): Promise<void>;
+	logTail(n?: number): string;
+}
+const harness = nodeRequire('../../scripts/lib/n8n.mjs') as {
+	packPackage(): Promise<string>;
+	createN8nInstance(opts: Json): Promise<N8nInstance>;
+};
+
+const ROOT = path.resolve(__dirname, '../..');
+const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const MAIN_ID = 'agent-policy-ledger';
+const APPROVAL_ID = 'agent-approval';
+
+const log = (m: string) => process.stdout.write(`[agent] ${m}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const v = await fn();
+		if (v) return v as T;
+		if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+		await sleep(everyMs);
+	}
+}
+
+const readWorkflow = (file: string): Json => JSON.parse(readFileSync(path.join(ROOT, 'workflows', file), 'utf8'));
+
+/** The shipped workflows with only their outside URLs pointed at the local provider. */
+function workflowsFor(providerUrl: string): Json[] {
+	const main = readWorkflow('agent-policy-ledger.json');
+	const approval = readWorkflow('agent-approval.json');
+	for (const wf of [main, approval]) {
+		const issue = wf.nodes.find((n: Json) => n.name === 'Issue Refund');
+		expect(issue?.parameters.url).toMatch(/\/refunds$/);
+		issue.parameters.url = `${providerUrl}/refunds`;
+	}
+	const notify = approval.nodes.find((n: Json) => n.name === 'Notify Approver');
+	notify.parameters.url = `${providerUrl}/notifications`;
+	return [approval, main];
+}
+
+const proposal = (customerId: string, amount: number, extra: Json = {}) => ({
+	action: 'refund',
+	customerId,
+	amount,
+	currency: 'EUR',
+	reason: 'The parcel arrived damaged.',
+	...extra,
+});
+
+describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent node)', () => {
+	let model: FakeOpenAi;
+	let provider: FakeRefundsApi;
+	let n8n: N8nInstance;
+	let pg: Client;
+	let n8nDb: Client;
+	const schema = `agent_${randomBytes(5).toString('hex')}`;
+	const tag = randomBytes(3).toString('hex');
+	const customer = (name: string) => `cus_${name}_${tag}`;
+
+	beforeAll(async () => {
+		model = await startFakeOpenAi();
+		provider = await startFakeRefundsApi();
+		pg = new Client({ connectionString: DATABASE_URL });
+		await pg.connect();
+		let t = Date.now();
+		const tarball = await harness.packPackage();
+		n8n = await harness.createN8nInstance({ databaseUrl: DATABASE_URL, tarball });
+		log(`packed and installed in ${Date.now() - t} ms`);
+		t = Date.now();
+		await n8n.importCredentials([
+			{
+				id: 'ledger-pg',
+				name: 'Operation Ledger Postgres',
+				type: 'operationLedgerPostgresApi',
+				data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
+			},
+			{
+				id: 'openai-api',
+				name: 'OpenAI',
+				type: 'openAiApi',
+				data: { apiKey: 'sk-fake-test-key', url: model.baseUrl, header: false },
+			},
+		]);
+		for (const wf of workflowsFor(provider.url)) await n8n.importWorkflow(wf);
+		for (const id of [APPROVAL_ID, MAIN_ID]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		await n8n.start();
+		// n8n answers /healthz before it has activated every published workflow: wait for ours.
+		const mainName = readWorkflow('agent-policy-ledger.json').name;
+		await until('the agent workflow to be activated', async () => readFileSync(n8n.logFile, 'utf8').includes(`Activated workflow "${mainName}"`), 120_000, 250);
+		n8nDb = new Client({ connectionString: n8n.database.url });
+		await n8nDb.connect();
+		log(`imported, published and started in ${Date.now() - t} ms; n8n at ${n8n.url}, ledger schema ${schema}`);
+	}, 15 * 60_000);
+
+	afterAll(async () => {
+		await n8nDb?.end().catch(() => undefined);
+		await n8n?.cleanup().catch(() => undefined);
+		await pg?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+		await pg?.end().catch(() => undefined);
+		await model?.close();
+		await provider?.close();
+	}, 5 * 60_000);
+
+	// --- helpers ---
+
+	/** Scripts the model's answer, sends the customer's request, returns n8n's answer. */
+	async function ask(customerId: string, orderId: string, proposals: Json[], message = 'Please refund me.'): Promise<Json> {
+		expect(model.pending()).toBe(0);
+		model.script({ proposals });
+		const t = Date.now();
+		const res = await fetch(`${n8n.url}/webhook/agent-refund`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify({ customerId, orderId, message }),
+		});
+		const text = await res.text();
+		if (res.status !== 200) throw new Error(`webhook answered ${res.status}: ${text}\n${n8n.logTail(60)}`);
+		const answer = JSON.parse(text);
+		log(`${customerId} ${orderId}: ${proposals.length} proposal(s) → ${answer.results.map((r: Json) => r.result).join(', ')} in ${Date.now() - t} ms`);
+		expect(model.pending()).toBe(0);
+		return answer;
+	}
+
+	const refundsOf = (customerId: string) => provider.refunds().filter((r) => r.customerId === customerId);
+	const postsOf = (customerId: string) => provider.requests().filter((r) => r.path === '/refunds' && r.method === 'POST' && r.body?.customerId === customerId);
+
+	async function ledgerRows(customerId: string) {
+		const { rows } = await pg.query(
+			`SELECT operation_key, status, attempt, external_ref, idempotency_key FROM "${schema}".operations WHERE operation_key LIKE $1 ORDER BY operation_key`,
+			[`refund:issue:${customerId}/%`],
+		);
+		return rows;
+	}
+
+	const keyOf = (customerId: string, orderId: string, amount: string) => `refund:issue:${customerId}/${orderId}/${amount}/EUR:v1`;
+
+	async function finishedApprovals(): Promise<number> {
+		const { rows } = await n8nDb.query(
+			`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1 AND status NOT IN ('new', 'running', 'waiting')`,
+			[APPROVAL_ID],
+		);
+		return rows[0].n;
+	}
+
+	async function approvalStatuses(): Promise<Record<string, number>> {
+		const { rows } = await n8nDb.query(`SELECT status, count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1 GROUP BY status`, [APPROVAL_ID]);
+		return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+	}
+
+	/** The approval request the sub-workflow posted to the approver's inbox for this customer. */
+	const approvalFor = (customerId: string) =>
+		until(`the approval request for ${customerId}`, async () => provider.notifications().find((m) => m?.proposal?.customerId === customerId), 60_000);
+
+	/** Waits until the approval execution of this customer is parked in its Wait node. */
+	async function waitingApproval(customerId: string): Promise<Json> {
+		const note = await approvalFor(customerId);
+		const executionId = new URL(note.approveUrl).pathname.split('/').filter(Boolean).pop();
+		await until(
+			`approval execution ${executionId} to wait`,
+			async () => {
+				const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
+				return rows[0]?.status === 'waiting';
+			},
+			60_000,
+		);
+		return { ...note, executionId };
+	}
+
+	async function executionFinished(executionId: string) {
+		return until(
+			`approval execution ${executionId} to finish`,
+			async () => {
+				const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
+				return rows[0] && !['new', 'running', 'waiting'].includes(rows[0].status) ? rows[0].status : false;
+			},
+			60_000,
+		);
+	}
+
+	// --- the cases ---
+
+	test('the model is the real OpenAI Chat Model node talking to the local server, offered only the output-format tool', async () => {
+		const c = customer('probe');
+		const answer = await ask(c, 'ord-probe', [proposal(c, 5)]);
+		expect(answer.results).toHaveLength(1);
+		const req = model.chatRequests().at(-1)!;
+		expect(req.authorization).toBe('Bearer sk-fake-test-key');
+		expect(req.body.model).toBe('gpt-4.1-mini');
+		// No write tools: the only tool the agent offers the model is the structured-output formatter.
+		expect((req.body.tools ?? []).map((t: Json) => t.function?.name)).toEqual([FINAL_RESPONSE_TOOL]);
+		const userText = JSON.stringify(req.body.messages);
+		expect(userText).toContain(`Customer ${c} writes about order ord-probe`);
+	}, 120_000);
+
+	test('1. a plain low-risk proposal is written exactly once', async () => {
+		const c = customer('plain');
+		const answer = await ask(c, 'ord-1', [proposal(c, 25)]);
+		expect(answer).toMatchObject({ customerId: c, orderId: 'ord-1' });
+		expect(answer.results).toEqual([
+			expect.objectContaining({ result: 'written', customerId: c, amount: 25, currency: 'EUR', operationKey: keyOf(c, 'ord-1', '25.00') }),
+		]);
+		const refunds = refundsOf(c);
+		expect(refunds).toHaveLength(1);
+		expect(postsOf(c)).toHaveLength(1);
+		expect(answer.results[0].reference).toBe(refunds[0].id);
+		const rows = await ledgerRows(c);
+		expect(rows).toEqual([
+			{ operation_key: keyOf(c, 'ord-1', '25.00'), status: 'succeeded', attempt: 1, external_ref: refunds[0].id, idempotency_key: refunds[0].idempotencyKey },
+		]);
+	}, 120_000);
+
+	test('2. the same proposal twice in one answer, and again in a later message: one write, repeats answered from the ledger', async () => {
+		const c = customer('twice');
+		const first = await ask(c, 'ord-2', [proposal(c, 30), proposal(c, 30, { reason: 'Asked again, worded differently.' })]);
+		expect(first.results.map((r: Json) => r.result)).toEqual(['written', 'already_done']);
+		const [written, repeat] = first.results;
+		expect(repeat.operationKey).toBe(written.operationKey);
+		expect(repeat.reference).toBe(written.reference);
+		// The stored result from the ledger: the provider's response to the one write.
+		expect(repeat.stored).toMatchObject({ id: written.reference, amount: 30, currency: 'EUR', customerId: c });
+
+		// The customer writes again; the agent proposes the same refund (30 and 30.0 are one amount).
+		const again = await ask(c, 'ord-2', [proposal(c, 30.0, { reason: 'Customer insists.' })], 'Where is my refund?');
+		expect(again.results).toEqual([expect.objectContaining({ result: 'already_done', reference: written.reference, operationKey: written.operationKey })]);
+
+		expect(refundsOf(c)).toHaveLength(1);
+		expect(postsOf(c)).toHaveLength(1);
+		const rows = await ledgerRows(c);
+		expect(rows).toHaveLength(1);
+		expect(rows[0]).toMatchObject({ operation_key: keyOf(c, 'ord-2', '30.00'), status: 'succeeded', attempt: 1, external_ref: written.reference });
+		const events = await pg.query(`SELECT event FROM "${schema}".operation_events WHERE operation_key = $1 ORDER BY event_id`, [rows[0].operation_key]);
+		expect(events.rows.map((e) => e.event)).toEqual(['reserved', 'confirmed_succeeded']);
+	}, 180_000);
+
+	test('3. two different proposals in one answer are two operations with two keys, never merged', async () => {
+		const c = customer('two');
+		const answer = await ask(c, 'ord-3', [proposal(c, 20), proposal(c, 35)]);
+		expect(answer.results.map((r: Json) => [r.result, r.amount])).toEqual([
+			['written', 20],
+			['written', 35],
+		]);
+		expect(answer.results[0].operationKey).toBe(keyOf(c, 'ord-3', '20.00'));
+		expect(answer.results[1].operationKey).toBe(keyOf(c, 'ord-3', '35.00'));
+		expect(answer.results[0].reference).not.toBe(answer.results[1].reference);
+		const refunds = refundsOf(c);
+		expect(refunds.map((r) => r.amount).sort((a, b) => a - b)).toEqual([20, 35]);
+		expect(new Set(refunds.map((r) => r.idempotencyKey)).size).toBe(2);
+		const rows = await ledgerRows(c);
+		expect(rows.map((r) => [r.operation_key, r.status])).toEqual([
+			[keyOf(c, 'ord-3', '20.00'), 'succeeded'],
+			[keyOf(c, 'ord-3', '35.00'), 'succeeded'],
+		]);
+	}, 120_000);
+
+	test('4. proposals over the hard limit, for another customer or with a forbidden action never reach Reserve or the provider', async () => {
+		const c = customer('limit');
+		const victim = customer('victim');
+		const answer = await ask(c, 'ord-4', [
+			proposal(c, 5000),
+			proposal(victim, 10),
+			proposal(c, 10, { action: 'delete_account' }),
+			proposal(c, 10, { currency: 'BTC' }),
+		]);
+		expect(answer.results.map((r: Json) => r.result)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+		expect(answer.results[0].detail).toMatch(/hard limit/);
+		expect(answer.results[1].detail).toMatch(/not the requesting customer/);
+		expect(answer.results[2].detail).toMatch(/not allowed/);
+		expect(answer.results[3].detail).toMatch(/currency BTC is not allowed/);
+		for (const who of [c, victim]) {
+			expect(postsOf(who)).toHaveLength(0);
+			expect(await ledgerRows(who)).toEqual([]);
+		}
+		const events = await pg.query(`SELECT count(*)::int AS n FROM "${schema}".operation_events WHERE operation_key LIKE $1 OR operation_key LIKE $2`, [
+			`%${c}%`,
+			`%${victim}%`,
+		]);
+		expect(events.rows[0].n).toBe(0);
+	}, 120_000);
+
+	test('5a. a high-risk proposal waits for a human; rejected → nothing written, a later approve click is refused', async () => {
+		const c = customer('reject');
+		const finishedBefore = await finishedApprovals();
+		const answer = await ask(c, 'ord-5a', [proposal(c, 120)]);
+		expect(answer.results).toEqual([expect.objectContaining({ result: 'pending_approval', amount: 120 })]);
+		const note = await waitingApproval(c);
+		expect(note.text).toContain('120.00 EUR');
+		expect(note.rejectUrl).toContain('decision=reject');
+
+		const rejected = await fetch(note.rejectUrl);
+		expect(rejected.status).toBe(200);
+		await rejected.arrayBuffer();
+		expect(await executionFinished(note.executionId)).toBe('success');
+		expect(await finishedApprovals()).toBe(finishedBefore + 1);
+
+		// The first decision wins: approving afterwards is refused and writes nothing.
+		const late = await fetch(note.approveUrl);
+		expect(late.status).toBe(409);
+		await late.arrayBuffer();
+		await sleep(1000);
+		expect(postsOf(c)).toHaveLength(0);
+		expect(await ledgerRows(c)).toEqual([]);
+	}, 180_000);
+
+	test('5b. approved → written once', async () => {
+		const c = customer('approve');
+		const answer = await ask(c, 'ord-5b', [proposal(c, 150)]);
+		expect(answer.results.map((r: Json) => r.result)).toEqual(['pending_approval']);
+		const note = await waitingApproval(c);
+		// Nothing is written before the decision.
+		expect(postsOf(c)).toHaveLength(0);
+		const approved = await fetch(note.approveUrl);
+		expect(approved.status).toBe(200);
+		await approved.arrayBuffer();
+		expect(await executionFinished(note.executionId)).toBe('success');
+		const refunds = refundsOf(c);
+		expect(refunds).toHaveLength(1);
+		expect(refunds[0]).toMatchObject({ amount: 150, currency: 'EUR', orderId: 'ord-5b' });
+		expect(await ledgerRows(c)).toEqual([
+			expect.objectContaining({ operation_key: keyOf(c, 'ord-5b', '150.00'), status: 'succeeded', external_ref: refunds[0].id }),
+		]);
+	}, 180_000);
+
+	test('5c. the approve link opened twice at once (a mail scanner and the approver) → written once', async () => {
+		const c = customer('scanner');
+		await ask(c, 'ord-5c', [proposal(c, 180)]);
+		const note = await waitingApproval(c);
+		const answers = await Promise.all(
+			[1, 2].map(async () => {
+				const r = await fetch(note.approveUrl);
+				await r.arrayBuffer();
+				return r.status;
+			}),
+		);
+		log(`two simultaneous opens of the approve link answered ${answers.join(' and ')}`);
+		expect(answers).toContain(200);
+		expect(await executionFinished(note.executionId)).toBe('success');
+		// And once more after it finished, as a scanner re-checking the link would.
+		const third = await fetch(note.approveUrl);
+		await third.arrayBuffer();
+		expect(third.status).toBe(409);
+		await sleep(1000);
+		expect(postsOf(c)).toHaveLength(1);
+		expect(refundsOf(c)).toHaveLength(1);
+		const rows = await ledgerRows(c);
+		expect(rows).toEqual([expect.objectContaining({ operation_key: keyOf(c, 'ord-5c', '180.00'), status: 'succeeded', attempt: 1 })]);
+		log(`approval executions by status: ${JSON.stringify(await approvalStatuses())}`);
+	}, 180_000);
+});
