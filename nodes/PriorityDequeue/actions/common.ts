@@ -4,7 +4,6 @@
  */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 import { DEFAULT_GROUPS, QueueInputError, type GroupWeight } from '../../../src/queue';
-import { upstreamNodeName } from '../../shared/lineage';
 
 export type OperationName =
 	| 'enqueue'
@@ -92,32 +91,42 @@ export function taskOf(fns: IExecuteFunctions, i: number, item: INodeExecutionDa
 	if (own && own.taskId !== undefined && typeof own.leaseToken === 'string') {
 		return { taskId: String(own.taskId), leaseToken: own.leaseToken };
 	}
-	const parents = fns.getParentNodes(fns.getNode().name);
-	const parent = parents.find((p) => !p.disabled && DEQUEUE_TYPES.some((t) => p.type.endsWith(t)));
-	const name = parent?.name ?? upstreamNodeName(fns, '.priorityDequeue', '');
-	if (!name) {
+	// n8n lists parents deepest ancestor first: the nearest Priority Dequeue node (or trigger) is
+	// the last one. Wake-up mode puts a trigger (whose item holds no task) before Dequeue, so the
+	// nearest node whose item holds a task wins.
+	const candidates = fns
+		.getParentNodes(fns.getNode().name)
+		.filter((p) => !p.disabled && DEQUEUE_TYPES.some((t) => p.type.endsWith(t)))
+		.map((p) => p.name)
+		.reverse();
+	if (candidates.length === 0) {
 		throw new NodeOperationError(
 			fns.getNode(),
 			'The item has no taskId and leaseToken, and no Priority Dequeue node is upstream. Set "Task Source" to "Explicit".',
 			{ itemIndex: i },
 		);
 	}
-	let json: IDataObject | undefined;
-	try {
-		json = fns.getWorkflowDataProxy(i).$(name).item?.json as IDataObject | undefined;
-	} catch (e) {
-		throw new NodeOperationError(
-			fns.getNode(),
-			`Could not trace item ${i} back to its "${name}" item (${(e as Error).message}). Set "Task Source" to "Explicit".`,
-			{ itemIndex: i },
-		);
-	}
-	if (!json || json.taskId === undefined || typeof json.leaseToken !== 'string') {
-		throw new NodeOperationError(fns.getNode(), `The "${name}" item this item descends from holds no taskId and leaseToken`, {
+	let firstProblem: NodeOperationError | undefined;
+	for (const name of candidates) {
+		let json: IDataObject | undefined;
+		try {
+			json = fns.getWorkflowDataProxy(i).$(name).item?.json as IDataObject | undefined;
+		} catch (e) {
+			firstProblem ??= new NodeOperationError(
+				fns.getNode(),
+				`Could not trace item ${i} back to its "${name}" item (${(e as Error).message}). Set "Task Source" to "Explicit".`,
+				{ itemIndex: i },
+			);
+			continue;
+		}
+		if (json && json.taskId !== undefined && typeof json.leaseToken === 'string') {
+			return { taskId: String(json.taskId), leaseToken: json.leaseToken };
+		}
+		firstProblem ??= new NodeOperationError(fns.getNode(), `The "${name}" item this item descends from holds no taskId and leaseToken`, {
 			itemIndex: i,
 		});
 	}
-	return { taskId: String(json.taskId), leaseToken: json.leaseToken };
+	throw firstProblem;
 }
 
 /** Parses "high:5, normal:2, low:1" (highest priority first). Throws QueueInputError. */
