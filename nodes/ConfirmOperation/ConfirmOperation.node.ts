@@ -12,7 +12,7 @@ import { confirmOperations, DEFAULT_MAX_RESPONSE_BYTES, prepareConfirmItem, type
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
-import { fieldFromLineage, upstreamNodeName } from '../shared/lineage';
+import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 
 const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
@@ -164,13 +164,9 @@ export class ConfirmOperation implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const outputs: INodeExecutionData[][] = [[], [], [], []];
-		let reserveNode: string | undefined | null = null;
-		const findReserveNode = (i: number): string | undefined => {
-			if (reserveNode === null) {
-				reserveNode = upstreamNodeName(this, RESERVE_TYPE_SUFFIX, this.getNodeParameter('options.reserveNode', i, '') as string);
-			}
-			return reserveNode;
-		};
+		let reserveNodes: string[] | undefined;
+		const findReserveNodes = (i: number): string[] =>
+			(reserveNodes ??= upstreamNodeNames(this, RESERVE_TYPE_SUFFIX, this.getNodeParameter('options.reserveNode', i, '') as string));
 
 		const { prepared, errorItems } = prepareItems(this, items, (i, item) => {
 			const lineage = this.getNodeParameter('lineage', i) as string;
@@ -180,7 +176,7 @@ export class ConfirmOperation implements INodeType {
 				operationKey = this.getNodeParameter('operationKey', i);
 				leaseToken = this.getNodeParameter('leaseToken', i);
 			} else {
-				const ledger = fieldFromLineage(this, i, item, findReserveNode(i), 'ledger', 'leaseToken', 'Reserve Operation');
+				const ledger = fieldFromLineage(this, i, item, findReserveNodes(i), 'ledger', 'leaseToken', 'Reserve Operation');
 				operationKey = ledger.operationKey;
 				leaseToken = ledger.leaseToken;
 			}

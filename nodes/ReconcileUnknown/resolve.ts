@@ -4,7 +4,7 @@ import { checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
-import { fieldFromLineage, upstreamNodeName } from '../shared/lineage';
+import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
 
@@ -128,7 +128,7 @@ export const resolveProperties: INodeProperties[] = [
 export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
 	const outputs: INodeExecutionData[][] = RESOLVE_OUTPUTS.map(() => []);
-	let claimNode: string | undefined | null = null;
+	let claimNodes: string[] | undefined;
 	const { prepared, errorItems } = prepareItems(fns, items, (i, item) => {
 		let operationKey: unknown;
 		let claimToken: unknown;
@@ -136,8 +136,8 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 			operationKey = fns.getNodeParameter('operationKey', i);
 			claimToken = fns.getNodeParameter('claimToken', i);
 		} else {
-			if (claimNode === null) claimNode = upstreamNodeName(fns, '.reconcileUnknown', fns.getNodeParameter('claimNode', i, '') as string);
-			const rec = fieldFromLineage(fns, i, item, claimNode, 'reconcile', 'claimToken', 'Reconcile Unknown (Claim)');
+			claimNodes ??= upstreamNodeNames(fns, '.reconcileUnknown', fns.getNodeParameter('claimNode', i, '') as string);
+			const rec = fieldFromLineage(fns, i, item, claimNodes, 'reconcile', 'claimToken', 'Reconcile Unknown (Claim)');
 			operationKey = rec.operationKey;
 			claimToken = rec.claimToken;
 		}

@@ -166,6 +166,33 @@ describe('Confirm Operation node', () => {
 		expect(replay[1][0].json.ledger).toMatchObject({ outcome: 'already_succeeded', replay: true, externalRef: 'pay_h1', response: { id: 'pay_h1' } });
 	});
 
+	it('with two Reserve nodes upstream it follows the nearest one (n8n lists parents furthest first)', async () => {
+		const outer = await runReserve([{ json: { orderId: 'two-outer', amount: 1 } }]);
+		const inner = await runReserve([{ json: { orderId: 'two-inner', amount: 1 } }]);
+		const fns = fakeExecute({
+			items: [{ json: { id: 'pay_inner' }, pairedItem: { item: 0 } }],
+			params: { outcomeSource: 'httpResult', externalReference: 'pay_inner', lineage: 'auto', options: {} },
+			credentials: testCredentials(DATABASE_URL, db.schema),
+			nodeName: 'Confirm Operation',
+			parents: [
+				{ name: 'Reserve Order', type: 'n8n-nodes-operation-ledger.reserveOperation' },
+				{ name: 'Notify', type: 'n8n-nodes-base.httpRequest' },
+				{ name: 'Reserve Payment', type: 'n8n-nodes-operation-ledger.reserveOperation' },
+				{ name: 'Charge Payment', type: 'n8n-nodes-base.httpRequest' },
+			],
+			pairedFrom: { 'Reserve Order': () => outer[0][0], 'Reserve Payment': () => inner[0][0] },
+		});
+		const out = await new ConfirmOperation().execute.call(fns);
+		expect(out[0][0].json.ledger).toMatchObject({ operationKey: 'payment:charge:two-inner:v1', status: 'succeeded' });
+		const { rows } = await db.pool.query(
+			`SELECT operation_key, status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:two-%' ORDER BY 1`,
+		);
+		expect(rows.map((r) => [r.operation_key, r.status])).toEqual([
+			['payment:charge:two-inner:v1', 'succeeded'],
+			['payment:charge:two-outer:v1', 'reserved'],
+		]);
+	});
+
 	it('an unserialisable response is an item-level error that writes nothing; continueOnFail emits it paired', async () => {
 		const r = await runReserve([{ json: { orderId: 'u-1', amount: 1 } }, { json: { orderId: 'u-2', amount: 2 } }]);
 		const httpOut: INodeExecutionData[] = [
