@@ -25,26 +25,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startFakeOpenAi, FINAL_RESPONSE_TOOL, type FakeOpenAi } from '../helpers/fakeOpenAi';
 import { startFakeRefundsApi, type FakeRefundsApi } from '../helpers/fakeRefundsApi';
-
-const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
-const nodeRequire = realModule.createRequire(__filename);
-
-type Json = Record<string, any>;
-interface N8nInstance {
-	url: string;
-	logFile: string;
-	database: { url: string };
-	importCredentials(c: Json | Json[]): Promise<unknown>;
-	importWorkflow(w: Json): Promise<unknown>;
-	cli(args: string[]): Promise<unknown>;
-	start(): Promise<unknown>;
-	cleanup(): Promise<void>;
-	logTail(n?: number): string;
-}
-const harness = nodeRequire('../../scripts/lib/n8n.mjs') as {
-	packPackage(): Promise<string>;
-	createN8nInstance(opts: Json): Promise<N8nInstance>;
-};
+import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n8nHarness';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -52,18 +33,6 @@ const MAIN_ID = 'agent-policy-ledger';
 const APPROVAL_ID = 'agent-approval';
 
 const log = (m: string) => process.stdout.write(`[agent] ${m}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const v = await fn();
-		if (v) return v as T;
-		if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-		await sleep(everyMs);
-	}
-}
-
 const readWorkflow = (file: string): Json => JSON.parse(readFileSync(path.join(ROOT, 'workflows', file), 'utf8'));
 
 /** The shipped workflows with only their outside URLs pointed at the local provider. */

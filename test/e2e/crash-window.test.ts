@@ -23,34 +23,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
-
-const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
-const nodeRequire = realModule.createRequire(__filename);
-
-type Json = Record<string, any>;
-interface Proc {
-	pid: number;
-	exited(): unknown;
-	kill(): Promise<void>;
-	stop(): Promise<void>;
-}
-interface N8nInstance {
-	url: string;
-	encryptionKey: string;
-	database: { database: string; url: string };
-	importCredentials(c: Json | Json[]): Promise<unknown>;
-	importWorkflow(w: Json): Promise<unknown>;
-	execute(id: string): Promise<Json>;
-	cli(args: string[]): Promise<unknown>;
-	start(): Promise<Proc>;
-	spawn(command: string, opts?: Json): Promise<Proc>;
-	cleanup(): Promise<void>;
-	logTail(n?: number): string;
-}
-const harness = nodeRequire('../../scripts/lib/n8n.mjs') as {
-	packPackage(): Promise<string>;
-	createN8nInstance(opts: Json): Promise<N8nInstance>;
-};
+import { harness, sleep, until, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -63,8 +36,6 @@ const LEASE_SECONDS = 8;
 const HTTP_TIMEOUT_MS = 2000;
 
 const log = (m: string) => process.stdout.write(`[crash] ${m}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 function redisAnswers(): Promise<boolean> {
 	return new Promise((resolve) => {
 		const s = net.connect({ host: REDIS_HOST, port: REDIS_PORT });
@@ -77,16 +48,6 @@ function redisAnswers(): Promise<boolean> {
 		s.on('connect', () => s.write('PING\r\n'));
 		s.on('data', (d) => done(d.toString().startsWith('+PONG')));
 	});
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const v = await fn();
-		if (v) return v as T;
-		if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-		await sleep(everyMs);
-	}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,8 +206,8 @@ describe('the crash window in a real n8n', () => {
 	let pg: Client;
 	let n8nDb: Client;
 	let main: N8nInstance;
-	const workers: Array<{ instance: N8nInstance; proc: Proc }> = [];
-	let mainProc: Proc;
+	const workers: Array<{ instance: N8nInstance; proc: N8nProcess }> = [];
+	let mainProc: N8nProcess;
 	let queueMode = false;
 	const schema = `crash_${randomBytes(5).toString('hex')}`;
 	const table: CaseRow[] = [];

@@ -15,41 +15,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
-
-// The harness is plain ESM (scripts/lib/*.mjs), shared with the demo. Node's own require() (not
-// jest's, which cannot parse ESM) loads ES modules without top-level await (Node >= 20.19), which
-// avoids jest's experimental ESM mode. process.getBuiltinModule gives the real node:module.
-const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
-	'node:module',
-);
-const nodeRequire = realModule.createRequire(__filename);
-
-type Json = Record<string, any>;
-interface RunResult {
-	data: { resultData: { runData: Record<string, unknown>; error?: unknown } };
-	__ms?: number;
-}
-interface N8nInstance {
-	logFile: string;
-	importCredentials(c: Json | Json[] | string): Promise<unknown>;
-	importWorkflow(w: Json | string): Promise<{ ms: number }>;
-	execute(id: string): Promise<RunResult>;
-	cleanup(opts?: { keep?: boolean }): Promise<void>;
-	logTail(n?: number): string;
-}
-interface Harness {
-	packPackage(): Promise<string>;
-	ensureN8n(): Promise<{ dir: string }>;
-	createN8nInstance(opts: Json): Promise<N8nInstance>;
-	outputItems(r: RunResult, node: string): Json[][] | undefined;
-	outputsTaken(r: RunResult, node: string): number[];
-	nodesRun(r: RunResult): string[];
-}
-interface EmbeddedPg {
-	getDatabase(): Promise<{ url: string; source: string; stop(): Promise<void> }>;
-}
-const harness = nodeRequire('../../scripts/lib/n8n.mjs') as Harness;
-const embedded = nodeRequire('../../scripts/lib/embedded-pg.mjs') as EmbeddedPg;
+import { embedded, harness, type Json, type N8nInstance, type RunResult } from '../helpers/n8nHarness';
 
 const ROOT = path.resolve(__dirname, '../..');
 const WORKFLOW_ID = 'idempotent-payment';

@@ -21,47 +21,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { harness, nodeRequire, sleep, type CliResult, type Json, type N8nInstance, type RunResult } from '../helpers/n8nHarness';
 
 // The harness is plain ESM (scripts/lib/*.mjs); see idempotent-payment.test.ts for why it is
 // loaded with Node's own require().
-const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
-	'node:module',
-);
-const nodeRequire = realModule.createRequire(__filename);
-
-type Json = Record<string, any>;
-interface RunResult {
-	data: { resultData: { runData: Record<string, unknown>; error?: unknown } };
-	__ms?: number;
-}
-interface CliResult {
-	code: number | null;
-	stdout: string;
-	stderr: string;
-	ms: number;
-}
-interface N8nInstance {
-	logFile: string;
-	url: string;
-	database: { url: string };
-	importCredentials(c: Json | Json[] | string): Promise<unknown>;
-	importWorkflow(w: Json | Json[] | string): Promise<CliResult>;
-	cli(args: string[], opts?: { timeoutMs?: number; allowFail?: boolean }): Promise<CliResult>;
-	execute(id: string): Promise<RunResult>;
-	start(opts?: Json): Promise<unknown>;
-	cleanup(opts?: { keep?: boolean }): Promise<void>;
-	logTail(n?: number): string;
-}
-interface Harness {
-	packPackage(): Promise<string>;
-	ensureN8n(): Promise<{ dir: string }>;
-	createN8nInstance(opts: Json): Promise<N8nInstance>;
-	outputItems(r: RunResult, node: string): Json[][] | undefined;
-	outputsTaken(r: RunResult, node: string): number[];
-	nodesRun(r: RunResult): string[];
-}
-const harness = nodeRequire('../../scripts/lib/n8n.mjs') as Harness;
-
 const ROOT = path.resolve(__dirname, '../..');
 const WF = {
 	producer: 'pdqProducer00001',
@@ -75,7 +38,6 @@ const DELAY_SECONDS = 10;
 const SETTLE_TIMEOUT_MS = 150_000;
 
 const log = (m: string) => process.stdout.write(`[e2e queue] ${m}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Posted {
 	body: Json;

@@ -1,0 +1,76 @@
+/**
+ * Typed access, for the jest e2e tests, to the plain-ESM harness in scripts/lib (shared with the
+ * demo). Node's own require() (not jest's, which cannot parse ESM) loads ES modules without
+ * top-level await (Node >= 20.19), which avoids jest's experimental ESM mode;
+ * process.getBuiltinModule gives the real node:module.
+ */
+const realModule = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+export const nodeRequire = realModule.createRequire(__filename);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = Record<string, any>;
+
+/** What `n8n execute --rawOutput` printed, parsed. */
+export interface RunResult {
+	data: { resultData: { runData: Record<string, unknown>; error?: unknown } };
+	__ms?: number;
+}
+
+export interface CliResult {
+	code: number | null;
+	stdout: string;
+	stderr: string;
+	ms: number;
+}
+
+/** A long-running n8n process (`start`, `worker`). */
+export interface N8nProcess {
+	pid: number;
+	exited(): unknown;
+	kill(): Promise<void>;
+	stop(): Promise<void>;
+}
+
+export interface N8nInstance {
+	url: string;
+	logFile: string;
+	encryptionKey: string;
+	database: { database: string; url: string };
+	importCredentials(c: Json | Json[] | string): Promise<unknown>;
+	importWorkflow(w: Json | Json[] | string): Promise<CliResult>;
+	cli(args: string[], opts?: { timeoutMs?: number; allowFail?: boolean }): Promise<CliResult>;
+	execute(id: string): Promise<RunResult>;
+	start(opts?: Json): Promise<N8nProcess>;
+	spawn(command: string, opts?: Json): Promise<N8nProcess>;
+	cleanup(opts?: { keep?: boolean }): Promise<void>;
+	logTail(n?: number): string;
+}
+
+export interface Harness {
+	packPackage(): Promise<string>;
+	ensureN8n(): Promise<{ dir: string }>;
+	createN8nInstance(opts: Json): Promise<N8nInstance>;
+	outputItems(r: RunResult, node: string): Json[][] | undefined;
+	outputsTaken(r: RunResult, node: string): number[];
+	nodesRun(r: RunResult): string[];
+}
+
+export interface EmbeddedPg {
+	getDatabase(): Promise<{ url: string; source: string; stop(): Promise<void> }>;
+}
+
+export const harness = nodeRequire('../../scripts/lib/n8n.mjs') as Harness;
+export const embedded = nodeRequire('../../scripts/lib/embedded-pg.mjs') as EmbeddedPg;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const v = await fn();
+		if (v) return v as T;
+		if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+		await sleep(everyMs);
+	}
+}
