@@ -209,7 +209,7 @@ export class ConfirmOperation implements INodeType {
 					externalRef,
 					reason,
 					retryable,
-					response: options.storeResponse === false ? null : jsonParameter(this, response, 'The response', i),
+					response: options.storeResponse === false ? null : jsonParameter(this, response, 'The response', i, false),
 					maxResponseBytes: (options.maxResponseBytes as number) ?? DEFAULT_MAX_RESPONSE_BYTES,
 					oversize: (options.oversizeResponse as 'truncate' | 'error') ?? 'truncate',
 				}),

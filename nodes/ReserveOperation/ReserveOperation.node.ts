@@ -155,7 +155,7 @@ export class ReserveOperation implements INodeType {
 						});
 			return prepareReserveItem(i, {
 				operationKey,
-				request: jsonParameter(this, this.getNodeParameter('request', i), 'The request', i),
+				request: jsonParameter(this, this.getNodeParameter('request', i), 'The request', i, false),
 				target: this.getNodeParameter('target', i, ''),
 				leaseSeconds: this.getNodeParameter('leaseSeconds', i),
 			});

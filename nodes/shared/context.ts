@@ -1,4 +1,5 @@
 import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
+import { assertJson, NotJsonError } from '../../src/json/canonical';
 import type { EventContext } from '../../src/ledger/states';
 
 /** Which execution, workflow and node caused an event (recorded on every ledger event). */
@@ -12,14 +13,34 @@ export function eventContext(fns: IExecuteFunctions): EventContext {
 	return { executionId: fns.getExecutionId?.() ?? undefined, workflowId, nodeName: fns.getNode().name };
 }
 
-/** Reads a `json`-type parameter: objects pass through, strings are parsed as JSON. */
-export function jsonParameter(fns: IExecuteFunctions, value: unknown, what: string, itemIndex: number): unknown {
-	if (typeof value !== 'string') return value;
-	const text = value.trim();
-	if (text === '') return null;
-	try {
-		return JSON.parse(text);
-	} catch (e) {
-		throw new NodeOperationError(fns.getNode(), `${what} is not valid JSON: ${(e as Error).message}`, { itemIndex });
+/**
+ * Reads a `json`-type parameter: objects pass through, strings are parsed as JSON. Either way the
+ * value must be plain JSON that Postgres can store (no BigInt, Date, function, circular reference,
+ * NaN or Infinity, no NUL character, at most 100 levels deep): otherwise an item-level error names
+ * the offending member, before anything is written. (Without this check, such a value failed the
+ * whole batch later, in JSON.stringify or in Postgres.) `check` false: the caller validates itself
+ * (Reserve fingerprints the request, Confirm sizes the response, each with its own message).
+ */
+export function jsonParameter(fns: IExecuteFunctions, value: unknown, what: string, itemIndex: number, check = true): unknown {
+	let parsed = value;
+	if (typeof value === 'string') {
+		const text = value.trim();
+		if (text === '') return null;
+		try {
+			parsed = JSON.parse(text);
+		} catch (e) {
+			throw new NodeOperationError(fns.getNode(), `${what} is not valid JSON: ${(e as Error).message}`, { itemIndex });
+		}
 	}
+	if (!check) return parsed;
+	try {
+		assertJson(parsed);
+	} catch (e) {
+		const detail = e instanceof NotJsonError ? e.message.replace(/^\$/, what.replace(/^The /, '').toLowerCase()) : (e as Error).message;
+		throw new NodeOperationError(fns.getNode(), `${what} is not plain JSON: ${detail}`, {
+			itemIndex,
+			description: 'Nothing was written. Convert the value first (e.g. a date with .toISOString(), a BigInt with .toString()).',
+		});
+	}
+	return parsed;
 }

@@ -61,9 +61,51 @@ export function errorItem(message: string, index: number): INodeExecutionData {
 	return { json: { error: message }, pairedItem: { item: index } };
 }
 
+/** Removes credentials that a driver or socket error may carry (postgres://user:password@host). */
+export function scrubSecrets(message: string): string {
+	return message
+		.replace(/(postgres(?:ql)?:\/\/)[^@\s/]*@/gi, '$1***@')
+		.replace(/(password\s*[=:]\s*)("[^"]*"|'[^']*'|\S+)/gi, '$1***');
+}
+
+/** TLS handshake failures (Node's certificate error codes). */
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|CERT_|ERR_TLS_CERT_ALTNAME_INVALID)/;
+
 /**
- * Wraps a failure of the batch's database call. Nothing of the batch was recorded (it is one
- * transaction), so every item is either failed (continueOnFail) or the node throws.
+ * n8n's NodeOperationError replaces a whole message that merely contains a Node error code
+ * (ECONNREFUSED, ETIMEDOUT, ...) with a generic sentence ("The service refused the connection"),
+ * which would drop what was not recorded. The codes are spelled out in words instead.
+ */
+const CODE_WORDS: Record<string, string> = {
+	ECONNREFUSED: 'connection refused',
+	ECONNRESET: 'connection reset',
+	ECONNABORTED: 'connection aborted',
+	ETIMEDOUT: 'timed out',
+	ENOTFOUND: 'host not found',
+	EAI_AGAIN: 'host name lookup failed',
+	GETADDRINFO: 'host name lookup',
+	EHOSTUNREACH: 'host unreachable',
+	EADDRNOTAVAIL: 'address not available',
+	ERRADDRINUSE: 'address in use',
+};
+function spellOutCodes(text: string): string {
+	return text.replace(/\b(ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|getaddrinfo|EHOSTUNREACH|EADDRNOTAVAIL|ERRADDRINUSE)\b/gi, (m) => CODE_WORDS[m.toUpperCase()] ?? m);
+}
+
+function isConnectionFailure(e: { code?: string; message?: string }): boolean {
+	if (e?.code && (/^(08|57P0|28|3D000|ECONN|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)/.test(e.code) || TLS_CODES.test(e.code))) return true;
+	if (/does not support SSL|self[- ]signed certificate|unable to verify|certificate/i.test(e?.message ?? '')) return true;
+	return /Connection terminated|connection refused|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode)/i.test(
+		e?.message ?? '',
+	);
+}
+
+/**
+ * Wraps a failure of the batch's database call. The batch is one statement, hence one transaction:
+ * a statement that failed was rolled back, so nothing of the batch was recorded. Every item is
+ * failed (continueOnFail) or the node throws. The message names the step, the number of items not
+ * recorded, whether the database connection was lost, and the database's reason (credentials
+ * scrubbed).
  */
 export function batchFailure(
 	fns: IExecuteFunctions,
@@ -71,11 +113,32 @@ export function batchFailure(
 	what: string,
 	indexes: number[],
 ): INodeExecutionData[] {
-	const err = e as Error & { code?: string };
-	const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${err.message}`;
+	const err = (e ?? {}) as Error & { code?: string };
+	const lost = isConnectionFailure(err);
+	const reason = spellOutCodes(scrubSecrets(String(err.message ?? e))).slice(0, 1000);
+	const config = err.name === 'InvalidSchemaNameError' || err.name === 'SchemaNotReadyError';
+	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
+	const input = err instanceof ItemInputError || err.name === 'QueueInputError' || err.name === 'LedgerInputError';
+	const cause = lost
+		? err.code && TLS_CODES.test(err.code)
+			? `the database connection failed: SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`
+			: 'the database connection failed'
+		: config
+			? "the credential's schema setting is not usable"
+			: input
+				? 'the input is not valid'
+				: `the database refused the statement${err.code ? ` (SQLSTATE ${err.code})` : ''}`;
+	const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cause}: ${reason}`;
 	if (fns.continueOnFail()) return indexes.map((i) => errorItem(message, i));
 	throw new NodeOperationError(fns.getNode(), message, {
-		description:
-			'The batch runs as one database transaction, so no item of it was written. It is safe to run the execution again once the database is reachable.',
+		...(input && indexes.length === 1 ? { itemIndex: indexes[0] } : {}),
+		description: lost
+			? 'The batch runs as one database transaction and the connection broke before Postgres confirmed it, so it was rolled back ' +
+				'(unless the break fell in the instant after the commit). Running the execution again once the database is reachable is safe ' +
+				'either way: Reserve answers "in progress" for a key it did record, Confirm answers "repeated", and a claimed task or operation ' +
+				'is handed out again when its lease or claim ends. The connection pool replaces broken connections by itself.'
+			: config || input
+				? 'Nothing was sent to the database. Fix the input or the credential (schema name, or apply the schema) and run the execution again.'
+				: 'The batch runs as one database transaction, so no item of it was written. Fix the cause above and run the execution again.',
 	});
 }

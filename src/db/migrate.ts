@@ -4,9 +4,9 @@
  * Each file is plain SQL a DBA can apply with
  *   psql -1 -v ON_ERROR_STOP=1 -v schema=operation_ledger -f schema/0001_ledger.sql
  * The only psql variable is :"schema"; this runner substitutes it with the validated, quoted
- * schema name, applies every pending file in one transaction under a session-level advisory
- * lock (so concurrent first uses from several workers apply it once), and each file records its
- * own version in <schema>.schema_migrations.
+ * schema name, applies every pending file in one transaction under a transaction-level advisory
+ * lock (so concurrent first uses from several workers apply it once, also through PgBouncer in
+ * transaction mode), and each file records its own version in <schema>.schema_migrations.
  */
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
@@ -86,28 +86,40 @@ export function requiredVersion(): number {
 	return all.length ? all[all.length - 1].version : 0;
 }
 
+/** Errors a concurrent migrator can cause in the instant it commits; one retry sees its work. */
+const RACE_CODES = new Set(['42P06', '42P07', '42710', '42723', '3F000', '42P01', '23505']);
+
 /**
  * Applies pending migrations (when `autoApply`) or verifies the schema is current.
  * Returns the version applied. Throws SchemaNotReadyError when behind and `autoApply` is false.
+ *
+ * Everything happens in ONE transaction on one connection, so it is also safe through a pooler in
+ * transaction mode (PgBouncer), which may run each transaction on a different server connection:
+ *   BEGIN; pg_advisory_xact_lock (serialises concurrent first uses, released by COMMIT/ROLLBACK,
+ *   so it can never leak); read the applied version from the catalogs (the first catalog read after
+ *   the lock also makes Postgres process the invalidations of a migrator that committed while we
+ *   waited); apply what is missing; RESET search_path (the files SET it; no server connection keeps
+ *   it); COMMIT. A race error from a concurrent migrator (duplicate object) is retried once.
  */
 export async function migrate(pool: PgPool, schema: string, autoApply: boolean): Promise<number> {
 	const required = requiredVersion();
 	const before = await currentVersion(pool, schema);
 	if (before >= required) return before;
 	if (!autoApply) throw new SchemaNotReadyError(schema, before, required);
+	const q = quoteSchema(schema);
+	const lockKey = `n8n-nodes-operation-ledger:migrate:${schema}`;
 	return withClient(pool, async (client) => {
-		// A session-level advisory lock taken before BEGIN: the transaction that follows starts after
-		// any other migrator committed, so it sees that migrator's tables (a lock taken inside an
-		// already-open transaction would read the catalogs through a stale cache).
-		const lockKey = `n8n-nodes-operation-ledger:migrate:${schema}`;
-		await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey]);
-		try {
+		for (let attempt = 1; ; attempt++) {
 			await client.query('BEGIN');
 			try {
-				const q = quoteSchema(schema);
-				const { rows } = await client.query<{ reg: string | null }>('SELECT to_regclass($1) AS reg', [`${q}.schema_migrations`]);
+				await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockKey]);
+				const { rows } = await client.query<{ present: boolean }>(
+					`SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+					                 WHERE n.nspname = $1 AND c.relname = 'schema_migrations') AS present`,
+					[schema],
+				);
 				let version = 0;
-				if (rows[0].reg) {
+				if (rows[0].present) {
 					const r = await client.query<{ v: number | null }>(`SELECT max(version)::int AS v FROM ${q}.schema_migrations`);
 					version = r.rows[0].v ?? 0;
 				}
@@ -116,15 +128,14 @@ export async function migrate(pool: PgPool, schema: string, autoApply: boolean):
 					await client.query(renderMigration(m.sql, schema));
 					version = m.version;
 				}
+				await client.query('RESET search_path');
 				await client.query('COMMIT');
 				return version;
 			} catch (e) {
 				await client.query('ROLLBACK').catch(() => undefined);
+				if (attempt < 2 && RACE_CODES.has((e as { code?: string }).code ?? '')) continue;
 				throw e;
 			}
-		} finally {
-			await client.query('RESET search_path').catch(() => undefined);
-			await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey]).catch(() => undefined);
 		}
 	});
 }

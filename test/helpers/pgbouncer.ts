@@ -1,0 +1,129 @@
+/**
+ * PgBouncer (Debian's `pgbouncer` package) in front of a private Postgres, for deployment tests.
+ * ensurePgbouncer() installs it with apt-get when it is missing and fails with a clear message when
+ * it cannot. The process runs in the foreground as a child of the test (as the OS user `postgres`
+ * when the test runs as root) and is stopped by its pid.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chownSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { freePort, repoRoot, sleep } from './privatePostgres';
+
+function findBinary(): string | undefined {
+	for (const p of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer']) if (existsSync(p)) return p;
+	const w = spawnSync('sh', ['-c', 'command -v pgbouncer'], { encoding: 'utf8' });
+	return w.status === 0 && w.stdout.trim() ? w.stdout.trim() : undefined;
+}
+
+/** The pgbouncer binary; installs Debian's package when missing. Throws a clear error when it cannot. */
+export function ensurePgbouncer(): string {
+	const found = findBinary();
+	if (found) return found;
+	const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+	const steps = asRoot
+		? [['apt-get', ['update', '-qq']], ['apt-get', ['install', '-y', '-qq', 'pgbouncer']]]
+		: [['sudo', ['-n', 'apt-get', 'update', '-qq']], ['sudo', ['-n', 'apt-get', 'install', '-y', '-qq', 'pgbouncer']]];
+	const log: string[] = [];
+	for (const [cmd, args] of steps as Array<[string, string[]]>) {
+		const r = spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, timeout: 240_000 });
+		log.push(`$ ${cmd} ${args.join(' ')} -> ${r.status ?? r.error?.message}\n${(r.stderr ?? '').slice(-500)}`);
+	}
+	const after = findBinary();
+	if (after) return after;
+	throw new Error(
+		'PgBouncer is not installed and could not be installed (`apt-get install -y pgbouncer` failed). ' +
+			'Install it (Debian/Ubuntu: apt-get install -y pgbouncer) and run the tests again.\n' +
+			log.join('\n'),
+	);
+}
+
+export interface Bouncer {
+	port: number;
+	/** URL of database `ledger` through PgBouncer. */
+	url: string;
+	/** URL of PgBouncer's admin console (database `pgbouncer`). */
+	adminUrl: string;
+	log(): string;
+	stop(): Promise<void>;
+}
+
+function waitForPort(port: number, ms: number): Promise<boolean> {
+	const deadline = Date.now() + ms;
+	return new Promise((resolve) => {
+		const attempt = () => {
+			const s = net.connect(port, '127.0.0.1');
+			s.once('connect', () => {
+				s.destroy();
+				resolve(true);
+			});
+			s.once('error', () => {
+				s.destroy();
+				if (Date.now() > deadline) resolve(false);
+				else setTimeout(attempt, 50);
+			});
+		};
+		attempt();
+	});
+}
+
+/** Starts PgBouncer in `poolMode` in front of 127.0.0.1:`pgPort`/ledger (trust auth as `postgres`). */
+export async function startPgbouncer(pgPort: number, poolMode: 'transaction' | 'session' = 'transaction', poolSize = 5): Promise<Bouncer> {
+	const bin = ensurePgbouncer();
+	const dir = path.join(repoRoot, '.cache', 'hardening', `pgbouncer-${randomBytes(4).toString('hex')}`);
+	mkdirSync(dir, { recursive: true });
+	const port = await freePort();
+	const logFile = path.join(dir, 'pgbouncer.log');
+	writeFileSync(path.join(dir, 'users.txt'), '"postgres" ""\n');
+	writeFileSync(
+		path.join(dir, 'pgbouncer.ini'),
+		[
+			'[databases]',
+			`ledger = host=127.0.0.1 port=${pgPort} dbname=ledger user=postgres`,
+			'[pgbouncer]',
+			'listen_addr = 127.0.0.1',
+			`listen_port = ${port}`,
+			'unix_socket_dir =',
+			'auth_type = trust',
+			`auth_file = ${path.join(dir, 'users.txt')}`,
+			`pool_mode = ${poolMode}`,
+			'max_client_conn = 500',
+			`default_pool_size = ${poolSize}`,
+			`logfile = ${logFile}`,
+			'admin_users = postgres',
+			'ignore_startup_parameters = extra_float_digits',
+			'',
+		].join('\n'),
+	);
+	writeFileSync(logFile, '');
+	const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+	if (asRoot) {
+		const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+		const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+		for (const f of ['', 'users.txt', 'pgbouncer.ini', 'pgbouncer.log']) chownSync(path.join(dir, f), uid, gid);
+	}
+	const child: ChildProcess = spawn(bin, [...(asRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+	let output = '';
+	child.stdout?.on('data', (d) => (output += d));
+	child.stderr?.on('data', (d) => (output += d));
+	const up = await waitForPort(port, 10_000);
+	if (!up || child.exitCode !== null) {
+		child.kill('SIGKILL');
+		throw new Error(`PgBouncer did not start: ${output}\n${existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''}`);
+	}
+	return {
+		port,
+		url: `postgres://postgres@127.0.0.1:${port}/ledger`,
+		adminUrl: `postgres://postgres@127.0.0.1:${port}/pgbouncer`,
+		log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') + output,
+		async stop() {
+			if (child.exitCode === null) {
+				child.kill('SIGINT');
+				for (let i = 0; i < 50 && child.exitCode === null; i++) await sleep(50);
+				if (child.exitCode === null) child.kill('SIGKILL');
+			}
+			rmSync(dir, { recursive: true, force: true });
+		},
+	};
+}

