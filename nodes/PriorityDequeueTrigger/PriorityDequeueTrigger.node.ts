@@ -179,6 +179,8 @@ export class PriorityDequeueTrigger implements INodeType {
 			inFlightTimeoutMs,
 			check: () => nextDue(pool, config.schema, queue),
 			fire,
+			// Claim mode: claim at once on every wake-up; read the due time only when nothing was claimed.
+			claimFirst: claim !== undefined,
 			connect: this.getNodeParameter('useListen', true) ? () => connectListener(config) : undefined,
 			log: (level, message) => this.logger[level](message),
 		});

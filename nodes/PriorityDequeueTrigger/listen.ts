@@ -35,7 +35,7 @@ export async function connectListener(config: ConnectionConfig): Promise<ListenC
 			await client.query(`LISTEN ${channel}`);
 		},
 		onNotification(fn) {
-			client.on('notification', () => fn());
+			client.on('notification', (msg) => fn(msg.payload));
 		},
 		onLost(fn) {
 			lostFn = fn;

@@ -2,7 +2,12 @@
  * The trigger's engine, free of n8n: polling is the truth, LISTEN/NOTIFY a hint.
  *
  * - Every `pollMs` (and at the due time of the earliest delayed task, if sooner) it checks the
- *   queue; a notification on the queue's channel makes it check at once.
+ *   queue; a notification on the queue's channel makes it act at once.
+ * - A notification that says ready work was added (payload: the queue name) starts an execution
+ *   at once, without the due check first (one round trip less). A notification with an empty
+ *   payload (only delayed tasks were added) only makes it re-read the due time.
+ * - `claimFirst` (claim mode): every wake-up claims at once, and the due check runs only when the
+ *   claim comes back empty, to learn when the next task is due.
  * - On start and on every (re)connect of the LISTEN connection it checks once, so a notification
  *   sent while it was not listening is never lost.
  * - At most `maxInFlight` executions it started may be running; a wake-up that arrives while all
@@ -17,7 +22,8 @@
 export interface ListenConnection {
 	/** Resolves once LISTEN is in place. */
 	listen(channel: string): Promise<void>;
-	onNotification(fn: () => void): void;
+	/** `payload`: the notification's payload ('' = only delayed work was added). */
+	onNotification(fn: (payload?: string) => void): void;
 	/** Called once when the connection fails or ends. */
 	onLost(fn: (e?: Error) => void): void;
 	close(): Promise<void>;
@@ -32,6 +38,12 @@ export interface WatcherDeps {
 	 * (claim mode found no task). Called only when work is due.
 	 */
 	fire(reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined>;
+	/**
+	 * Claim mode: fire() claims, so call it first on every wake-up and check() only when it started
+	 * nothing (to learn the next due time). Default false: check first, except on a notification of
+	 * ready work.
+	 */
+	claimFirst?: boolean;
 	/** Opens a LISTEN connection; omitted when LISTEN/NOTIFY is switched off. */
 	connect?: () => Promise<ListenConnection>;
 	channel: string;
@@ -51,6 +63,7 @@ export class QueueWatcher {
 	private inFlight = 0;
 	private checking = false;
 	private again: WakeReason | undefined;
+	private againDirect = false;
 	private pollTimer: NodeJS.Timeout | undefined;
 	private reconnectTimer: NodeJS.Timeout | undefined;
 	private conn: ListenConnection | undefined;
@@ -65,14 +78,18 @@ export class QueueWatcher {
 		this.wake('start');
 	}
 
-	/** Asks for a check now (coalesced with a check already running). */
-	wake(reason: WakeReason): void {
+	/**
+	 * Asks for a check now (coalesced with a check already running). `direct`: work is known to be
+	 * ready (a notification said so), so start an execution without the due check first.
+	 */
+	wake(reason: WakeReason, direct = false): void {
 		if (this.closed) return;
 		if (this.checking) {
 			this.again = reason;
+			this.againDirect = this.againDirect || direct;
 			return;
 		}
-		void this.runCheck(reason);
+		void this.runCheck(reason, direct);
 	}
 
 	get executionsInFlight(): number {
@@ -92,19 +109,40 @@ export class QueueWatcher {
 		if (c) await c.close().catch(() => undefined);
 	}
 
-	private async runCheck(reason: WakeReason): Promise<void> {
+	private async runCheck(reason: WakeReason, direct: boolean): Promise<void> {
 		this.checking = true;
 		let nextMs = this.deps.pollMs;
+		const claimFirst = this.deps.claimFirst === true;
+		let skipCheck = direct || claimFirst;
+		let retried = false;
 		try {
 			while (!this.closed && this.inFlight < this.deps.maxInFlight) {
-				this.counters.checks++;
-				const due = await this.deps.check();
-				if (!due.due) {
-					if (due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
+				if (!skipCheck) {
+					this.counters.checks++;
+					const due = await this.deps.check();
+					if (!due.due) {
+						if (due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
+						break;
+					}
+				}
+				skipCheck = claimFirst;
+				const started = await this.deps.fire(reason);
+				if (!started) {
+					if (claimFirst) {
+						// Nothing claimable: learn when the next task is due.
+						this.counters.checks++;
+						const due = await this.deps.check();
+						if (due.due && !retried) {
+							// It became due between the claim and the check: claim once more. (Still due
+							// after that: work this claim does not take, such as groups it does not list;
+							// the next poll looks again.)
+							retried = true;
+							continue;
+						}
+						if (!due.due && due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
+					}
 					break;
 				}
-				const started = await this.deps.fire(reason);
-				if (!started) break;
 				this.counters.fired++;
 				this.track(started.finished);
 			}
@@ -117,8 +155,10 @@ export class QueueWatcher {
 		this.schedulePoll(nextMs);
 		if (this.again) {
 			const r = this.again;
+			const d = this.againDirect;
 			this.again = undefined;
-			this.wake(r);
+			this.againDirect = false;
+			this.wake(r, d);
 		}
 	}
 
@@ -151,9 +191,10 @@ export class QueueWatcher {
 				return;
 			}
 			let lost = false;
-			conn.onNotification(() => {
+			conn.onNotification((payload) => {
 				this.counters.notifications++;
-				this.wake('notify');
+				// '' = only delayed tasks were added: re-read the due time; anything else: ready work.
+				this.wake('notify', payload !== '');
 			});
 			conn.onLost((e) => {
 				if (lost) return;

@@ -27,7 +27,9 @@ interface Row {
 }
 
 /**
- * Completes a batch in one statement. Outcomes per item: completed | already_settled (this token
+ * Completes a batch in one statement (set-based: one DELETE … RETURNING into the archive for the
+ * first item of every task id; only the items it did not complete are looked at one by one).
+ * Outcomes per item: completed | already_settled (this token
  * already completed it) | lease_lost (expired or another holder: nothing changed) | not_found.
  * Results in input order. Throws QueueInputError for a malformed id or token (before any write).
  */

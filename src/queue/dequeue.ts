@@ -74,10 +74,12 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 
 /**
  * Claims up to `limit` tasks of `queue` in one statement (queue_claim in schema/0002_queue.sql):
- * expired leases of the queue are swept first (back to pending, or dead at max attempts); claims
- * serialize on the queue's scheduler row; ready heads are read with FOR UPDATE SKIP LOCKED; slots
- * are filled by smooth weighted round robin over the groups that have work (work-conserving, FIFO
- * within a group); aging raises a group one position per `agingSeconds` its oldest task waited.
+ * expired leases of the queue are swept first when there are any (back to pending, or dead at max
+ * attempts); when no listed group has ready work it returns at once; otherwise claims serialize on
+ * the queue's scheduler row, ready tasks are read per group without row locks, slots are filled by
+ * smooth weighted round robin over the groups that have work (work-conserving, FIFO within a
+ * group), and exactly the chosen rows are locked with FOR UPDATE SKIP LOCKED and handed out; aging
+ * raises a group one position per `agingSeconds` its oldest task waited.
  * Each claimed task gets attempts + 1, a fresh lease token and lease_expires_at = now + leaseSeconds.
  * Returns the tasks in claim order (possibly none). Throws QueueInputError for bad options.
  */

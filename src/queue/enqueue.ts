@@ -3,6 +3,7 @@
  */
 import type { TaskState } from './states';
 import { DEFAULT_MAX_ATTEMPTS } from './states';
+import { assertJson, NotJsonError } from '../json/canonical';
 import {
 	checkGroupName,
 	checkInt,
@@ -65,12 +66,35 @@ interface Row {
 	enqueued_at: Date;
 }
 
+/**
+ * ISO-8601 date-time text to a Date. The rule: a timestamp without an offset is UTC, whatever the
+ * n8n process's TZ (JavaScript's Date would read it as local time, so the same workflow would
+ * schedule differently on differently configured workers). `2030-12-01T10:00:00` is 10:00 UTC;
+ * `2030-12-01T10:00:00+02:00` and `…Z` keep their offset.
+ */
+export function parseTimestamp(text: string): Date {
+	const s = text.trim();
+	const noOffset = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(s);
+	return new Date(noOffset ? `${s.replace(' ', 'T')}Z` : s);
+}
+
+/** Plain JSON that Postgres can store (RFC 8259 values, no NUL): checked before anything is sent. */
+function checkPayload(payload: unknown): unknown {
+	try {
+		assertJson(payload);
+	} catch (e) {
+		if (e instanceof NotJsonError) throw new QueueInputError(`The payload is not plain JSON: ${e.message.replace(/^\$/, 'payload')}`);
+		throw e;
+	}
+	return payload;
+}
+
 /** Validates one input; throws QueueInputError. Exposed so nodes can validate every item first. */
 export function validateEnqueueInput(input: EnqueueInput): Record<string, unknown> {
 	const out: Record<string, unknown> = {
 		q: checkQueueName(input.queue),
 		g: checkGroupName(input.group),
-		p: input.payload === undefined ? {} : input.payload,
+		p: checkPayload(input.payload === undefined ? {} : input.payload),
 		m: checkInt(input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'Max attempts', 1, 1000),
 	};
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
@@ -81,7 +105,7 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
 		out.d = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
 	if (input.notBefore !== undefined && input.notBefore !== null && input.notBefore !== '') {
-		const t = input.notBefore instanceof Date ? input.notBefore : new Date(input.notBefore);
+		const t = input.notBefore instanceof Date ? input.notBefore : parseTimestamp(String(input.notBefore));
 		if (Number.isNaN(t.getTime())) throw new QueueInputError(`Not before is not a valid date: ${JSON.stringify(input.notBefore)}`);
 		out.at = t.toISOString();
 	}
@@ -90,9 +114,11 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
 
 /**
  * Enqueues `items` atomically: all or none (one SQL statement; pass a PoolClient inside BEGIN to
- * make it part of a larger transaction). Items are written in (queue, dedupe key) order so
- * concurrent batches cannot deadlock; results come back in input order. On commit, a
- * pg_notify on each touched queue's channel (see channel.ts) wakes listening triggers.
+ * make it part of a larger transaction). Items without a dedupe key are written by one INSERT;
+ * items with one go one by one in (queue, dedupe key) order so concurrent batches cannot deadlock;
+ * results come back in input order. On commit, a pg_notify on each touched queue's channel (see
+ * channel.ts) wakes listening triggers: payload the queue name when ready work was added, '' when
+ * only delayed tasks were.
  * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
  */
 export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[]): Promise<EnqueuedTask[]> {

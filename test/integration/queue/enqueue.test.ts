@@ -118,6 +118,80 @@ describe('enqueue', () => {
 		expect(results.filter((r) => !r[0].deduplicated)).toHaveLength(1);
 	});
 
+	test('a mixed batch: keyless items in one insert, keyed items deduplicated exactly, results in input order', async () => {
+		const queue = db.queueName('mixed');
+		const [existing] = await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { v: 'old' }, dedupeKey: 'k-old' }]);
+		const out = await enqueue(db.pool, db.schema, [
+			{ queue, group: 'high', payload: { v: 0 } },
+			{ queue, group: 'normal', payload: { v: 1 }, dedupeKey: 'k-new' },
+			{ queue, group: 'low', payload: { v: 2 } },
+			{ queue, group: 'high', payload: { v: 3 }, dedupeKey: 'k-old' },
+			{ queue, group: 'high', payload: { v: 4 }, dedupeKey: 'k-new' },
+			{ queue, group: 'normal', payload: { v: 5 }, delaySeconds: 600 },
+			{ queue, group: 'normal', payload: { v: 6 }, maxAttempts: 2 },
+		]);
+		expect(out.map((t) => t.index)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+		expect(out.map((t) => t.deduplicated)).toEqual([false, false, false, true, true, false, false]);
+		expect(out.map((t) => (t.payload as { v: unknown }).v)).toEqual([0, 1, 2, 'old', 1, 5, 6]);
+		expect(out[3].taskId).toBe(existing.taskId);
+		expect(out[4].taskId).toBe(out[1].taskId);
+		expect(out[6].maxAttempts).toBe(2);
+		expect(Date.parse(out[5].availableAt) - Date.parse(out[5].enqueuedAt)).toBeGreaterThanOrEqual(599_000);
+		// Every returned row is the row stored under that id.
+		const { rows } = await db.pool.query(`SELECT id::text, payload, priority_group FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
+		const byId = new Map(rows.map((r) => [r.id, r]));
+		expect(byId.size).toBe(6);
+		for (const t of out) expect(byId.get(t.taskId)).toMatchObject({ payload: t.payload, priority_group: t.group });
+	});
+
+	test('a mixed batch is all or nothing when a keyed item fails, and when a keyless one does', async () => {
+		const queue = db.queueName('mixed-atomic');
+		for (const bad of [
+			{ i: 2, q: queue, g: 'high', p: {}, k: 'k2', m: 0 },
+			{ i: 2, q: queue, g: 'high', p: {}, m: 0 },
+		]) {
+			await expect(
+				db.pool.query(`SELECT * FROM "${db.schema}".queue_enqueue($1::jsonb)`, [
+					JSON.stringify([{ i: 0, q: queue, g: 'high', p: {} }, { i: 1, q: queue, g: 'high', p: {}, k: 'k1' }, bad]),
+				]),
+			).rejects.toThrow(/check constraint/);
+		}
+		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
+		expect(rows[0].n).toBe(0);
+	});
+
+	test('concurrent mixed batches sharing dedupe keys: one task per key, every keyless item written', async () => {
+		const queue = db.queueName('mixed-race');
+		const results = await Promise.all(
+			Array.from({ length: 8 }, (_, b) =>
+				enqueue(db.pool, db.schema, [
+					{ queue, group: 'low', payload: { b }, dedupeKey: 'shared-b' },
+					{ queue, group: 'high', payload: { b } },
+					{ queue, group: 'low', payload: { b }, dedupeKey: 'shared-a' },
+				]),
+			),
+		);
+		for (const k of [0, 2]) {
+			expect(new Set(results.map((r) => r[k].taskId)).size).toBe(1);
+			expect(results.filter((r) => !r[k].deduplicated)).toHaveLength(1);
+		}
+		expect(new Set(results.map((r) => r[1].taskId)).size).toBe(8);
+		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
+		expect(rows[0].n).toBe(10);
+	});
+
+	test('the notification says whether ready work was added: the queue name, or empty for delayed tasks only', async () => {
+		const queue = db.queueName('notify-delayed');
+		const { got } = await listen(queue);
+		await enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'later', delaySeconds: 60 }]);
+		for (let i = 0; i < 20 && got.length === 0; i++) await sleep(50);
+		expect(got.map((n) => n.payload)).toEqual(['']);
+		await enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'now' }]);
+		for (let i = 0; i < 20 && got.length === 1; i++) await sleep(50);
+		await sleep(100);
+		expect(got.map((n) => n.payload)).toEqual(['', queue]);
+	});
+
 	test('delay and not-before: the later wins; results come back in input order', async () => {
 		const queue = db.queueName('delay');
 		const soon = new Date(Date.now() + 3_600_000).toISOString();

@@ -177,6 +177,123 @@ describe('leases', () => {
 		expect(next.map((x) => x.taskId)).toEqual([ids[1], ids[2]]);
 	});
 
+	test('a claim skips a row another transaction holds, fills its batch from the others, and keeps the order', async () => {
+		const queue = db.queueName('held-row');
+		const high = await db.fill(queue, 'high', 6);
+		await db.fill(queue, 'normal', 6);
+		await db.fill(queue, 'low', 6);
+		const tx = await db.pool.connect();
+		try {
+			await tx.query('BEGIN');
+			// Something else (a repair script, a settle in flight) holds the head of "high".
+			await tx.query(`SELECT 1 FROM "${db.schema}".queue_tasks WHERE id = $1 FOR UPDATE`, [high[0]]);
+			const got = await dequeue(db.pool, db.schema, { queue, limit: 8, leaseSeconds: 60, agingSeconds: 0 });
+			expect(got).toHaveLength(8);
+			expect(got.map((t) => t.taskId)).not.toContain(high[0]);
+			// The schedule was computed without it: the usual order, FIFO from the next high task.
+			expect(got.map((t) => t.group[0]).join('')).toBe('hnhhlhnh');
+			expect(got.filter((t) => t.group === 'high').map((t) => t.taskId)).toEqual(high.slice(1, 6));
+			expect(got.map((t) => Number(t.claimSeq))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+			await tx.query('ROLLBACK');
+		} finally {
+			tx.release();
+		}
+		const [next] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
+		expect(next.taskId).toBe(high[0]);
+		expect(next.claimSeq).toBe('9');
+	});
+
+	test('claims racing completes and releases: a task is only handed out again after its holder let go', async () => {
+		const queue = db.queueName('race');
+		await db.fill(queue, 'high', 150);
+		await db.fill(queue, 'normal', 100);
+		await db.fill(queue, 'low', 50);
+		const released = new Set<string>(); // lease tokens whose release succeeded
+		const claims: ClaimedTask[] = [];
+		let completed = 0;
+		const consumer = async () => {
+			for (;;) {
+				const got = await dequeue(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * 5), leaseSeconds: 120, agingSeconds: 0 });
+				if (got.length === 0) return;
+				claims.push(...got);
+				const giveBack = got.filter(() => Math.random() < 0.3);
+				const finish = got.filter((t) => !giveBack.includes(t));
+				// Settle both at once on two connections, racing the other consumers' claims.
+				const [rel, done] = await Promise.all([release(db.pool, db.schema, giveBack), complete(db.pool, db.schema, finish)]);
+				for (const r of rel) {
+					expect(r.outcome).toBe('released');
+					released.add(giveBack[r.index].leaseToken);
+				}
+				for (const r of done) expect(r.outcome).toBe('completed');
+				completed += done.length;
+			}
+		};
+		await Promise.all(Array.from({ length: 6 }, consumer));
+		expect(completed).toBe(300);
+		const byTask = new Map<string, ClaimedTask[]>();
+		for (const c of claims) byTask.set(c.taskId, [...(byTask.get(c.taskId) ?? []), c]);
+		expect(byTask.size).toBe(300);
+		for (const list of byTask.values()) {
+			list.sort((a, b) => Number(a.claimSeq) - Number(b.claimSeq));
+			// Every claim but the last followed a successful release by its holder.
+			list.slice(0, -1).forEach((c) => expect(released.has(c.leaseToken)).toBe(true));
+			expect(released.has(list[list.length - 1].leaseToken)).toBe(false);
+		}
+		// One global claim order without gaps.
+		const seqs = claims.map((c) => Number(c.claimSeq)).sort((a, b) => a - b);
+		expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+	}, 60_000);
+
+	test('a lease expiring at max attempts goes dead exactly once, with several claimers sweeping at once', async () => {
+		const queue = db.queueName('expire-dead-race');
+		await db.fill(queue, 'high', 20, { maxAttempts: 1 });
+		await db.fill(queue, 'low', 20, { maxAttempts: 2 });
+		const first = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 1, agingSeconds: 0 });
+		expect(first).toHaveLength(40);
+		await sleep(1300);
+		const again = (
+			await Promise.all(Array.from({ length: 6 }, () => dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 0 })))
+		).flat();
+		// The low tasks had an attempt left: each handed out once more, as attempt 2.
+		expect(again).toHaveLength(20);
+		expect(new Set(again.map((t) => t.taskId)).size).toBe(20);
+		expect(again.every((t) => t.group === 'low' && t.attempt === 2 && t.lastError === 'lease expired (attempt 1 of 2)')).toBe(true);
+		const { rows } = await db.pool.query(
+			`SELECT status, last_error, count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1 GROUP BY 1, 2 ORDER BY 1`,
+			[queue],
+		);
+		expect(rows).toEqual([
+			{ status: 'dead', last_error: 'lease expired at max attempts (1 of 1)', n: 20 },
+			{ status: 'processing', last_error: 'lease expired (attempt 1 of 2)', n: 20 },
+		]);
+	});
+
+	test('one complete call with completed, repeated, lost and unknown items answers each in input order', async () => {
+		const queue = db.queueName('complete-mixed');
+		await db.fill(queue, 'high', 3);
+		const [a, b, c] = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60 });
+		const res = await complete(db.pool, db.schema, [
+			{ ...b, result: { n: 'b' } },
+			{ ...a, leaseToken: '00000000-0000-0000-0000-000000000000' }, // wrong token, then the right one
+			{ ...a, result: { n: 'a' } },
+			{ ...b, result: { n: 'b again' } }, // same token twice
+			{ taskId: '999999998', leaseToken: c.leaseToken },
+			c,
+		]);
+		expect(res.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5]);
+		expect(res.map((r) => r.outcome)).toEqual(['completed', 'lease_lost', 'completed', 'already_settled', 'not_found', 'completed']);
+		expect(res[1].detail).toMatch(/another holder/);
+		const { rows } = await db.pool.query(
+			`SELECT id::text, result FROM "${db.schema}".queue_tasks_archive WHERE id = ANY($1::bigint[]) ORDER BY id`,
+			[[a.taskId, b.taskId, c.taskId]],
+		);
+		expect(rows).toEqual([
+			{ id: a.taskId, result: { n: 'a' } },
+			{ id: b.taskId, result: { n: 'b' } },
+			{ id: c.taskId, result: null },
+		]);
+	});
+
 	test('malformed lease tokens and ids are refused before any write', async () => {
 		await expect(complete(db.pool, db.schema, [{ taskId: '1', leaseToken: 'nope' }])).rejects.toThrow(/Lease token/);
 		await expect(complete(db.pool, db.schema, [{ taskId: 'x', leaseToken: '00000000-0000-0000-0000-000000000000' }])).rejects.toThrow(

@@ -111,6 +111,35 @@ describe('trigger engine on Postgres', () => {
 		expect(reasons[0]).toMatch(/reconnect|notify/);
 	});
 
+	test('claim mode: a notification claims at once; a delayed-only enqueue claims nothing and arms the due time', async () => {
+		const queue = db.queueName('claim-first');
+		const emitted: ClaimedTask[] = [];
+		const w = watcher(queue, {
+			claimFirst: true,
+			pollMs: 600_000,
+			fire: async () => {
+				const tasks = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60 });
+				if (tasks.length === 0) return undefined;
+				emitted.push(...tasks);
+				return { finished: complete(db.pool, db.schema, tasks) };
+			},
+		});
+		await w.start();
+		await until(() => w.counters.checks > 0);
+		const checks = w.counters.checks;
+		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
+		await until(() => emitted.length > 0);
+		expect(emitted.map((t) => t.payload)).toEqual([{ n: 1 }]);
+		// A task due in one second, announced by an empty-payload notification: not claimed early,
+		// claimed at its time (the poll interval is ten minutes, so the due time armed the timer).
+		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { n: 2 }, delaySeconds: 1 }]);
+		await until(() => w.counters.notifications >= 2);
+		await until(() => emitted.length > 1, 10_000);
+		expect(emitted.map((t) => t.payload)).toEqual([{ n: 1 }, { n: 2 }]);
+		expect(Date.parse(emitted[1].leaseExpiresAt) - 60_000).toBeGreaterThanOrEqual(Date.parse(emitted[1].availableAt));
+		expect(w.counters.checks).toBeGreaterThan(checks);
+	});
+
 	test('two claiming watchers on one queue never hand out a task twice', async () => {
 		const queue = db.queueName('claimers');
 		const emitted: ClaimedTask[] = [];

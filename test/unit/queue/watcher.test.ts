@@ -7,14 +7,14 @@ import { QueueWatcher, type ListenConnection, type WatcherDeps } from '../../../
 const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
 
 class FakeConn implements ListenConnection {
-	notify?: () => void;
+	notify?: (payload?: string) => void;
 	lost?: (e?: Error) => void;
 	channels: string[] = [];
 	closed = false;
 	async listen(channel: string) {
 		this.channels.push(channel);
 	}
-	onNotification(fn: () => void) {
+	onNotification(fn: (payload?: string) => void) {
 		this.notify = fn;
 	}
 	onLost(fn: (e?: Error) => void) {
@@ -171,6 +171,98 @@ describe('QueueWatcher', () => {
 		expect(state.fired).toEqual(['start']);
 		await tick(100);
 		expect(state.fired.slice(0, 2)).toEqual(['start', 'finished']);
+	});
+
+	test('wake-up mode: a notification of ready work fires at once, without the due check first', async () => {
+		const { state, watcher } = track(setup());
+		await watcher.start();
+		await tick();
+		const checksBefore = watcher.counters.checks;
+		state.due = true;
+		state.conns[0].notify?.('the-queue');
+		await tick();
+		expect(state.fired).toEqual(['notify']);
+		// The only check was none: the notification itself said work is ready. (With one execution
+		// allowed, the loop stops there; the finished execution checks again.)
+		expect(watcher.counters.checks).toBe(checksBefore);
+	});
+
+	test('a notification of delayed work only (empty payload) checks first and fires nothing before it is due', async () => {
+		const { state, watcher } = track(setup());
+		await watcher.start();
+		await tick();
+		const checksBefore = watcher.counters.checks;
+		state.conns[0].notify?.('');
+		await tick();
+		expect(state.fired).toEqual([]);
+		expect(watcher.counters.checks).toBe(checksBefore + 1);
+	});
+
+	test('claim mode: every wake-up claims first; the due check runs only when the claim comes back empty', async () => {
+		const calls: string[] = [];
+		let ready = 0;
+		const { state, watcher } = track(
+			setup({
+				claimFirst: true,
+				maxInFlight: 3,
+				check: async () => {
+					calls.push('check');
+					return { due: false, inMs: null };
+				},
+				fire: async (reason) => {
+					calls.push(`claim:${reason}`);
+					if (ready === 0) return undefined;
+					ready--;
+					state.fired.push(reason);
+					return { finished: new Promise<void>((r) => state.finishers.push(r)) };
+				},
+			}),
+		);
+		await watcher.start();
+		await tick();
+		expect(calls).toEqual(['claim:start', 'check']);
+		calls.length = 0;
+		ready = 2;
+		state.conns[0].notify?.('q');
+		await tick();
+		// Claims until the claim comes back empty, then one check to learn the next due time.
+		expect(calls).toEqual(['claim:notify', 'claim:notify', 'claim:notify', 'check']);
+		expect(watcher.executionsInFlight).toBe(2);
+		calls.length = 0;
+		ready = 5;
+		state.conns[0].notify?.('');
+		await tick();
+		// Only one slot left: one claim, no check.
+		expect(calls).toEqual(['claim:notify']);
+		expect(watcher.executionsInFlight).toBe(3);
+	});
+
+	test('claim mode: an empty claim learns the next due time and polls then', async () => {
+		let due = false;
+		let claims = 0;
+		const { watcher } = track(
+			setup({
+				claimFirst: true,
+				connect: undefined,
+				check: async () => (due ? { due: true, inMs: 0 } : { due: false, inMs: 60 }),
+				fire: async () => {
+					claims++;
+					return undefined;
+				},
+			}),
+		);
+		await watcher.start();
+		await tick(10);
+		expect(claims).toBe(1);
+		await tick(150); // the due time (60 ms) came: claimed again, without any notification
+		expect(claims).toBeGreaterThanOrEqual(2);
+		// Due now but this claim takes nothing (for example groups it does not list): one more claim,
+		// then it waits for the next poll instead of spinning.
+		due = true;
+		const before = claims;
+		watcher.wake('manual');
+		await tick(100);
+		expect(claims - before).toBe(2);
 	});
 
 	test('close stops everything and closes the connection', async () => {
