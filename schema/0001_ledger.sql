@@ -181,53 +181,71 @@ BEGIN
         ORDER BY e->>'k', (e->>'i')::integer
     LOOP
         idx := it.i;
-        -- The key may have vanished since phase 1 (a concurrent inserter rolled back): try again.
-        INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
-                                     attempt, idempotency_key, lease_token, lease_expires_at)
-        VALUES (it.k, 'reserved', it.f, it.a, it.t, it.r, 1, downstream_idempotency_key(it.k, 1),
-                gen_random_uuid(), now() + make_interval(secs => it.l))
-        ON CONFLICT (operation_key) DO NOTHING
-        RETURNING o.* INTO op;
-        IF FOUND THEN
-            outcome := 'proceed';
-            PERFORM append_event(op.operation_key, 'reserved', NULL, 'reserved', op.attempt, op.lease_token, p_ctx, it.i, NULL);
-        ELSE
-            -- The row exists (possibly committed by a concurrent batch a moment ago: this statement
-            -- runs with a fresh snapshot). Lock it and decide from its current state.
-            SELECT * INTO op FROM operations o WHERE o.operation_key = it.k FOR UPDATE;
+        -- Answers that change nothing need no row lock: a succeeded or permanently failed row never
+        -- changes again, and unknown or review rows only move on evidence, which this item does not
+        -- bring. Read them without locking, so replays dirty no page and write no WAL.
+        SELECT * INTO op FROM operations o WHERE o.operation_key = it.k;
+        IF FOUND AND (op.status IN ('succeeded', 'unknown', 'review') OR (op.status = 'failed' AND op.retryable IS FALSE)) THEN
             IF op.fingerprint <> it.f THEN
                 outcome := 'conflict';
                 PERFORM append_event(op.operation_key, 'conflict_rejected', op.status, op.status, op.attempt, NULL, p_ctx, it.i,
                                      jsonb_build_object('fingerprint', it.f));
             ELSIF op.status = 'succeeded' THEN
                 outcome := 'already_succeeded';
-            ELSIF op.status = 'reserved' AND op.lease_expires_at > now() THEN
-                outcome := 'in_progress';
-            ELSIF op.status = 'reserved' THEN
-                UPDATE operations o
-                   SET status = 'unknown', reason = 'lease expired without a confirmation',
-                       unknown_since = now(), next_check_at = now(), updated_at = now()
-                 WHERE o.operation_key = op.operation_key AND o.status = 'reserved'
-                RETURNING o.* INTO op;
-                PERFORM append_event(op.operation_key, 'lease_expired', 'reserved', 'unknown', op.attempt, op.lease_token, p_ctx, it.i, NULL);
-                outcome := 'needs_reconcile';
-            ELSIF op.status IN ('unknown', 'review') THEN
-                outcome := 'needs_reconcile';
-            ELSIF op.status = 'failed' AND op.retryable THEN
-                UPDATE operations o
-                   SET status = 'reserved', attempt = o.attempt + 1,
-                       idempotency_key = downstream_idempotency_key(o.operation_key, o.attempt + 1),
-                       lease_token = gen_random_uuid(), lease_expires_at = now() + make_interval(secs => it.l),
-                       external_ref = NULL, response = NULL, response_truncated = false, reason = NULL,
-                       retryable = NULL, unknown_since = NULL, reconcile_checks = 0, next_check_at = NULL,
-                       settled_at = NULL, updated_at = now()
-                 WHERE o.operation_key = op.operation_key AND o.status = 'failed' AND o.retryable
-                RETURNING o.* INTO op;
-                PERFORM append_event(op.operation_key, 'reserved', 'failed', 'reserved', op.attempt, op.lease_token, p_ctx, it.i,
-                                     jsonb_build_object('retry', true));
-                outcome := 'proceed';
-            ELSE
+            ELSIF op.status = 'failed' THEN
                 outcome := 'failed_permanently';
+            ELSE
+                outcome := 'needs_reconcile';
+            END IF;
+        ELSE
+            -- The key may have vanished since phase 1 (a concurrent inserter rolled back): try again.
+            INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
+                                         attempt, idempotency_key, lease_token, lease_expires_at)
+            VALUES (it.k, 'reserved', it.f, it.a, it.t, it.r, 1, downstream_idempotency_key(it.k, 1),
+                    gen_random_uuid(), now() + make_interval(secs => it.l))
+            ON CONFLICT (operation_key) DO NOTHING
+            RETURNING o.* INTO op;
+            IF FOUND THEN
+                outcome := 'proceed';
+                PERFORM append_event(op.operation_key, 'reserved', NULL, 'reserved', op.attempt, op.lease_token, p_ctx, it.i, NULL);
+            ELSE
+                -- The row exists (possibly committed by a concurrent batch a moment ago: this statement
+                -- runs with a fresh snapshot). Lock it and decide from its current state.
+                SELECT * INTO op FROM operations o WHERE o.operation_key = it.k FOR UPDATE;
+                IF op.fingerprint <> it.f THEN
+                    outcome := 'conflict';
+                    PERFORM append_event(op.operation_key, 'conflict_rejected', op.status, op.status, op.attempt, NULL, p_ctx, it.i,
+                                         jsonb_build_object('fingerprint', it.f));
+                ELSIF op.status = 'succeeded' THEN
+                    outcome := 'already_succeeded';
+                ELSIF op.status = 'reserved' AND op.lease_expires_at > now() THEN
+                    outcome := 'in_progress';
+                ELSIF op.status = 'reserved' THEN
+                    UPDATE operations o
+                       SET status = 'unknown', reason = 'lease expired without a confirmation',
+                           unknown_since = now(), next_check_at = now(), updated_at = now()
+                     WHERE o.operation_key = op.operation_key AND o.status = 'reserved'
+                    RETURNING o.* INTO op;
+                    PERFORM append_event(op.operation_key, 'lease_expired', 'reserved', 'unknown', op.attempt, op.lease_token, p_ctx, it.i, NULL);
+                    outcome := 'needs_reconcile';
+                ELSIF op.status IN ('unknown', 'review') THEN
+                    outcome := 'needs_reconcile';
+                ELSIF op.status = 'failed' AND op.retryable THEN
+                    UPDATE operations o
+                       SET status = 'reserved', attempt = o.attempt + 1,
+                           idempotency_key = downstream_idempotency_key(o.operation_key, o.attempt + 1),
+                           lease_token = gen_random_uuid(), lease_expires_at = now() + make_interval(secs => it.l),
+                           external_ref = NULL, response = NULL, response_truncated = false, reason = NULL,
+                           retryable = NULL, unknown_since = NULL, reconcile_checks = 0, next_check_at = NULL,
+                           settled_at = NULL, updated_at = now()
+                     WHERE o.operation_key = op.operation_key AND o.status = 'failed' AND o.retryable
+                    RETURNING o.* INTO op;
+                    PERFORM append_event(op.operation_key, 'reserved', 'failed', 'reserved', op.attempt, op.lease_token, p_ctx, it.i,
+                                         jsonb_build_object('retry', true));
+                    outcome := 'proceed';
+                ELSE
+                    outcome := 'failed_permanently';
+                END IF;
             END IF;
         END IF;
         -- A conflict learns nothing of the other request's operation.
