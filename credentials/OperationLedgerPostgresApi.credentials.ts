@@ -110,7 +110,7 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			type: 'boolean',
 			default: true,
 			description:
-				'Whether the nodes may create or upgrade the schema on first use (under an advisory lock). Switch off when a DBA applies schema/*.sql with psql and the n8n role may not run DDL.',
+				'Whether the nodes may create or upgrade the schema on first use (under an advisory lock). Switch off when a DBA applies schema/apply.sql with psql and the n8n role may not run DDL.',
 		},
 		{
 			displayName: 'Max Connections',

@@ -1,8 +1,9 @@
 // Post-build step (after `n8n-node build`):
 // 1. bundle dist/src/vendor.js with pg and canonicalize inlined, so the package has no runtime deps;
-// 2. copy schema/*.sql next to the compiled code, where the migration runner reads them.
+// 2. copy schema/ (migrations, functions, apply.sql, security) next to the compiled code, where the
+//    migration runner reads it.
 import { build } from 'esbuild';
-import { cpSync, mkdirSync, readdirSync } from 'node:fs';
+import { cpSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -20,8 +21,6 @@ await build({
 	logLevel: 'warning',
 	legalComments: 'inline',
 });
-mkdirSync(path.join(root, 'dist/schema'), { recursive: true });
-for (const f of readdirSync(path.join(root, 'schema'))) {
-	if (f.endsWith('.sql')) cpSync(path.join(root, 'schema', f), path.join(root, 'dist/schema', f));
-}
-console.log('bundled dist/src/vendor.js and copied schema/*.sql');
+rmSync(path.join(root, 'dist/schema'), { recursive: true, force: true });
+cpSync(path.join(root, 'schema'), path.join(root, 'dist/schema'), { recursive: true, filter: (src) => !/\.(md|txt)$/.test(src) });
+console.log('bundled dist/src/vendor.js and copied schema/');

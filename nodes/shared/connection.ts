@@ -12,7 +12,7 @@ import type {
 import type { Pool as PgPool } from 'pg';
 import { Client } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
-import { ensureSchema, currentVersion, requiredVersion } from '../../src/db/migrate';
+import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
 import { getPool, toPgConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
 
 export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
@@ -71,19 +71,12 @@ export async function ledgerConnectionTest(
 	try {
 		await client.connect();
 		await client.query('SELECT 1');
-		if (!config.autoApplySchema) {
-			const fake = { query: client.query.bind(client) } as unknown as PgPool;
-			const have = await currentVersion(fake, config.schema);
-			const need = requiredVersion();
-			if (have < need) {
-				return {
-					status: 'Error',
-					message:
-						have === 0
-							? `Connected, but schema "${config.schema}" is missing and "Apply Schema Automatically" is off. Apply schema/*.sql with psql or switch it on.`
-							: `Connected, but schema "${config.schema}" is at version ${have} of ${need} and "Apply Schema Automatically" is off.`,
-				};
-			}
+		const fake = { query: client.query.bind(client) } as unknown as PgPool;
+		const state = await readSchemaState(fake, config.schema);
+		const gap = schemaGap(state);
+		// Behind is fine when the nodes may apply the schema; a newer package's schema never is.
+		if (gap === 'newer' || (gap === 'apply' && !config.autoApplySchema)) {
+			return { status: 'Error', message: `Connected, but: ${describeSchemaGap(config.schema, state)}` };
 		}
 		return { status: 'OK', message: 'Connection successful' };
 	} catch (e) {

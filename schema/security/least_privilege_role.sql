@@ -1,6 +1,6 @@
 -- A least-privilege login role for the n8n nodes of n8n-nodes-operation-ledger.
 --
--- Run as the schema owner (or a superuser) after applying schema/0*.sql:
+-- Run as the schema owner (or a superuser) after applying schema/apply.sql:
 --   psql "$ADMIN_URL" -1 -v ON_ERROR_STOP=1 -v schema=operation_ledger -v role=n8n_ledger \
 --        -v password="$(openssl rand -base64 24)" -f schema/security/least_privilege_role.sql
 -- Then point the n8n credential at this role with "Apply Schema Automatically" switched OFF
@@ -18,7 +18,7 @@ REVOKE ALL ON SCHEMA :"schema" FROM PUBLIC;
 GRANT USAGE ON SCHEMA :"schema" TO :"role";
 
 -- The ledger: rows are never deleted by the nodes; the event log is append-only.
-GRANT SELECT ON :"schema".schema_migrations TO :"role";
+GRANT SELECT ON :"schema".schema_migrations, :"schema".function_set TO :"role";
 GRANT SELECT, INSERT, UPDATE ON :"schema".operations TO :"role";
 GRANT SELECT, INSERT ON :"schema".operation_events TO :"role";
 

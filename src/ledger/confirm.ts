@@ -1,6 +1,6 @@
 /**
  * Confirm: record what happened at the outside system, fenced by the lease token.
- * One round trip per batch via <schema>.confirm_operations() (schema/0001_ledger.sql).
+ * One round trip per batch via <schema>.confirm_operations() (schema/functions/ledger/confirm_operations.sql).
  */
 import { canonicalJson, NotJsonError } from '../json/canonical';
 import type { Queryable } from './reserve';

@@ -1,7 +1,7 @@
 /**
  * Reconcile Unknown: claim operations whose outcome is unknown, and resolve them from what the
  * target system says. Never turns "unknown" into "safe to retry" without evidence: see
- * schema/0003_reconcile.sql for the rules.
+ * schema/functions/ledger/reconcile_claim.sql and reconcile_resolve.sql for the rules.
  */
 import { canonicalJson, NotJsonError } from '../json/canonical';
 import type { Queryable } from './reserve';

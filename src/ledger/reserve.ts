@@ -1,7 +1,7 @@
 /**
  * Reserve: record the intent to perform an outside write, before sending it.
  * One round trip per batch: all items go to <schema>.reserve_operations() as one JSON document and
- * are decided in one transaction (see schema/0001_ledger.sql for the state machine).
+ * are decided in one transaction (see schema/migrations/0001_ledger.sql for the state machine).
  */
 import type { Pool, PoolClient } from 'pg';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';

@@ -1,6 +1,6 @@
 /**
  * The closed lists of the ledger, named once. The state machine itself is drawn in
- * schema/0001_ledger.sql and followed literally by its functions.
+ * schema/migrations/0001_ledger.sql and followed literally by its functions.
  */
 export const OPERATION_STATUSES = ['reserved', 'succeeded', 'failed', 'unknown', 'review'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];

@@ -1,6 +1,6 @@
 /**
  * The LISTEN/NOTIFY channel of a queue: 'oplq_' and the first 24 hex digits of
- * md5(schema + '/' + queue). Same formula as queue_channel() in schema/0002_queue.sql; the result
+ * md5(schema + '/' + queue). Same formula as schema/functions/queue/queue_channel.sql; the result
  * is a plain lower-case identifier (29 bytes), safe to use unquoted in LISTEN.
  */
 import { createHash } from 'node:crypto';

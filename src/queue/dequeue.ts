@@ -73,7 +73,7 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 }
 
 /**
- * Claims up to `limit` tasks of `queue` in one statement (queue_claim in schema/0002_queue.sql):
+ * Claims up to `limit` tasks of `queue` in one statement (schema/functions/queue/queue_claim.sql):
  * expired leases of the queue are swept first when there are any (back to pending, or dead at max
  * attempts); when no listed group has ready work it returns at once; otherwise claims serialize on
  * the queue's scheduler row, ready tasks are read per group without row locks, slots are filled by

@@ -1,6 +1,6 @@
 /**
  * The priority task queue core: plain values in, plain rows out; knows nothing of n8n.
- * Contract: docs/queue.md. Schema and state machine: schema/0002_queue.sql.
+ * Contract: docs/queue.md. Schema and state machine: schema/migrations/0002_queue.sql.
  */
 export * from './states';
 export * from './types';

@@ -1,6 +1,6 @@
 /**
  * The task states and settle outcomes of the priority task queue, named once.
- * The state machine itself is drawn at the top of schema/0002_queue.sql.
+ * The state machine itself is drawn at the top of schema/migrations/0002_queue.sql.
  *
  *   pending ──claim──▶ processing ──complete──▶ succeeded (archived)
  *      ▲                  │  │ └──fail at max attempts / give up / lease expired at max──▶ dead

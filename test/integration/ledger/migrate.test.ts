@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { Pool } from 'pg';
-import { currentVersion, loadMigrations, migrate, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
+import { currentVersion, loadFunctionSet, loadMigrations, migrate, readSchemaState, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -30,19 +30,57 @@ describe('migrations', () => {
 	it('refuses to apply when auto-apply is off, with a message that says what to do', async () => {
 		const schema = fresh();
 		await expect(migrate(pool, schema, false)).rejects.toBeInstanceOf(SchemaNotReadyError);
-		await expect(migrate(pool, schema, false)).rejects.toThrow(/Apply schema\/\*\.sql with psql/);
+		await expect(migrate(pool, schema, false)).rejects.toThrow(/Apply schema\/apply\.sql with psql/);
 		expect(await currentVersion(pool, schema)).toBe(0);
 	});
 
-	it('the files apply with psql as a DBA would, and the nodes then accept the schema', async () => {
+	it('schema/apply.sql applies with psql as a DBA would (twice: the second run is an upgrade that changes nothing), and the nodes accept it', async () => {
 		const schema = fresh();
-		for (const m of loadMigrations()) {
-			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', `schema/${m.file}`], {
-				stdio: 'pipe',
-			});
+		for (let run = 0; run < 2; run++) {
+			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
 		}
-		expect(await currentVersion(pool, schema)).toBe(requiredVersion());
+		const state = await readSchemaState(pool, schema);
+		expect(state).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 		await expect(migrate(pool, schema, false)).resolves.toBe(requiredVersion());
+		const { rows } = await pool.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
+	});
+
+	it('re-applies the function set when it differs from this package\'s, and records it', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		// A function changed by hand and a stale record, as after an older package of the same version.
+		await pool.query(`CREATE OR REPLACE FUNCTION "${schema}".downstream_idempotency_key(p_key text, p_attempt integer) RETURNS text LANGUAGE sql AS $$ SELECT 'tampered' $$`);
+		await pool.query(`UPDATE "${schema}".function_set SET functions_hash = 'old'`);
+		await expect(migrate(pool, schema, false)).rejects.toThrow(/differ from this package/);
+		await migrate(pool, schema, true);
+		const { rows } = await pool.query(`SELECT "${schema}".downstream_idempotency_key('k', 1) AS k`);
+		expect(rows[0].k).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+		expect((await readSchemaState(pool, schema)).functions?.hash).toBe(loadFunctionSet().hash);
+	});
+
+	it('upgrades a schema made before the function set was recorded (migrations 1 to 3 only)', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		await pool.query(`DROP TABLE "${schema}".function_set; DELETE FROM "${schema}".schema_migrations WHERE version >= 4`);
+		expect(await readSchemaState(pool, schema)).toEqual({ version: 3, functions: null });
+		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+		expect((await readSchemaState(pool, schema)).functions?.hash).toBe(loadFunctionSet().hash);
+	});
+
+	it('never replaces the functions of a newer package version, with auto-apply on or off', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		await pool.query(`UPDATE "${schema}".function_set SET package_version = '99.0.0', functions_hash = 'newer'`);
+		for (const auto of [true, false]) {
+			await expect(migrate(pool, schema, auto)).rejects.toThrow(/newer than this package/);
+		}
+		expect((await readSchemaState(pool, schema)).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
+		// psql's apply.sql refuses too, and changes nothing.
+		expect(() =>
+			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
+		).toThrow(/a newer n8n-nodes-operation-ledger installed its functions/);
+		expect((await readSchemaState(pool, schema)).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
 	});
 
 	it('rejects schema names that try to inject SQL', async () => {
@@ -84,7 +122,7 @@ describe('credential test', () => {
 
 	it('says the schema is missing when auto-apply is off', async () => {
 		const r = await test({ ...base, schema: fresh(), autoApplySchema: false });
-		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/schema ".*" is missing and "Apply Schema Automatically" is off/) });
+		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/Connected, but: The ledger schema ".*" is not set up in this database.*Apply Schema Automatically/) });
 	});
 
 	it('rejects an unsafe schema name before connecting', async () => {

@@ -1,0 +1,112 @@
+-- Complete a batch. p_items: [{"i": item index, "id": task id, "tok": lease token, "res": result json or null}].
+-- Outcomes: completed (moved to the archive as succeeded) | already_settled (this lease token already
+-- completed it) | lease_lost (row untouched; detail says why) | not_found.
+-- The first item of every task id is completed by one DELETE … RETURNING piped into the archive
+-- INSERT (rows taken in id order); only the items it did not complete (lost leases, repeated ids)
+-- go through the item-by-item path, which says why.
+CREATE OR REPLACE FUNCTION queue_complete(p_items jsonb)
+RETURNS TABLE (idx integer, id bigint, outcome text, status text, attempts integer, finished_at timestamptz, detail text)
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    it record;
+    a queue_tasks_archive%ROWTYPE;
+    t queue_tasks%ROWTYPE;
+    v_i integer[];
+    v_id bigint[];
+    v_att integer[];
+    v_fin timestamptz[];
+    v_map jsonb;
+    v_ids bigint[];
+BEGIN
+    -- The first item of every task id, keyed by id.
+    SELECT coalesce(jsonb_object_agg(f.tid::text, jsonb_build_object('i', f.i, 'tok', f.tok, 'res', f.res)), '{}'),
+           coalesce(array_agg(f.tid ORDER BY f.tid), '{}')
+      INTO v_map, v_ids
+      FROM (SELECT DISTINCT ON ((e->>'id')::bigint) (e->>'i')::integer AS i, (e->>'id')::bigint AS tid,
+                   e->>'tok' AS tok, e->'res' AS res
+              FROM jsonb_array_elements(p_items) AS e
+             ORDER BY (e->>'id')::bigint, (e->>'i')::integer) f;
+    -- Rows are found by id (primary key: one lock order); the lease test is written so that the
+    -- planner never scans the lease index instead.
+    WITH gone AS (
+        DELETE FROM queue_tasks x
+         WHERE x.id = ANY (v_ids) AND x.status = 'processing'
+           AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
+           AND x.lease_expires_at - now() > interval '0'
+        RETURNING x.*
+    ), moved AS (
+        INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at)
+        SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
+               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, now()
+          FROM gone g
+        RETURNING ar.id, ar.attempts, ar.finished_at
+    )
+    SELECT coalesce(array_agg((v_map->(mv.id::text)->>'i')::integer), '{}'), coalesce(array_agg(mv.id), '{}'),
+           coalesce(array_agg(mv.attempts), '{}'), coalesce(array_agg(mv.finished_at), '{}')
+      INTO v_i, v_id, v_att, v_fin
+      FROM moved mv;
+    RETURN QUERY
+    SELECT u.i, u.tid, 'completed'::text, 'succeeded'::text, u.att, u.fin, NULL::text
+      FROM unnest(v_i, v_id, v_att, v_fin) AS u(i, tid, att, fin);
+
+    IF cardinality(v_i) = jsonb_array_length(p_items) THEN
+        RETURN;
+    END IF;
+    -- The rest, one by one: lost leases (say why) and repeated ids (the first item already decided).
+    FOR it IN
+        SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok, e->'res' AS res
+          FROM jsonb_array_elements(p_items) AS e
+         WHERE NOT EXISTS (SELECT 1 FROM unnest(v_i) AS d(i) WHERE d.i = (e->>'i')::integer)
+         ORDER BY (e->>'id')::bigint, (e->>'i')::integer
+    LOOP
+        idx := it.i;
+        id := it.tid;
+        detail := NULL;
+        finished_at := NULL;
+        WITH gone AS (
+            DELETE FROM queue_tasks x
+             WHERE x.id = it.tid AND x.status = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+            RETURNING x.*
+        )
+        INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at)
+        SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
+               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, now()
+          FROM gone g
+        RETURNING ar.* INTO a;
+        IF FOUND THEN
+            outcome := 'completed';
+            status := 'succeeded';
+            attempts := a.attempts;
+            finished_at := a.finished_at;
+        ELSE
+            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid;
+            IF FOUND THEN
+                outcome := 'lease_lost';
+                status := t.status;
+                attempts := t.attempts;
+                detail := queue_lease_lost_reason(t, it.tok);
+            ELSE
+                SELECT * INTO a FROM queue_tasks_archive x WHERE x.id = it.tid;
+                IF FOUND THEN
+                    outcome := CASE WHEN a.lease_token = it.tok AND a.status = 'succeeded' THEN 'already_settled' ELSE 'lease_lost' END;
+                    status := a.status;
+                    attempts := a.attempts;
+                    finished_at := a.finished_at;
+                    detail := CASE WHEN outcome = 'already_settled' THEN 'this lease already completed the task'
+                                   ELSE 'the task is finished (' || a.status || ') under another lease' END;
+                ELSE
+                    outcome := 'not_found';
+                    status := NULL;
+                    attempts := NULL;
+                    detail := 'no task with this id';
+                END IF;
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END $$;

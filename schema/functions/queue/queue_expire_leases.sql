@@ -1,0 +1,28 @@
+-- Expired leases of one queue (at most p_limit, oldest first): back to pending, or dead when the
+-- attempts are used up. p_now: the time to judge expiry by (default: the current clock, not the
+-- transaction start). Returns how many rows changed.
+CREATE OR REPLACE FUNCTION queue_expire_leases(p_queue text, p_limit integer DEFAULT 1000, p_now timestamptz DEFAULT clock_timestamp())
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    n integer;
+BEGIN
+    UPDATE queue_tasks t
+       SET status = CASE WHEN t.attempts >= t.max_attempts THEN 'dead' ELSE 'pending' END,
+           last_error = CASE WHEN t.attempts >= t.max_attempts
+                             THEN 'lease expired at max attempts (' || t.attempts || ' of ' || t.max_attempts || ')'
+                             ELSE 'lease expired (attempt ' || t.attempts || ' of ' || t.max_attempts || ')' END,
+           dead_at = CASE WHEN t.attempts >= t.max_attempts THEN p_now END,
+           lease_expires_at = NULL,
+           updated_at = p_now
+     WHERE t.id IN (SELECT x.id FROM queue_tasks x
+                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
+                     ORDER BY x.lease_expires_at
+                     LIMIT p_limit
+                     FOR UPDATE SKIP LOCKED)
+       AND t.status = 'processing' AND t.lease_expires_at <= p_now;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;

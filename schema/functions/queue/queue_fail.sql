@@ -1,0 +1,87 @@
+-- Fail a batch. p_items: [{"i": item index, "id": task id, "tok": lease token, "err": error text,
+-- "giveUp": true to go dead now}]. Backoff in seconds: b = least(p_cap_secs, p_base_secs * 2^(attempts-1)),
+-- retry after b/2 + random() * b/2 ("equal jitter": at least half the backoff). At max attempts (or
+-- giveUp) the task goes dead with the error as last_error; that transition happens once, because it
+-- needs the live lease that it ends.
+-- Outcomes: retry_scheduled | dead | already_settled | lease_lost | not_found.
+CREATE OR REPLACE FUNCTION queue_fail(p_items jsonb, p_base_secs double precision, p_cap_secs double precision)
+RETURNS TABLE (
+    idx integer, id bigint, outcome text, status text, attempts integer, max_attempts integer,
+    retry_at timestamptz, last_error text, detail text
+)
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    it record;
+    t queue_tasks%ROWTYPE;
+    a queue_tasks_archive%ROWTYPE;
+    b double precision;
+BEGIN
+    IF p_base_secs IS NULL OR p_base_secs < 0 OR p_cap_secs IS NULL OR p_cap_secs < 0 THEN
+        RAISE EXCEPTION 'queue_fail: backoff seconds must not be negative' USING ERRCODE = '22023';
+    END IF;
+    FOR it IN
+        SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok,
+               coalesce(e->>'err', 'failed') AS err, coalesce((e->>'giveUp')::boolean, false) AS give_up
+        FROM jsonb_array_elements(p_items) AS e
+        ORDER BY (e->>'id')::bigint, (e->>'i')::integer
+    LOOP
+        idx := it.i;
+        id := it.tid;
+        retry_at := NULL;
+        detail := NULL;
+        SELECT * INTO t FROM queue_tasks x
+         WHERE x.id = it.tid AND x.status = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+           FOR UPDATE;
+        IF FOUND THEN
+            IF it.give_up OR t.attempts >= t.max_attempts THEN
+                UPDATE queue_tasks x
+                   SET status = 'dead', last_error = it.err, dead_at = now(), lease_expires_at = NULL, updated_at = now()
+                 WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
+                RETURNING x.* INTO t;
+                outcome := 'dead';
+                detail := CASE WHEN it.give_up THEN 'gave up: no retry' ELSE 'max attempts reached' END;
+            ELSE
+                b := least(p_cap_secs, p_base_secs * power(2::double precision, t.attempts - 1));
+                UPDATE queue_tasks x
+                   SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = now(),
+                       run_at = now() + make_interval(secs => b / 2 + random() * b / 2)
+                 WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
+                RETURNING x.* INTO t;
+                outcome := 'retry_scheduled';
+                retry_at := t.run_at;
+            END IF;
+            status := t.status;
+            attempts := t.attempts;
+            max_attempts := t.max_attempts;
+            last_error := t.last_error;
+        ELSE
+            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid;
+            IF FOUND THEN
+                outcome := CASE WHEN t.lease_token = it.tok AND t.status <> 'processing' THEN 'already_settled' ELSE 'lease_lost' END;
+                status := t.status;
+                attempts := t.attempts;
+                max_attempts := t.max_attempts;
+                last_error := t.last_error;
+                detail := queue_lease_lost_reason(t, it.tok);
+            ELSE
+                SELECT * INTO a FROM queue_tasks_archive x WHERE x.id = it.tid;
+                IF FOUND THEN
+                    outcome := 'lease_lost';
+                    status := a.status;
+                    attempts := a.attempts;
+                    max_attempts := a.max_attempts;
+                    last_error := a.last_error;
+                    detail := 'the task is finished (' || a.status || ')';
+                ELSE
+                    outcome := 'not_found';
+                    status := NULL; attempts := NULL; max_attempts := NULL; last_error := NULL;
+                    detail := 'no task with this id';
+                END IF;
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END $$;

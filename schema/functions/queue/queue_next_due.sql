@@ -1,0 +1,27 @@
+-- When the queue next has claimable work: the earliest head run_at over all groups, or the
+-- earliest lease expiry, whichever is first; null when the queue is empty. Reads only the first
+-- entry per group of the ready index (a skip scan over groups), so it stays cheap when large.
+CREATE OR REPLACE FUNCTION queue_next_due(p_queue text) RETURNS timestamptz
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $$
+    WITH RECURSIVE groups AS (
+        (SELECT t.priority_group FROM queue_tasks t
+          WHERE t.queue = p_queue AND t.status = 'pending'
+          ORDER BY t.priority_group LIMIT 1)
+        UNION ALL
+        SELECT (SELECT t.priority_group FROM queue_tasks t
+                 WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group > g.priority_group
+                 ORDER BY t.priority_group LIMIT 1)
+          FROM groups g
+         WHERE g.priority_group IS NOT NULL
+    )
+    SELECT least(
+        (SELECT min((SELECT t.run_at FROM queue_tasks t
+                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group = g.priority_group
+                      ORDER BY t.run_at, t.id LIMIT 1))
+           FROM groups g WHERE g.priority_group IS NOT NULL),
+        (SELECT t.lease_expires_at FROM queue_tasks t
+          WHERE t.queue = p_queue AND t.status = 'processing'
+          ORDER BY t.lease_expires_at LIMIT 1))
+$$;

@@ -1,0 +1,44 @@
+-- Retention. Dead tasks older than p_dead_after_secs move to the archive (status dead); archive
+-- rows older than p_archive_after_secs are deleted. p_queue null = every queue; null ages = skip
+-- that step. At most p_limit rows per step. Returns the counts.
+CREATE OR REPLACE FUNCTION queue_purge(p_queue text, p_dead_after_secs double precision, p_archive_after_secs double precision, p_limit integer)
+RETURNS TABLE (dead_archived integer, archive_deleted integer)
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+BEGIN
+    dead_archived := 0;
+    archive_deleted := 0;
+    IF p_dead_after_secs IS NOT NULL THEN
+        WITH gone AS (
+            DELETE FROM queue_tasks x
+             WHERE x.id IN (SELECT d.id FROM queue_tasks d
+                             WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
+                               AND d.dead_at <= now() - make_interval(secs => p_dead_after_secs)
+                             ORDER BY d.dead_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
+               AND x.status = 'dead'
+            RETURNING x.*
+        ), moved AS (
+            INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
+                                             max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at)
+            SELECT g.id, g.queue, g.priority_group, 'dead', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
+                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at
+              FROM gone g
+            RETURNING 1
+        )
+        SELECT count(*)::integer INTO dead_archived FROM moved;
+    END IF;
+    IF p_archive_after_secs IS NOT NULL THEN
+        WITH gone AS (
+            DELETE FROM queue_tasks_archive x
+             WHERE x.id IN (SELECT a.id FROM queue_tasks_archive a
+                             WHERE (p_queue IS NULL OR a.queue = p_queue)
+                               AND a.archived_at <= now() - make_interval(secs => p_archive_after_secs)
+                             ORDER BY a.archived_at LIMIT p_limit)
+            RETURNING 1
+        )
+        SELECT count(*)::integer INTO archive_deleted FROM gone;
+    END IF;
+    RETURN NEXT;
+END $$;
