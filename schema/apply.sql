@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 169d299e8236eaed138bef6e307f5757c9d40bc1329bfa8016d2b76f9a715364.
+-- Package version 0.1.0; function set SHA-256 887c1da6eafe2aa219a4c08aeaef51882f05167446a2808a7fc84b041bf9fc24.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -73,7 +73,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_requeue_dead.sql
 \ir functions/queue/queue_stats.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '169d299e8236eaed138bef6e307f5757c9d40bc1329bfa8016d2b76f9a715364')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '887c1da6eafe2aa219a4c08aeaef51882f05167446a2808a7fc84b041bf9fc24')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

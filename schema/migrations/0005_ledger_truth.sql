@@ -22,25 +22,35 @@
 
 SET search_path TO :"schema";
 
-ALTER TABLE operations
-    ADD COLUMN settle_seconds integer NOT NULL DEFAULT 120 CHECK (settle_seconds BETWEEN 1 AND 2592000),
-    ADD COLUMN settle_until timestamptz,
-    ADD COLUMN claimed_at timestamptz;
-
-UPDATE operations
-   SET settle_until = greatest(coalesce(unknown_since, now()), coalesce(lease_expires_at, '-infinity')) + interval '120 seconds'
- WHERE status = 'unknown';
-
-ALTER TABLE operations
-    ALTER COLUMN lease_token TYPE bytea USING sha256(uuid_send(lease_token)),
-    ALTER COLUMN claim_token TYPE bytea USING sha256(uuid_send(claim_token));
-ALTER TABLE operations RENAME COLUMN lease_token TO lease_token_hash;
-ALTER TABLE operations RENAME COLUMN claim_token TO claim_token_hash;
-
-ALTER TABLE operation_events
-    ALTER COLUMN lease_token TYPE bytea USING sha256(uuid_send(lease_token)),
-    ALTER COLUMN detail TYPE jsonb USING detail - 'holderToken';
-ALTER TABLE operation_events RENAME COLUMN lease_token TO lease_token_hash;
+-- Written to be safe to run again on a schema that already has these changes (each step checks).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = 'operations' AND column_name = 'settle_until') THEN
+        ALTER TABLE operations
+            ADD COLUMN settle_seconds integer NOT NULL DEFAULT 120 CHECK (settle_seconds BETWEEN 1 AND 2592000),
+            ADD COLUMN settle_until timestamptz,
+            ADD COLUMN claimed_at timestamptz;
+        UPDATE operations
+           SET settle_until = greatest(coalesce(unknown_since, now()), coalesce(lease_expires_at, '-infinity')) + interval '120 seconds'
+         WHERE status = 'unknown';
+    END IF;
+    IF EXISTS (SELECT 1 FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = 'operations' AND column_name = 'lease_token') THEN
+        ALTER TABLE operations
+            ALTER COLUMN lease_token TYPE bytea USING sha256(uuid_send(lease_token)),
+            ALTER COLUMN claim_token TYPE bytea USING sha256(uuid_send(claim_token));
+        ALTER TABLE operations RENAME COLUMN lease_token TO lease_token_hash;
+        ALTER TABLE operations RENAME COLUMN claim_token TO claim_token_hash;
+    END IF;
+    IF EXISTS (SELECT 1 FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = 'operation_events' AND column_name = 'lease_token') THEN
+        ALTER TABLE operation_events
+            ALTER COLUMN lease_token TYPE bytea USING sha256(uuid_send(lease_token)),
+            ALTER COLUMN detail TYPE jsonb USING detail - 'holderToken';
+        ALTER TABLE operation_events RENAME COLUMN lease_token TO lease_token_hash;
+    END IF;
+END $$;
 
 -- append_event() now takes the token's hash (bytea); the uuid form wrote the token itself.
 DROP FUNCTION IF EXISTS append_event(text, text, text, text, integer, uuid, jsonb, integer, jsonb);

@@ -24,7 +24,7 @@ DECLARE
     it record;
     op operations%ROWTYPE;
     v_checks integer;
-    v_now timestamptz := ledger_v_now;
+    v_now timestamptz := ledger_now();
     v_settle timestamptz;
 BEGIN
     FOR it IN
