@@ -16,9 +16,11 @@ export class LedgerInputError extends Error {
  * Validates an operation key and returns it in its one stored form. The rule, the same for "Build
  * From Parts" and "Custom Key":
  *   - a string (a finite number is taken as its decimal text), not empty;
- *   - no leading or trailing white space (JavaScript's String.prototype.trim set, which includes
- *     Unicode spaces and U+FEFF): rejected, never trimmed silently, so two spellings of one intent
- *     cannot quietly become one key or two;
+ *   - no white space (JavaScript's String.prototype.trim set, which includes Unicode spaces and
+ *     U+FEFF) at the start or end of the key or of any of its ':'-separated segments: rejected,
+ *     never trimmed silently, so `ent-X ` can neither quietly become `ent-X` nor quietly be a
+ *     second key for it. A key built from parts is accepted exactly when the same text given as a
+ *     custom key is;
  *   - no control characters (U+0000..U+001F, U+007F) and no lone UTF-16 surrogates;
  *   - Unicode Normalization Form C (UAX #15): the key is NFC-normalised, so "é" typed as one code
  *     point or as "e" + combining accent is the same key;
@@ -32,7 +34,10 @@ export function checkOperationKey(key: unknown): string {
 		if (typeof key === 'number' && Number.isFinite(key)) return checkOperationKey(String(key));
 		throw new LedgerInputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
 	}
-	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key');
+	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)');
+	if (key.split(':').some((seg) => seg !== seg.trim())) {
+		throw new LedgerInputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
+	}
 	// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
 	if (/[\u0000-\u001f\u007f]/.test(key)) throw new LedgerInputError('The operation key contains a control character (NUL, tab or line break)');
 	if (LONE_SURROGATE.test(key)) throw new LedgerInputError('The operation key contains a lone UTF-16 surrogate, which is not valid Unicode');
