@@ -101,6 +101,12 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
 	for (let attempt = 0; ; attempt++) {
 		const client = await pool.connect();
 		let broken: Error | undefined;
+		// A checked-out client whose server goes away emits 'error'; without a listener that would
+		// crash the process. The failing query rejects as well, and the client is then discarded.
+		const onError = (e: Error) => {
+			broken = e;
+		};
+		client.on('error', onError);
 		try {
 			await client.query(`BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`);
 			const { rows } = await client.query<R>(text, values);
@@ -131,6 +137,7 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
 			if (!code || /^(08|57P0)/.test(code)) broken = e as Error;
 			throw e;
 		} finally {
+			client.off('error', onError);
 			client.release(broken);
 		}
 	}

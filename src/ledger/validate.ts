@@ -35,12 +35,12 @@ export function checkOperationKey(key: unknown): string {
 		throw new LedgerInputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
 	}
 	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)');
-	if (key.split(':').some((seg) => seg !== seg.trim())) {
-		throw new LedgerInputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
-	}
 	// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
 	if (/[\u0000-\u001f\u007f]/.test(key)) throw new LedgerInputError('The operation key contains a control character (NUL, tab or line break)');
 	if (LONE_SURROGATE.test(key)) throw new LedgerInputError('The operation key contains a lone UTF-16 surrogate, which is not valid Unicode');
+	if (key.split(':').some((seg) => seg !== seg.trim())) {
+		throw new LedgerInputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
+	}
 	const nfc = key.normalize('NFC');
 	const bytes = Buffer.byteLength(nfc, 'utf8');
 	if (bytes > LIMITS.maxKeyBytes) throw new LedgerInputError(`The operation key is ${bytes} bytes long; at most ${LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
