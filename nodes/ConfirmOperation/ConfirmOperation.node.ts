@@ -8,7 +8,6 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 import { classifyHttpResult, parseStatusOverrides, type StatusOverrides } from '../../src/ledger/classify';
-import { LedgerInputError } from '../../src/ledger/validate';
 import { confirmOperations, DEFAULT_MAX_RESPONSE_BYTES, prepareConfirmItem, type ConfirmResultRow } from '../../src/ledger/confirm';
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
@@ -19,13 +18,7 @@ import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
 
-function parseConfirmOverrides(text: unknown): StatusOverrides {
-	try {
-		return parseStatusOverrides(text) as StatusOverrides;
-	} catch (e) {
-		throw new LedgerInputError((e as Error).message);
-	}
-}
+const parseConfirmOverrides = (text: unknown): StatusOverrides => parseStatusOverrides(text) as StatusOverrides;
 
 export class ConfirmOperation implements INodeType {
 	description: INodeTypeDescription = {

@@ -1,7 +1,6 @@
 /** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 import { parseStatusOverrides } from '../../src/ledger/classify';
-import { LedgerInputError } from '../../src/ledger/validate';
 import { RECONCILE_RESOLUTIONS, checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
@@ -138,13 +137,7 @@ export const resolveProperties: INodeProperties[] = [
 	},
 ];
 
-function parseLookupOverrides(text: unknown): Map<number, string> {
-	try {
-		return parseStatusOverrides(text, RECONCILE_RESOLUTIONS);
-	} catch (e) {
-		throw new LedgerInputError((e as Error).message);
-	}
-}
+const parseLookupOverrides = (text: unknown): Map<number, string> => parseStatusOverrides(text, RECONCILE_RESOLUTIONS);
 
 export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
