@@ -252,3 +252,59 @@ describe('Confirm Operation node', () => {
 		expect(out[3][0].json.ledger).toMatchObject({ stale: true, possibleDuplicate: true, status: 'reserved' });
 	});
 });
+
+describe('issue 11 at the node layer', () => {
+	it('Reserve: a same-batch repeat says which item holds the lease; the settle window is stored', async () => {
+		const out = await runReserve(
+			[
+				{ json: { orderId: 'i11-1', amount: 5 } },
+				{ json: { orderId: 'i11-1', amount: 5 } },
+			],
+			{ params: { settleSeconds: 45 } },
+		);
+		expect(out[0]).toHaveLength(1);
+		expect(out[2]).toHaveLength(1);
+		expect(out[2][0].json.ledger).toMatchObject({ outcome: 'in_progress', repeatOfItem: 0, reason: expect.stringMatching(/repeat in this batch/) });
+		const { rows } = await db.pool.query(`SELECT settle_seconds FROM ${db.schemaSql}.operations WHERE operation_key = 'payment:charge:i11-1:v1'`);
+		expect(rows[0].settle_seconds).toBe(45);
+	});
+
+	it('Reserve: a key part with trailing white space is an item error, not trimmed into another key', async () => {
+		const out = await runReserve([{ json: { orderId: 'ent-X ', amount: 1 } }, { json: { orderId: 'ent-Y', amount: 1 } }], { continueOnFail: true });
+		expect(out[0].map((i) => i.json.error ?? (i.json.ledger as { outcome: string }).outcome)).toEqual([expect.stringMatching(/white space/), 'proceed']);
+		expect(await count('operations', 'payment:charge:ent-X%')).toBe(0);
+	});
+
+	it('Reserve: a key locked past the credential lock timeout is a retry-safe item error; other keys are decided', async () => {
+		await runReserve([{ json: { orderId: 'lk-1', amount: 1 } }]);
+		const { Client } = await import('pg');
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		await c.query('BEGIN');
+		await c.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = 'payment:charge:lk-1:v1' FOR UPDATE`);
+		try {
+			items = [
+				{ json: { orderId: 'lk-1', amount: 1 } },
+				{ json: { orderId: 'lk-2', amount: 1 } },
+			];
+			const fns = fakeExecute({
+				items,
+				params: reserveParams(),
+				credentials: testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 200, statementTimeoutMs: 5000 }),
+				continueOnFail: true,
+				nodeName: 'Reserve Operation',
+			});
+			const t0 = Date.now();
+			const out = await new ReserveOperation().execute.call(fns);
+			expect(Date.now() - t0).toBeLessThan(3000);
+			const errors = out[0].filter((i) => i.json.error);
+			expect(errors).toHaveLength(1);
+			expect(errors[0].pairedItem).toEqual({ item: 0 });
+			expect(String(errors[0].json.error)).toMatch(/locked by another transaction.*running it again is safe/);
+			expect(out[0].filter((i) => !i.json.error).map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+		} finally {
+			await c.query('ROLLBACK');
+			await c.end();
+		}
+	});
+});
