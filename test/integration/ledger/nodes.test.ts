@@ -125,6 +125,35 @@ describe('Confirm Operation node', () => {
 		return new ConfirmOperation().execute.call(fns);
 	}
 
+	it('401 and 429 are retryable failures by default; a status code override changes one code', async () => {
+		const r = await runReserve([
+			{ json: { orderId: 'ov-1', amount: 1 } },
+			{ json: { orderId: 'ov-2', amount: 2 } },
+			{ json: { orderId: 'ov-3', amount: 3 } },
+		]);
+		const httpOut: INodeExecutionData[] = [
+			{ json: { error: { message: '401 - "bad key"', httpCode: '401' } }, pairedItem: { item: 0 } },
+			{ json: { error: { message: '429 - "slow down"', httpCode: '429' } }, pairedItem: { item: 1 } },
+			{ json: { error: { message: '409 - "conflict"', httpCode: '409' } }, pairedItem: { item: 2 } },
+		];
+		const out = await runConfirm(httpOut, r[0], { params: { options: { statusOverrides: '409=failed' } } });
+		expect(out[1].map((i) => [i.pairedItem, (i.json.ledger as { status: string }).status])).toEqual([
+			[{ item: 0 }, 'failed'],
+			[{ item: 1 }, 'failed'],
+			[{ item: 2 }, 'failed'],
+		]);
+		const { rows } = await db.pool.query(
+			`SELECT operation_key, retryable FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:ov-%' ORDER BY operation_key`,
+		);
+		expect(rows.map((x) => x.retryable)).toEqual([true, true, false]);
+		// The next Reserve of the 401 key proceeds as attempt 2 (after a credential fix).
+		const again = await runReserve([{ json: { orderId: 'ov-1', amount: 1 } }]);
+		expect(again[0][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });
+		// A malformed override is an item error; nothing is written.
+		const bad = await runConfirm([{ json: { id: 'x' }, pairedItem: { item: 0 } }], again[0], { continueOnFail: true, params: { options: { statusOverrides: '409=maybe' } } });
+		expect(String(bad[0][0].json.error)).toMatch(/Status code override "409=maybe"/);
+	});
+
 	it('after an HTTP Request node, finds the reservation through paired items and classifies the result', async () => {
 		const r = await runReserve([
 			{ json: { orderId: 'h-1', amount: 1 } },
