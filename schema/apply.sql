@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 fc86b7b234d580ba44f4650b0b7813596585ea8eb811c39a20165d9cc491caa8.
+-- Package version 0.1.0; function set SHA-256 887c1da6eafe2aa219a4c08aeaef51882f05167446a2808a7fc84b041bf9fc24.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -37,6 +37,10 @@ SELECT :ol_version < 4 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0004_function_set.sql
 \endif
+SELECT :ol_version < 5 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0005_ledger_truth.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -49,6 +53,8 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/append_event.sql
 \ir functions/ledger/confirm_operations.sql
 \ir functions/ledger/downstream_idempotency_key.sql
+\ir functions/ledger/ledger_now.sql
+\ir functions/ledger/ledger_token_hash.sql
 \ir functions/ledger/reconcile_claim.sql
 \ir functions/ledger/reconcile_resolve.sql
 \ir functions/ledger/reserve_operations.sql
@@ -67,7 +73,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_requeue_dead.sql
 \ir functions/queue/queue_stats.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'fc86b7b234d580ba44f4650b0b7813596585ea8eb811c39a20165d9cc491caa8')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '887c1da6eafe2aa219a4c08aeaef51882f05167446a2808a7fc84b041bf9fc24')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
