@@ -10,10 +10,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { Pool as PgPool, PoolClient, PoolConfig } from 'pg';
-import { Pool } from '../vendor';
+import { IsolatedClient, Pool } from '../vendor';
+import { resolveEndpoint, toPgSsl, type SslMode } from './endpoint';
 import { quoteSchema } from './identifiers';
 
-export type SslMode = 'disable' | 'require' | 'verify-full';
+export type { SslMode };
 
 /** What a credential provides. Either `connectionString` or host/port/database/user/password. */
 export interface ConnectionConfig {
@@ -23,9 +24,13 @@ export interface ConnectionConfig {
 	database?: string;
 	user?: string;
 	password?: string;
-	/** `require` encrypts without checking the certificate; `verify-full` checks it against `ca`. */
+	/**
+	 * The credential's SSL mode (libpq's names). A connection string's sslmode/ssl can only make it
+	 * stricter (see endpoint.ts). `require` encrypts without checking the certificate; `verify-ca`
+	 * checks the chain against `ca`; `verify-full` also checks the host name.
+	 */
 	ssl?: SslMode;
-	/** PEM CA certificate(s) for `verify-full`; empty means the system's trusted CAs. */
+	/** PEM CA certificate(s) for `verify-ca` / `verify-full`; empty means the system's trusted CAs. */
 	ca?: string;
 	/** Schema holding the ledger and queue tables (validated by quoteSchema). */
 	schema: string;
@@ -63,43 +68,32 @@ function poolKey(cfg: ConnectionConfig): string {
 	return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
 }
 
-/** Translates a ConnectionConfig into pg's PoolConfig. */
+/**
+ * Translates a ConnectionConfig into pg's PoolConfig: every connection parameter explicit (see
+ * endpoint.ts), so pg never falls back to PG* environment variables or ~/.pgpass. The password is
+ * given as a function, which makes pg send exactly it (an empty one included) and skip ~/.pgpass.
+ * Throws EndpointError when the credential is incomplete or its connection string is refused.
+ */
 export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
+	const e = resolveEndpoint(cfg);
 	const max = Math.min(Math.max(Math.trunc(cfg.maxConnections ?? 5), 1), 100);
-	const base: PoolConfig = {
+	const password = e.password;
+	return {
 		max,
 		idleTimeoutMillis: IDLE_CLIENT_MS,
 		connectionTimeoutMillis: cfg.connectTimeoutMs ?? 10_000,
 		allowExitOnIdle: true,
 		application_name: 'n8n-nodes-operation-ledger',
-	};
-	if (cfg.connectionString) {
-		// sslmode inside the string would override our ssl object in pg; the credential's SSL field wins.
-		const url = stripSslParams(cfg.connectionString);
-		base.connectionString = url;
-	} else {
-		Object.assign(base, {
-			host: cfg.host || '127.0.0.1',
-			port: cfg.port || 5432,
-			database: cfg.database,
-			user: cfg.user,
-			password: cfg.password,
-		});
-	}
-	if (cfg.ssl === 'require') base.ssl = { rejectUnauthorized: false };
-	else if (cfg.ssl === 'verify-full') base.ssl = { rejectUnauthorized: true, ca: cfg.ca || undefined };
-	else base.ssl = false;
-	return base;
-}
-
-function stripSslParams(connectionString: string): string {
-	try {
-		const url = new URL(connectionString);
-		for (const p of ['sslmode', 'ssl', 'sslrootcert', 'sslcert', 'sslkey']) url.searchParams.delete(p);
-		return url.toString();
-	} catch {
-		return connectionString;
-	}
+		host: e.host,
+		port: e.port,
+		database: e.database,
+		user: e.user,
+		password: () => password,
+		ssl: toPgSsl(e),
+		// Explicit, so PGSSLNEGOTIATION cannot change it.
+		sslnegotiation: 'postgres',
+		Client: IsolatedClient,
+	} as PoolConfig;
 }
 
 function startSweeper(): void {
@@ -141,6 +135,11 @@ export function getPool(cfg: ConnectionConfig): PgPool {
 	// An idle client whose server went away emits 'error' on the pool; without a listener that
 	// would crash the n8n process. The broken client is discarded by pg; the next query reconnects.
 	pool.on('error', () => undefined);
+	// A checked-out client whose backend is killed emits 'error' itself (pg-pool listens only while
+	// it is idle); the query in flight rejects with the same error, which the caller handles.
+	pool.on('connect', (client) => {
+		client.on('error', () => undefined);
+	});
 	pools.set(key, { pool, lastUsed: Date.now() });
 	startSweeper();
 	return pool;

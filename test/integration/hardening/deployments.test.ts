@@ -104,7 +104,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 			Array.from({ length: 8 }, (_, i) => settle(reserve(testCredentials(bouncer.url, schema, { maxConnections: i + 2 }), [`auto:${i}`]))),
 		);
 		for (const r of results) expect(r.ok).toBe(true);
-		const [v] = await pg.sql<{ n: number; max: number }>(`SELECT count(*)::int AS n, max(version)::int AS max FROM "${schema}".schema_migrations`);
+		const [v] = await pg.sql<{ n: number; max: number }>(`SELECT count(*)::int AS n, max(version)::int AS max FROM "${schema}".ol_schema_migrations`);
 		expect(v).toEqual({ n: requiredVersion(), max: requiredVersion() });
 		const locks = await pg.sql(`SELECT pid FROM pg_locks WHERE locktype = 'advisory'`);
 		expect(locks).toEqual([]);

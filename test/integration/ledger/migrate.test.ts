@@ -23,7 +23,7 @@ describe('migrations', () => {
 		const schema = fresh();
 		const versions = await Promise.all(Array.from({ length: 6 }, () => migrate(pool, schema, true)));
 		expect(new Set(versions)).toEqual(new Set([requiredVersion()]));
-		const { rows } = await pool.query(`SELECT version, name FROM "${schema}".schema_migrations ORDER BY version`);
+		const { rows } = await pool.query(`SELECT version, name FROM "${schema}".ol_schema_migrations ORDER BY version`);
 		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
 	});
 
@@ -42,7 +42,7 @@ describe('migrations', () => {
 		const state = await readSchemaState(pool, schema);
 		expect(state).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 		await expect(migrate(pool, schema, false)).resolves.toBe(requiredVersion());
-		const { rows } = await pool.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+		const { rows } = await pool.query(`SELECT version FROM "${schema}".ol_schema_migrations ORDER BY version`);
 		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
 	});
 
@@ -62,7 +62,7 @@ describe('migrations', () => {
 	it('upgrades a schema made before the function set was recorded (migrations 1 to 3 only)', async () => {
 		const schema = fresh();
 		await migrate(pool, schema, true);
-		await pool.query(`DROP TABLE "${schema}".function_set; DELETE FROM "${schema}".schema_migrations WHERE version >= 4`);
+		await pool.query(`DROP TABLE "${schema}".function_set; DELETE FROM "${schema}".ol_schema_migrations WHERE version >= 4`);
 		expect(await readSchemaState(pool, schema)).toEqual({ version: 3, functions: null });
 		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
 		expect((await readSchemaState(pool, schema)).functions?.hash).toBe(loadFunctionSet().hash);
