@@ -13,7 +13,7 @@ import type { Pool as PgPool } from 'pg';
 import { IsolatedClient } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
-import { getPool, toPgConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
+import { getPool, toClientConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
 
 export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
@@ -73,8 +73,7 @@ export async function ledgerConnectionTest(
 		return { status: 'Error', message: e instanceof EndpointError || /schema/i.test((e as Error)?.message ?? '') ? (e as Error).message : 'The credential is incomplete or malformed' };
 	}
 	try {
-		const { Client: _ignored, max: _max, idleTimeoutMillis: _idle, allowExitOnIdle: _exit, ...pg } = toPgConfig({ ...config, connectTimeoutMs: 5000 }) as Record<string, unknown>;
-		client = new IsolatedClient(pg);
+		client = new IsolatedClient(toClientConfig({ ...config, connectTimeoutMs: 5000 }));
 		// A backend that dies after connecting emits 'error' on the client: never unhandled.
 		client.on('error', () => undefined);
 		await client.connect();

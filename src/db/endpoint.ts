@@ -12,8 +12,10 @@
  * - No ambient credentials: host, port, database, user and password always come from the
  *   credential. An empty password is sent as an empty password (never PGPASSWORD, never
  *   ~/.pgpass); an empty user or host is refused (never PGUSER / PGHOST / the OS user).
- * - Parameters that would read files on the n8n host (sslcert, sslkey, sslrootcert, sslcrl) or
- *   change the session (options, replication, ...) are refused with a clear message.
+ * - Parameters that would read files on the n8n host (sslcert, sslkey, sslrootcert, sslcrl,
+ *   passfile, service) are refused with a clear message, and so is any parameter not listed in
+ *   ALLOWED_PARAMS. `options` (e.g. -c timezone=...) is passed to the server as given: it comes
+ *   from the credential, never from PGOPTIONS.
  *
  * Errors: resolveEndpoint throws EndpointError, whose message never contains the password or the
  * connection string.
@@ -46,6 +48,8 @@ export interface Endpoint {
 	sslModeFrom: 'credential' | 'connection string';
 	/** PEM CA certificate(s) for verify-ca / verify-full; undefined means the system's CAs. */
 	ca?: string;
+	/** The connection string's `options` startup parameter (e.g. "-c timezone=UTC"), if any. */
+	options?: string;
 }
 
 /** What the credential provides (a subset of ConnectionConfig, see pool.ts). */
@@ -74,7 +78,7 @@ export function toSslMode(value: unknown, where: string): SslMode {
 }
 
 /** Query parameters a connection string may carry; anything else is refused. */
-const ALLOWED_PARAMS = new Set(['sslmode', 'ssl', 'host', 'port', 'user', 'password', 'dbname', 'application_name', 'connect_timeout']);
+const ALLOWED_PARAMS = new Set(['sslmode', 'ssl', 'host', 'port', 'user', 'password', 'dbname', 'options']);
 const FILE_PARAMS = new Set(['sslcert', 'sslkey', 'sslrootcert', 'sslcrl', 'sslcrldir', 'sslpassword', 'passfile', 'service', 'servicefile']);
 
 interface ParsedString {
@@ -84,6 +88,7 @@ interface ParsedString {
 	user: string;
 	password: string;
 	sslMode?: SslMode;
+	options?: string;
 }
 
 /**
@@ -145,6 +150,7 @@ export function parseUrl(connectionString: string): ParsedString {
 		user,
 		password: typeof raw.password === 'string' ? raw.password : '',
 		sslMode,
+		options: url.searchParams.get('options') || undefined,
 	};
 }
 
@@ -162,9 +168,10 @@ export function resolveEndpoint(input: EndpointInput): Endpoint {
 	let password: string;
 	let sslMode = credentialMode;
 	let sslModeFrom: Endpoint['sslModeFrom'] = 'credential';
+	let options: string | undefined;
 	if (input.connectionString !== undefined) {
 		const p = parseUrl(input.connectionString);
-		({ host, port, database, user, password } = p);
+		({ host, port, database, user, password, options } = p);
 		if (p.sslMode && stricterSslMode(p.sslMode, credentialMode) !== credentialMode) {
 			sslMode = p.sslMode;
 			sslModeFrom = 'connection string';
@@ -186,7 +193,7 @@ export function resolveEndpoint(input: EndpointInput): Endpoint {
 		if (/[\u0000-\u001f\u007f]/.test(v)) throw new EndpointError(`The ${what} contains a control character`);
 	}
 	const ca = input.ca && input.ca.trim() ? input.ca : undefined;
-	return { host, port, database, user, password, sslMode, sslModeFrom, ca };
+	return { host, port, database, user, password, sslMode, sslModeFrom, ca, ...(options ? { options } : {}) };
 }
 
 /** pg's `ssl` option for an effective mode. */

@@ -9,7 +9,7 @@
  *   convert it to ISO-8601; int8 comes back as a string (pg's default), so bigint ids stay exact.
  */
 import { createHash } from 'node:crypto';
-import type { Pool as PgPool, PoolClient, PoolConfig } from 'pg';
+import type { ClientConfig, Pool as PgPool, PoolClient, PoolConfig } from 'pg';
 import { IsolatedClient, Pool } from '../vendor';
 import { resolveEndpoint, toPgSsl, type SslMode } from './endpoint';
 import { quoteSchema } from './identifiers';
@@ -90,10 +90,20 @@ export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
 		user: e.user,
 		password: () => password,
 		ssl: toPgSsl(e),
+		...(e.options ? { options: e.options } : {}),
 		// Explicit, so PGSSLNEGOTIATION cannot change it.
 		sslnegotiation: 'postgres',
 		Client: IsolatedClient,
 	} as PoolConfig;
+}
+
+/**
+ * The same explicit connection settings for a single pg Client (LISTEN, the credential test):
+ * toPgConfig without the pool-only options. Use with IsolatedClient. Throws EndpointError.
+ */
+export function toClientConfig(cfg: ConnectionConfig): ClientConfig {
+	const { max: _max, idleTimeoutMillis: _idle, allowExitOnIdle: _exit, Client: _client, ...rest } = toPgConfig(cfg) as PoolConfig & { Client?: unknown };
+	return rest as ClientConfig;
 }
 
 function startSweeper(): void {
@@ -149,12 +159,19 @@ export function getPool(cfg: ConnectionConfig): PgPool {
 export async function withClient<T>(pool: PgPool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
 	const client = await pool.connect();
 	let broken: Error | undefined;
+	// While checked out, a killed backend emits 'error' on the client (pg-pool listens only while it
+	// is idle): without this listener that would end the process. The query in flight rejects too.
+	const onError = (e: Error) => {
+		broken = e;
+	};
+	client.on('error', onError);
 	try {
 		return await fn(client);
 	} catch (e) {
 		if (isConnectionError(e)) broken = e as Error;
 		throw e;
 	} finally {
+		client.removeListener('error', onError);
 		client.release(broken);
 	}
 }
