@@ -125,6 +125,9 @@ export function describeConnectError(e: unknown, config: ConnectionConfig): stri
 		case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
 			return `SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`;
 		default:
+			if (/client password must be a non-empty string/i.test(err?.message ?? '')) {
+				return `Authentication failed: no password given for user "${endpoint?.user ?? ''}" (the n8n host's PGPASSWORD and ~/.pgpass are never used)`;
+			}
 			if (/does not support SSL/i.test(err?.message ?? '')) {
 				return endpoint?.sslModeFrom === 'connection string'
 					? `The server does not support SSL, and the connection string asks for sslmode ${endpoint.sslMode}: remove it, or enable SSL on the server`
