@@ -6,6 +6,7 @@
 DO $$
 DECLARE
     v_cols text;
+    v_ours boolean;
 BEGIN
     IF current_schema() IS NULL THEN
         RETURN;
@@ -20,8 +21,9 @@ BEGIN
     IF v_cols IS DISTINCT FROM 'version:integer,name:text,applied_at:timestamp with time zone' THEN
         RETURN;
     END IF;
-    EXECUTE format('SELECT 1 FROM %I.schema_migrations WHERE version = 1 AND name = %L', current_schema(), 'ledger');
-    IF NOT FOUND THEN
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.schema_migrations WHERE version = 1 AND name = %L)', current_schema(), 'ledger')
+       INTO v_ours;
+    IF NOT v_ours THEN
         RETURN;
     END IF;
     EXECUTE format('ALTER TABLE %I.schema_migrations RENAME TO ol_schema_migrations', current_schema());

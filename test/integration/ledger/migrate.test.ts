@@ -83,6 +83,53 @@ describe('migrations', () => {
 		expect((await readSchemaState(pool, schema)).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
 	});
 
+	it('refuses a schema newer than this package, clearly, with auto-apply on or off (migrator and apply.sql)', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		const newer = requiredVersion() + 1;
+		await pool.query(`INSERT INTO "${schema}".ol_schema_migrations (version, name) VALUES ($1, 'from_the_future')`, [newer]);
+		for (const auto of [true, false]) {
+			const err = await migrate(pool, schema, auto).catch((e: Error) => e);
+			expect(err).toBeInstanceOf(SchemaNotReadyError);
+			expect((err as Error).message).toMatch(new RegExp(`is at version ${newer}, newer than this package supports \\(${requiredVersion()}`));
+		}
+		expect(() =>
+			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
+		).toThrow(/newer version than this package supports/);
+	});
+
+	it("never takes another tool's schema_migrations for ours, and leaves it untouched", async () => {
+		const schema = fresh();
+		await pool.query(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".schema_migrations (version text PRIMARY KEY); INSERT INTO "${schema}".schema_migrations VALUES ('20240101120000')`);
+		expect(await readSchemaState(pool, schema)).toEqual({ version: 0, functions: null });
+		// Same columns as ours but not our rows: still not ours.
+		const other = fresh();
+		await pool.query(`CREATE SCHEMA "${other}"; CREATE TABLE "${other}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); INSERT INTO "${other}".schema_migrations (version, name) VALUES (9, 'their_migration')`);
+		expect(await readSchemaState(pool, other)).toEqual({ version: 0, functions: null });
+		for (const s of [schema, other]) {
+			await expect(migrate(pool, s, true)).resolves.toBe(requiredVersion());
+			const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${s}".schema_migrations`);
+			expect(rows[0].n).toBe(1);
+		}
+	});
+
+	it('renames a legacy version table of ours (schema_migrations) to ol_schema_migrations on upgrade', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		await pool.query(`ALTER TABLE "${schema}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${schema}".schema_migrations WHERE version > 4`);
+		expect((await readSchemaState(pool, schema)).version).toBe(4);
+		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+		const { rows } = await pool.query(`SELECT to_regclass($1) AS old, to_regclass($2) AS new`, [`"${schema}".schema_migrations`, `"${schema}".ol_schema_migrations`]);
+		expect(rows[0].old).toBeNull();
+		expect(rows[0].new).not.toBeNull();
+		// The same through apply.sql.
+		const viaPsql = fresh();
+		await migrate(pool, viaPsql, true);
+		await pool.query(`ALTER TABLE "${viaPsql}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${viaPsql}".schema_migrations WHERE version > 4`);
+		execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${viaPsql}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+		expect((await readSchemaState(pool, viaPsql)).version).toBe(requiredVersion());
+	});
+
 	it('rejects schema names that try to inject SQL', async () => {
 		for (const bad of ['x"; DROP TABLE y; --', 'Upper', '1abc', '', 'a'.repeat(64), 'a b']) {
 			await expect(migrate(pool, bad, true)).rejects.toBeInstanceOf(InvalidSchemaNameError);
