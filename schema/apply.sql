@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 be460219e46ad1ae7c6861048bfcb657e36688bbd86be2f5fd66574da3a8bce2.
+-- Package version 0.1.0; function set SHA-256 6eccd0309d79c3006484488b2c44ea0b74de9ee18bb15c32e1aad235b9f8c11f.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -83,7 +83,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_stats.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'be460219e46ad1ae7c6861048bfcb657e36688bbd86be2f5fd66574da3a8bce2')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '6eccd0309d79c3006484488b2c44ea0b74de9ee18bb15c32e1aad235b9f8c11f')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
