@@ -102,8 +102,9 @@ export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
  * toPgConfig without the pool-only options. Use with IsolatedClient. Throws EndpointError.
  */
 export function toClientConfig(cfg: ConnectionConfig): ClientConfig {
-	const { max: _max, idleTimeoutMillis: _idle, allowExitOnIdle: _exit, Client: _client, ...rest } = toPgConfig(cfg) as PoolConfig & { Client?: unknown };
-	return rest as ClientConfig;
+	const all = { ...toPgConfig(cfg) } as Record<string, unknown>;
+	for (const poolOnly of ['max', 'idleTimeoutMillis', 'allowExitOnIdle', 'Client']) delete all[poolOnly];
+	return all as ClientConfig;
 }
 
 function startSweeper(): void {

@@ -7,7 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
 import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
-import { LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalText } from './validate';
+import { LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText } from './validate';
 
 
 export type Queryable = Pick<Pool | PoolClient, 'query'>;
@@ -58,7 +58,7 @@ export function prepareReserveItem(
 ): ReserveItem {
 	const operationKey = checkOperationKey(input.operationKey);
 	const leaseSeconds = checkLeaseSeconds(input.leaseSeconds);
-	const target = checkOptionalText(input.target, 'The target', LIMITS.maxTargetLength);
+	const target = checkOptionalKeyText(input.target, 'The target', LIMITS.maxTargetLength);
 	let canonicalRequest: string;
 	try {
 		canonicalRequest = canonicalJson(input.request === undefined ? null : input.request);

@@ -2,6 +2,7 @@
  * Enqueue: add a batch of tasks in one statement (one transaction, one round trip).
  */
 import type { TaskState } from './states';
+import { checkKeyText } from '../keyText';
 import { DEFAULT_MAX_ATTEMPTS } from './states';
 import { assertJson, NotJsonError } from '../json/canonical';
 import {
@@ -100,7 +101,7 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
 		if (typeof input.dedupeKey !== 'string' || Buffer.byteLength(input.dedupeKey, 'utf8') > 512)
 			throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
-		out.k = input.dedupeKey;
+		out.k = checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
 		out.d = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
