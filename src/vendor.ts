@@ -6,10 +6,11 @@
  */
 import pg from 'pg';
 import canonicalize from 'canonicalize';
+import { parse as parseConnectionString } from 'pg-connection-string';
 
 export const Pool = pg.Pool;
 export const Client = pg.Client;
-export { canonicalize };
+export { canonicalize, parseConnectionString };
 
 /** Startup parameters pg would otherwise take from PG* environment variables when not configured. */
 const AMBIENT_STARTUP_PARAMS = ['options', 'replication', 'client_encoding'] as const;

@@ -20,7 +20,7 @@
  * Errors: resolveEndpoint throws EndpointError, whose message never contains the password or the
  * connection string.
  */
-import { parse as parseConnectionString } from 'pg-connection-string';
+import { parseConnectionString } from '../vendor';
 
 /** libpq's sslmode values, weakest first. */
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;

@@ -4,7 +4,7 @@
  * enforces), and the check must fail for a bundle holding an unlisted package.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(__dirname, '../..');
@@ -29,5 +29,25 @@ describe('bundled third-party packages', () => {
 		} finally {
 			rmSync(entry, { force: true });
 		}
+	});
+
+	it('only src/vendor.ts loads third-party runtime code (everything else goes through it)', () => {
+		const files: string[] = [];
+		const walk = (d: string) => {
+			for (const n of readdirSync(d)) {
+				const f = path.join(d, n);
+				if (statSync(f).isDirectory()) walk(f);
+				else if (f.endsWith('.ts')) files.push(f);
+			}
+		};
+		for (const d of ['src', 'nodes', 'credentials']) walk(path.join(root, d));
+		const offenders: string[] = [];
+		for (const f of files) {
+			if (f.endsWith(path.join('src', 'vendor.ts'))) continue;
+			for (const m of readFileSync(f, 'utf8').matchAll(/^import\s+(?!type\b)[^'"]*from\s+'([^'.][^']*)'/gm)) {
+				if (!m[1].startsWith('node:') && m[1] !== 'n8n-workflow') offenders.push(`${path.relative(root, f)}: ${m[1]}`);
+			}
+		}
+		expect(offenders).toEqual([]);
 	});
 });
