@@ -4,6 +4,7 @@
  * are decided in one transaction (see schema/migrations/0001_ledger.sql for the state machine).
  */
 import type { Pool, PoolClient } from 'pg';
+import { queryChunked } from '../db/batch';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
 import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
@@ -95,12 +96,16 @@ interface ReserveRow {
 
 /** Serialises the batch for reserve_operations(). The request is embedded as its canonical text. */
 export function encodeReserveBatch(items: ReserveItem[]): string {
-	const parts = items.map(
+	return `[${encodeReserveItems(items).join(',')}]`;
+}
+
+/** One JSON text per item (see encodeReserveBatch). */
+export function encodeReserveItems(items: ReserveItem[]): string[] {
+	return items.map(
 		(it) =>
 			`{"i":${it.index},"k":${JSON.stringify(it.operationKey)},"f":"${it.fingerprint}","a":"${FINGERPRINT_ALGORITHM}",` +
 			`"t":${it.target === null ? 'null' : JSON.stringify(it.target)},"l":${it.leaseSeconds},"r":${it.canonicalRequest}}`,
 	);
-	return `[${parts.join(',')}]`;
 }
 
 /** The SQL text Reserve sends (one statement). */
@@ -109,7 +114,8 @@ export function reserveSql(schemaSql: string): string {
 }
 
 /**
- * Reserves a batch in one round trip and one transaction. Returns one result per item, in the
+ * Reserves a batch in one round trip and one transaction (batches over the per-statement caps of
+ * src/db/batch.ts: several statements in one transaction; over the per-call caps: BatchTooLargeError). Returns one result per item, in the
  * order of `items`. Throws the database error if the statement fails (then nothing was recorded).
  */
 export async function reserveOperations(
@@ -119,7 +125,8 @@ export async function reserveOperations(
 	ctx: EventContext = {},
 ): Promise<ReserveResult[]> {
 	if (items.length === 0) return [];
-	const { rows } = await db.query<ReserveRow>(reserveSql(schemaSql), [encodeReserveBatch(items), JSON.stringify(ctx)]);
+	// One statement, or chunks in one transaction for very large batches (src/db/batch.ts).
+	const rows = await queryChunked<ReserveRow>(db, reserveSql(schemaSql), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)]);
 	const byIndex = new Map<number, ReserveRow[]>();
 	for (const r of rows) {
 		const list = byIndex.get(r.idx);
