@@ -17,7 +17,8 @@ export function keyTextProblem(text: string): string | null {
 	const m = CONTROL.exec(text);
 	if (m) {
 		const code = m[0].charCodeAt(0);
-		const name = code === 0 ? 'NUL' : code === 9 ? 'tab' : code === 10 || code === 13 ? 'line break' : `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+		if (code === 0) return `contains a NUL character (a control character) at position ${m.index + 1}`;
+		const name = code === 9 ? 'tab' : code === 10 || code === 13 ? 'line break' : `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
 		return `contains a control character (${name}) at position ${m.index + 1}`;
 	}
 	if (LONE_SURROGATE.test(text)) return 'contains a lone UTF-16 surrogate, which is not valid Unicode';

@@ -103,7 +103,8 @@ export function describeConnectError(e: unknown, config: ConnectionConfig): stri
 	} catch {
 		endpoint = undefined;
 	}
-	const where = endpoint ? `${endpoint.host}:${endpoint.port}` : 'the configured host';
+	// A connection string is not echoed (not even its host): it may be a secret as a whole.
+	const where = config.connectionString !== undefined ? 'the connection string' : endpoint ? `${endpoint.host}:${endpoint.port}` : 'the configured host';
 	if (e instanceof EndpointError) return e.message;
 	switch (err?.code) {
 		case '28P01':
@@ -116,7 +117,7 @@ export function describeConnectError(e: unknown, config: ConnectionConfig): stri
 			return `Connection refused at ${where}: is Postgres running and listening there?`;
 		case 'ENOTFOUND':
 		case 'EAI_AGAIN':
-			return `Host not found: ${endpoint?.host ?? where}`;
+			return `Host not found: ${config.connectionString !== undefined ? where : (endpoint?.host ?? where)}`;
 		case 'DEPTH_ZERO_SELF_SIGNED_CERT':
 		case 'SELF_SIGNED_CERT_IN_CHAIN':
 		case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':

@@ -78,7 +78,8 @@ export function toSslMode(value: unknown, where: string): SslMode {
 }
 
 /** Query parameters a connection string may carry; anything else is refused. */
-const ALLOWED_PARAMS = new Set(['sslmode', 'ssl', 'host', 'port', 'user', 'password', 'dbname', 'options']);
+// application_name is accepted and ignored: the nodes name their sessions themselves.
+const ALLOWED_PARAMS = new Set(['sslmode', 'ssl', 'host', 'port', 'user', 'password', 'dbname', 'options', 'application_name']);
 const FILE_PARAMS = new Set(['sslcert', 'sslkey', 'sslrootcert', 'sslcrl', 'sslcrldir', 'sslpassword', 'passfile', 'service', 'servicefile']);
 
 interface ParsedString {

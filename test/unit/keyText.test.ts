@@ -62,7 +62,7 @@ describe('key-like text refuses control characters and lone surrogates in every 
 	});
 
 	it('names the character and its position', () => {
-		expect(keyTextProblem('ab\u0000c')).toBe('contains a control character (NUL) at position 3');
+		expect(keyTextProblem('ab\u0000c')).toBe('contains a NUL character (a control character) at position 3');
 		expect(keyTextProblem('a\u0085')).toBe('contains a control character (U+0085) at position 2');
 		expect(keyTextProblem('fine')).toBeNull();
 	});
