@@ -169,6 +169,10 @@ describe('no ambient credentials', () => {
 		} finally {
 			await c.end();
 		}
+		// The nodes' pool too.
+		const pool = getPool(base({ ssl: 'require', schema: 'bd_ambient_pool' }));
+		const { rows } = await pool.query(`SELECT current_setting('statement_timeout') AS st, current_setting('application_name') AS app`);
+		expect(rows[0]).toEqual({ st: '0', app: 'n8n-nodes-operation-ledger' });
 	});
 
 	it('an empty user or host is refused, never taken from PGUSER / PGHOST', async () => {
