@@ -32,7 +32,8 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			placeholder: 'postgres://user:password@db.example.com:5432/ledger',
-			description: 'A libpq-style URL. SSL parameters in it are ignored: use the SSL field below.',
+			description:
+				'A postgres:// URL. Its sslmode (or ssl) can only make the SSL field below stricter: the stricter of the two is used. Parameters that read files (sslrootcert, sslcert, sslkey) are refused: use the CA Certificate field.',
 			displayOptions: { show: { connectionType: ['connectionString'] } },
 		},
 		{
@@ -79,12 +80,19 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 				{ name: 'Disable', value: 'disable', description: 'Plain TCP (loopback or a trusted network only)' },
 				{ name: 'Require', value: 'require', description: 'Encrypt, but do not check the server certificate' },
 				{
+					name: 'Verify CA',
+					value: 'verify-ca',
+					description: 'Encrypt and check that the server certificate was signed by the CA below (not the host name)',
+				},
+				{
 					name: 'Verify Full',
 					value: 'verify-full',
 					description: 'Encrypt and check the server certificate and host name against the CA below',
 				},
 			],
 			default: 'disable',
+			description:
+				"How to encrypt the connection. A connection string's sslmode may make this stricter, never weaker (order: Disable < Require < Verify CA < Verify Full).",
 		},
 		{
 			displayName: 'CA Certificate',
@@ -94,7 +102,7 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			default: '',
 			placeholder: '-----BEGIN CERTIFICATE-----',
 			description: "PEM certificate of the CA that signed the server's certificate. Empty: the system's trusted CAs.",
-			displayOptions: { show: { ssl: ['verify-full'] } },
+			displayOptions: { show: { ssl: ['verify-ca', 'verify-full'] } },
 		},
 		{
 			displayName: 'Schema',

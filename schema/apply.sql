@@ -5,20 +5,31 @@
 --
 -- -1 (one transaction) is required: the advisory lock below is held until COMMIT, so psql and the
 -- nodes' own migrator never apply the schema at the same time. Migrations the database has
--- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
+-- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 887c1da6eafe2aa219a4c08aeaef51882f05167446a2808a7fc84b041bf9fc24.
+-- Package version 0.1.0; function set SHA-256 450d478ccf9e633b0b3433750ed9721a9248c6b93cc75c39ca3afb7fe1861de2.
+
+-- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
+-- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
 
 \set ON_ERROR_STOP on
+\if :{?owner}
+SET ROLE :"owner";
+\endif
 CREATE SCHEMA IF NOT EXISTS :"schema";
 SELECT pg_advisory_xact_lock(hashtextextended('n8n-nodes-operation-ledger:migrate:' || :'schema', 0)) AS ol_locked \gset
 SET search_path TO :"schema";
-SELECT to_regclass(format('%I.schema_migrations', :'schema')) IS NOT NULL AS ol_has_versions \gset
+\ir version_table.sql
+SELECT to_regclass(format('%I.ol_schema_migrations', :'schema')) IS NOT NULL AS ol_has_versions \gset
 \if :ol_has_versions
-SELECT coalesce(max(version), 0) AS ol_version FROM schema_migrations \gset
+SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
+\endif
+SELECT :ol_version > 7 AS ol_newer_schema \gset
+\if :ol_newer_schema
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (7): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -40,6 +51,10 @@ SELECT :ol_version < 4 AS ol_pending \gset
 SELECT :ol_version < 5 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0005_ledger_truth.sql
+\endif
+SELECT :ol_version < 7 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0007_boundary.sql
 \endif
 
 -- Never replace the functions of a newer package version with these.
@@ -72,8 +87,12 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
 \ir functions/queue/queue_stats.sql
+\ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '887c1da6eafe2aa219a4c08aeaef51882f05167446a2808a7fc84b041bf9fc24')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '450d478ccf9e633b0b3433750ed9721a9248c6b93cc75c39ca3afb7fe1861de2')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
+\if :{?owner}
+RESET ROLE;
+\endif

@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'memory'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'memory'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -90,6 +90,7 @@ function printTables(latest) {
 	for (const [name, title] of [
 		['ledger-scale', 'Ledger at scale: Reserve latency through the node'],
 		['queue-scale', 'Queue at scale: claim latency'],
+		['batch-scale', 'One call with many items: enqueue and Reserve'],
 	]) {
 		const x = s[name];
 		if (!x?.rows) continue;

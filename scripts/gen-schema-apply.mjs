@@ -30,7 +30,10 @@ const migrations = readdirSync(path.join(schemaDir, 'migrations'))
 	.filter(Boolean)
 	.map((m) => ({ version: Number(m[1]), file: `migrations/${m[0]}` }))
 	.sort((a, b) => a.version - b.version);
-const functions = sqlFiles(path.join(schemaDir, 'functions'), 'functions').sort();
+// The function files, then the security file (SECURITY DEFINER entry points, pinned search_path),
+// hashed as one set in this order (src/db/migrate.ts, loadFunctionSet).
+const functions = [...sqlFiles(path.join(schemaDir, 'functions'), 'functions').sort(), 'security/function_security.sql'];
+const requiredVersion = migrations.length ? migrations[migrations.length - 1].version : 0;
 const hash = createHash('sha256');
 for (const f of functions) hash.update(`${f}\n${readFileSync(path.join(schemaDir, f), 'utf8')}\n`, 'utf8');
 const digest = hash.digest('hex');
@@ -45,20 +48,31 @@ const lines = [
 	'--',
 	'-- -1 (one transaction) is required: the advisory lock below is held until COMMIT, so psql and the',
 	"-- nodes' own migrator never apply the schema at the same time. Migrations the database has",
-	'-- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied',
+	'-- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied',
 	'-- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version',
 	'-- installed its functions there, in which case this script stops and changes nothing.',
 	`-- Package version ${version}; function set SHA-256 ${digest}.`,
 	'',
+	'-- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are',
+	'-- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.',
+	'',
 	'\\set ON_ERROR_STOP on',
+	'\\if :{?owner}',
+	'SET ROLE :"owner";',
+	'\\endif',
 	'CREATE SCHEMA IF NOT EXISTS :"schema";',
 	"SELECT pg_advisory_xact_lock(hashtextextended('n8n-nodes-operation-ledger:migrate:' || :'schema', 0)) AS ol_locked \\gset",
 	'SET search_path TO :"schema";',
-	"SELECT to_regclass(format('%I.schema_migrations', :'schema')) IS NOT NULL AS ol_has_versions \\gset",
+	'\\ir version_table.sql',
+	"SELECT to_regclass(format('%I.ol_schema_migrations', :'schema')) IS NOT NULL AS ol_has_versions \\gset",
 	'\\if :ol_has_versions',
-	'SELECT coalesce(max(version), 0) AS ol_version FROM schema_migrations \\gset',
+	'SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \\gset',
 	'\\else',
 	'\\set ol_version 0',
+	'\\endif',
+	`SELECT :ol_version > ${requiredVersion} AS ol_newer_schema \\gset`,
+	'\\if :ol_newer_schema',
+	`DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (${requiredVersion}): use the newer package''s schema/apply.sql'; END $$;`,
 	'\\endif',
 	'',
 ];
@@ -83,6 +97,9 @@ lines.push(
 	'    ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,',
 	'        functions_hash = EXCLUDED.functions_hash, applied_at = now();',
 	'RESET search_path;',
+	'\\if :{?owner}',
+	'RESET ROLE;',
+	'\\endif',
 	'',
 );
 const text = lines.join('\n');

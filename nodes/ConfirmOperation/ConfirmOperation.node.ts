@@ -222,7 +222,7 @@ export class ConfirmOperation implements INodeType {
 					reason,
 					retryable,
 					response: options.storeResponse === false ? null : jsonParameter(this, response, 'The response', i, false),
-					maxResponseBytes: (options.maxResponseBytes as number) ?? DEFAULT_MAX_RESPONSE_BYTES,
+					maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
 					oversize: (options.oversizeResponse as 'truncate' | 'error') ?? 'truncate',
 				}),
 				reported: outcome as string,

@@ -2,21 +2,14 @@
  * A dedicated pg Client for LISTEN (never a pooled connection: LISTEN belongs to one session).
  */
 import type { Client as PgClient } from 'pg';
-import { Client } from '../../src/vendor';
-import { toPgConfig, type ConnectionConfig } from '../../src/db/pool';
+import { IsolatedClient } from '../../src/vendor';
+import { toClientConfig, type ConnectionConfig } from '../../src/db/pool';
 import type { ListenConnection } from './watcher';
 
 export async function connectListener(config: ConnectionConfig): Promise<ListenConnection> {
-	const pg = toPgConfig(config);
-	const client: PgClient = new Client({
-		connectionString: pg.connectionString,
-		host: pg.host,
-		port: pg.port,
-		database: pg.database,
-		user: pg.user,
-		password: pg.password,
-		ssl: pg.ssl,
-		connectionTimeoutMillis: pg.connectionTimeoutMillis,
+	// Explicit settings only (endpoint.ts): no PG* environment variables, no ~/.pgpass.
+	const client: PgClient = new IsolatedClient({
+		...toClientConfig(config),
 		keepAlive: true,
 		application_name: 'n8n-nodes-operation-ledger:listen',
 	});

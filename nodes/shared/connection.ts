@@ -10,11 +10,12 @@ import type {
 	INodeCredentialTestResult,
 } from 'n8n-workflow';
 import type { Pool as PgPool } from 'pg';
-import { Client } from '../../src/vendor';
+import { IsolatedClient } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
-import { getPool, toPgConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
+import { getPool, toClientConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
 import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
+import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
 
 export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
 
@@ -66,17 +67,24 @@ export async function ledgerConnectionTest(
 	this: ICredentialTestFunctions,
 	credential: ICredentialsDecrypted,
 ): Promise<INodeCredentialTestResult> {
-	const config = toConnectionConfig(credential.data ?? {});
+	// Never throws: every failure, including a malformed credential, is an answer.
+	let config: ConnectionConfig;
+	let client: InstanceType<typeof IsolatedClient> | undefined;
 	try {
+		config = toConnectionConfig(credential?.data ?? {});
 		quoteSchema(config.schema);
+		resolveEndpoint(config);
 	} catch (e) {
-		return { status: 'Error', message: (e as Error).message };
+		return { status: 'Error', message: e instanceof EndpointError || /schema/i.test((e as Error)?.message ?? '') ? (e as Error).message : 'The credential is incomplete or malformed' };
 	}
-	const client = new Client({ ...toPgConfig({ ...config, connectTimeoutMs: 5000 }) });
 	try {
+		client = new IsolatedClient(toClientConfig({ ...config, connectTimeoutMs: 5000 }));
+		// A backend that dies after connecting emits 'error' on the client: never unhandled.
+		client.on('error', () => undefined);
 		await client.connect();
 		await client.query('SELECT 1');
-		const fake = { query: client.query.bind(client) } as unknown as PgPool;
+		const c = client;
+		const fake = { query: c.query.bind(c) } as unknown as PgPool;
 		const state = await readSchemaState(fake, config.schema);
 		const gap = schemaGap(state);
 		// Behind is fine when the nodes may apply the schema; a newer package's schema never is.
@@ -87,17 +95,25 @@ export async function ledgerConnectionTest(
 	} catch (e) {
 		return { status: 'Error', message: describeConnectError(e, config) };
 	} finally {
-		await client.end().catch(() => undefined);
+		await client?.end().catch(() => undefined);
 	}
 }
 
 /** Turns a pg/socket error into a sentence a user can act on. Never includes the password. */
 export function describeConnectError(e: unknown, config: ConnectionConfig): string {
 	const err = e as { code?: string; message?: string };
-	const where = config.connectionString ? 'the connection string' : `${config.host}:${config.port}`;
+	let endpoint: ReturnType<typeof resolveEndpoint> | undefined;
+	try {
+		endpoint = resolveEndpoint(config);
+	} catch {
+		endpoint = undefined;
+	}
+	// A connection string is not echoed (not even its host): it may be a secret as a whole.
+	const where = config.connectionString !== undefined ? 'the connection string' : endpoint ? `${endpoint.host}:${endpoint.port}` : 'the configured host';
+	if (e instanceof EndpointError) return e.message;
 	switch (err?.code) {
 		case '28P01':
-			return `Authentication failed: wrong password for user "${config.user ?? ''}"`;
+			return `Authentication failed: wrong password for user "${endpoint?.user ?? config.user ?? ''}"`;
 		case '28000':
 			return `Authentication refused: ${err.message}`;
 		case '3D000':
@@ -106,14 +122,23 @@ export function describeConnectError(e: unknown, config: ConnectionConfig): stri
 			return `Connection refused at ${where}: is Postgres running and listening there?`;
 		case 'ENOTFOUND':
 		case 'EAI_AGAIN':
-			return `Host not found: ${config.host ?? where}`;
+			return `Host not found: ${config.connectionString !== undefined ? where : (endpoint?.host ?? where)}`;
 		case 'DEPTH_ZERO_SELF_SIGNED_CERT':
 		case 'SELF_SIGNED_CERT_IN_CHAIN':
 		case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
 		case 'ERR_TLS_CERT_ALTNAME_INVALID':
+		case 'CERT_HAS_EXPIRED':
+		case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
 			return `SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`;
 		default:
-			if (/does not support SSL/i.test(err?.message ?? '')) return 'The server does not support SSL: set SSL to Disable, or enable SSL on the server';
+			if (/client password must be a non-empty string/i.test(err?.message ?? '')) {
+				return `Authentication failed: no password given for user "${endpoint?.user ?? ''}" (the n8n host's PGPASSWORD and ~/.pgpass are never used)`;
+			}
+			if (/does not support SSL/i.test(err?.message ?? '')) {
+				return endpoint?.sslModeFrom === 'connection string'
+					? `The server does not support SSL, and the connection string asks for sslmode ${endpoint.sslMode}: remove it, or enable SSL on the server`
+					: 'The server does not support SSL: set SSL to Disable, or enable SSL on the server';
+			}
 			if (/timeout/i.test(err?.message ?? '')) return `Timed out connecting to ${where}`;
 			return `Could not connect: ${redact(err?.message ?? String(e), config)}`;
 	}
@@ -122,7 +147,13 @@ export function describeConnectError(e: unknown, config: ConnectionConfig): stri
 /** Removes the password and connection string from a message. */
 export function redact(message: string, config: ConnectionConfig): string {
 	let out = message;
-	for (const secret of [config.password, config.connectionString]) {
+	let parsed: string | undefined;
+	try {
+		parsed = resolveEndpoint(config).password;
+	} catch {
+		parsed = undefined;
+	}
+	for (const secret of [config.password, config.connectionString, parsed]) {
 		if (secret && secret.length >= 3) out = out.split(secret).join('***');
 	}
 	return out;

@@ -25,7 +25,7 @@
 CREATE SCHEMA IF NOT EXISTS :"schema";
 SET search_path TO :"schema";
 
-CREATE TABLE IF NOT EXISTS schema_migrations (
+CREATE TABLE IF NOT EXISTS ol_schema_migrations (
     version     integer PRIMARY KEY,
     name        text NOT NULL,
     applied_at  timestamptz NOT NULL DEFAULT now()
@@ -91,4 +91,4 @@ CREATE TRIGGER operation_events_no_update_delete
     BEFORE UPDATE OR DELETE ON operation_events
     FOR EACH ROW EXECUTE FUNCTION operation_events_append_only();
 
-INSERT INTO schema_migrations (version, name) VALUES (1, 'ledger') ON CONFLICT (version) DO NOTHING;
+INSERT INTO ol_schema_migrations (version, name) VALUES (1, 'ledger') ON CONFLICT (version) DO NOTHING;

@@ -105,4 +105,4 @@ CREATE TABLE queue_scheduler (
     updated_at        timestamptz NOT NULL DEFAULT now()
 );
 
-INSERT INTO schema_migrations (version, name) VALUES (2, 'queue') ON CONFLICT (version) DO NOTHING;
+INSERT INTO ol_schema_migrations (version, name) VALUES (2, 'queue') ON CONFLICT (version) DO NOTHING;

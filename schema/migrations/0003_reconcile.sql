@@ -18,4 +18,4 @@ SET search_path TO :"schema";
 
 CREATE INDEX operations_unknown_since_idx ON operations (unknown_since) WHERE status = 'unknown';
 
-INSERT INTO schema_migrations (version, name) VALUES (3, 'reconcile') ON CONFLICT (version) DO NOTHING;
+INSERT INTO ol_schema_migrations (version, name) VALUES (3, 'reconcile') ON CONFLICT (version) DO NOTHING;

@@ -16,4 +16,4 @@ CREATE TABLE function_set (
     applied_at      timestamptz NOT NULL DEFAULT now()
 );
 
-INSERT INTO schema_migrations (version, name) VALUES (4, 'function_set') ON CONFLICT (version) DO NOTHING;
+INSERT INTO ol_schema_migrations (version, name) VALUES (4, 'function_set') ON CONFLICT (version) DO NOTHING;

@@ -55,4 +55,4 @@ END $$;
 -- append_event() now takes the token's hash (bytea); the uuid form wrote the token itself.
 DROP FUNCTION IF EXISTS append_event(text, text, text, text, integer, uuid, jsonb, integer, jsonb);
 
-INSERT INTO schema_migrations (version, name) VALUES (5, 'ledger_truth') ON CONFLICT (version) DO NOTHING;
+INSERT INTO ol_schema_migrations (version, name) VALUES (5, 'ledger_truth') ON CONFLICT (version) DO NOTHING;

@@ -1,33 +1,126 @@
--- A least-privilege login role for the n8n nodes of n8n-nodes-operation-ledger.
+-- The split setup of n8n-nodes-operation-ledger: a NOLOGIN owner role owns the schema, its tables
+-- and its functions; the nodes log in as a role that can only call the entry-point functions.
 --
--- Run as the schema owner (or a superuser) after applying schema/apply.sql:
+-- Run as a superuser after applying schema/apply.sql, and again after every schema upgrade
+-- (it is idempotent: it creates what is missing and resets ownership and privileges):
 --   psql "$ADMIN_URL" -1 -v ON_ERROR_STOP=1 -v schema=operation_ledger -v role=n8n_ledger \
 --        -v password="$(openssl rand -base64 24)" -f schema/security/least_privilege_role.sql
--- Then point the n8n credential at this role with "Apply Schema Automatically" switched OFF
--- (the role cannot run DDL, which is the point).
+-- Variables: schema, role (required); password (required when the role does not exist yet;
+-- when given for an existing role, it is set again); owner (default <schema>_owner);
+-- keep_public_temp=1 to leave TEMPORARY on this database granted to PUBLIC (see below).
+-- Then point the n8n credential at `role` with "Apply Schema Automatically" switched OFF.
 --
--- What the role can do: call the ledger and queue functions (they run with the caller's rights)
--- and read, insert and update ledger rows; insert (never update or delete) events; manage queue
--- tasks, including the archive that retention moves finished tasks into.
--- What it cannot do: create, alter or drop anything; delete or truncate ledger rows or events;
--- touch any other schema.
+-- What the nodes' role can do: call the entry-point functions (the one list is in
+-- schema/security/function_security.sql: exactly the SECURITY DEFINER functions of the schema)
+-- and read the two version tables (ol_schema_migrations, function_set) to check the schema.
+-- What it cannot do: read or write any table directly (no SELECT/INSERT/UPDATE/DELETE/TRUNCATE),
+-- call the internal functions (e.g. append_event), alter, disable triggers on or drop anything
+-- (it owns nothing), create objects in the schema, or create temporary tables in this database.
+--
+-- TEMPORARY: Postgres grants it on every database to PUBLIC; a role can only be denied it when
+-- PUBLIC loses it, so this script revokes TEMPORARY on the current database from PUBLIC (roles
+-- that need temporary tables here must be granted it by name). The functions are safe without
+-- this (pg_temp is last in their search_path); it is defence in depth.
 
-CREATE ROLE :"role" LOGIN PASSWORD :'password' NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+\set ON_ERROR_STOP on
+\if :{?schema}
+\else
+\echo 'least_privilege_role.sql: -v schema=... is required'
+\quit
+\endif
+\if :{?role}
+\else
+\echo 'least_privilege_role.sql: -v role=... is required'
+\quit
+\endif
+\if :{?owner}
+\else
+\set owner :schema _owner
+\endif
+\if :{?keep_public_temp}
+\else
+\set keep_public_temp 0
+\endif
 
-REVOKE ALL ON SCHEMA :"schema" FROM PUBLIC;
-GRANT USAGE ON SCHEMA :"schema" TO :"role";
+-- The owner role: NOLOGIN, nobody logs in as it.
+SELECT NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'owner') AS ol_new_owner \gset
+\if :ol_new_owner
+CREATE ROLE :"owner" NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
+\else
+ALTER ROLE :"owner" NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+\endif
 
--- The ledger: rows are never deleted by the nodes; the event log is append-only.
-GRANT SELECT ON :"schema".schema_migrations, :"schema".function_set TO :"role";
-GRANT SELECT, INSERT, UPDATE ON :"schema".operations TO :"role";
-GRANT SELECT, INSERT ON :"schema".operation_events TO :"role";
+-- The nodes' login role.
+SELECT NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'role') AS ol_new_role \gset
+\if :ol_new_role
+\if :{?password}
+\else
+\echo 'least_privilege_role.sql: -v password=... is required to create the role'
+\quit
+\endif
+CREATE ROLE :"role" LOGIN PASSWORD :'password' NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
+\else
+ALTER ROLE :"role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS;
+\if :{?password}
+ALTER ROLE :"role" PASSWORD :'password';
+\endif
+\endif
 
--- The task queue: retention deletes finished tasks from the hot table after archiving them.
-GRANT SELECT, INSERT, UPDATE, DELETE ON :"schema".queue_tasks TO :"role";
-GRANT SELECT, INSERT, UPDATE, DELETE ON :"schema".queue_tasks_archive TO :"role";
-GRANT SELECT, INSERT, UPDATE ON :"schema".queue_scheduler TO :"role";
+SELECT set_config('ol.schema', :'schema', false), set_config('ol.owner', :'owner', false), set_config('ol.role', :'role', false),
+       set_config('ol.keep_public_temp', :'keep_public_temp', false) \g /dev/null
 
--- Identity columns and the functions the nodes call.
-GRANT USAGE ON ALL SEQUENCES IN SCHEMA :"schema" TO :"role";
-REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA :"schema" FROM PUBLIC;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA :"schema" TO :"role";
+DO $$
+DECLARE
+    v_schema text := current_setting('ol.schema');
+    v_owner  text := current_setting('ol.owner');
+    v_role   text := current_setting('ol.role');
+    v_ns     oid  := (SELECT oid FROM pg_namespace WHERE nspname = current_setting('ol.schema'));
+    r record;
+BEGIN
+    IF v_ns IS NULL THEN
+        RAISE EXCEPTION 'schema % does not exist: apply schema/apply.sql first', v_schema;
+    END IF;
+    IF v_role = v_owner THEN
+        RAISE EXCEPTION 'the nodes'' role and the owner role must differ';
+    END IF;
+    IF pg_has_role(v_role, v_owner, 'MEMBER') THEN
+        EXECUTE format('REVOKE %I FROM %I', v_owner, v_role);
+    END IF;
+
+    -- Everything in the schema belongs to the owner role (identity sequences follow their table).
+    EXECUTE format('ALTER SCHEMA %I OWNER TO %I', v_schema, v_owner);
+    FOR r IN SELECT c.oid::regclass AS rel, c.relkind FROM pg_class c
+              WHERE c.relnamespace = v_ns AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+                AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))
+    LOOP
+        EXECUTE format('ALTER %s %s OWNER TO %I',
+                       CASE r.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                      WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.rel, v_owner);
+    END LOOP;
+    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_proc p WHERE p.pronamespace = v_ns AND p.prokind = 'f' LOOP
+        EXECUTE format('ALTER FUNCTION %s OWNER TO %I', r.fn, v_owner);
+    END LOOP;
+
+    -- Start from nothing, for PUBLIC and the nodes' role (also removes grants of older versions).
+    EXECUTE format('REVOKE ALL ON SCHEMA %I FROM PUBLIC, %I', v_schema, v_role);
+    EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM PUBLIC, %I', v_schema, v_role);
+    EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA %I FROM PUBLIC, %I', v_schema, v_role);
+    EXECUTE format('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA %I FROM PUBLIC, %I', v_schema, v_role);
+
+    -- What the nodes need: the schema (to name its functions), the version tables (read only)
+    -- and EXECUTE on the entry points = the SECURITY DEFINER functions (function_security.sql).
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', v_schema, v_role);
+    FOR r IN SELECT c.oid::regclass AS rel FROM pg_class c
+              WHERE c.relnamespace = v_ns AND c.relname IN ('ol_schema_migrations', 'function_set') LOOP
+        EXECUTE format('GRANT SELECT ON %s TO %I', r.rel, v_role);
+    END LOOP;
+    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_proc p WHERE p.pronamespace = v_ns AND p.prokind = 'f' AND p.prosecdef LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r.fn, v_role);
+    END LOOP;
+
+    -- No temporary tables for the nodes' role (see the header).
+    IF coalesce(current_setting('ol.keep_public_temp', true), '') NOT IN ('1', 'on', 'true') THEN
+        EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+        EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM %I', current_database(), v_role);
+    END IF;
+END $$;

@@ -93,8 +93,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * transaction with the caller's settings, unchanged.
  */
 export async function boundedQuery<R extends object>(db: Runner, text: string, values: unknown[], bounds: Bounds = toBounds()): Promise<R[]> {
+	return boundedStatements<R>(db, text, [values], bounds);
+}
+
+/**
+ * Like boundedQuery, for one statement text run once per parameter set (the chunks of a large
+ * batch, src/db/batch.ts): all of them in ONE bounded transaction, rows concatenated in order.
+ * statement_timeout applies to each statement; a retry re-runs every chunk.
+ */
+export async function boundedStatements<R extends object>(db: Runner, text: string, valueSets: unknown[][], bounds: Bounds = toBounds()): Promise<R[]> {
 	if (typeof db.connect !== 'function' || typeof db.release === 'function') {
-		return (await (db as Pick<Pool, 'query'>).query<R>(text, values)).rows;
+		const out: R[] = [];
+		for (const values of valueSets) out.push(...(await (db as Pick<Pool, 'query'>).query<R>(text, values)).rows);
+		return out;
 	}
 	const pool = db as unknown as Pool;
 	const b = toBounds(bounds);
@@ -109,7 +120,8 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
 		client.on('error', onError);
 		try {
 			await client.query(`BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`);
-			const { rows } = await client.query<R>(text, values);
+			const rows: R[] = [];
+			for (const values of valueSets) rows.push(...(await client.query<R>(text, values)).rows);
 			await client.query('COMMIT');
 			return rows;
 		} catch (e) {

@@ -9,12 +9,13 @@
  *   convert it to ISO-8601; int8 comes back as a string (pg's default), so bigint ids stay exact.
  */
 import { createHash } from 'node:crypto';
-import type { Pool as PgPool, PoolClient, PoolConfig } from 'pg';
-import { Pool } from '../vendor';
+import type { ClientConfig, Pool as PgPool, PoolClient, PoolConfig } from 'pg';
+import { IsolatedClient, Pool } from '../vendor';
+import { resolveEndpoint, toPgSsl, type SslMode } from './endpoint';
 import { quoteSchema } from './identifiers';
 import { DEFAULTS } from './bounds';
 
-export type SslMode = 'disable' | 'require' | 'verify-full';
+export type { SslMode };
 
 /** What a credential provides. Either `connectionString` or host/port/database/user/password. */
 export interface ConnectionConfig {
@@ -24,9 +25,13 @@ export interface ConnectionConfig {
 	database?: string;
 	user?: string;
 	password?: string;
-	/** `require` encrypts without checking the certificate; `verify-full` checks it against `ca`. */
+	/**
+	 * The credential's SSL mode (libpq's names). A connection string's sslmode/ssl can only make it
+	 * stricter (see endpoint.ts). `require` encrypts without checking the certificate; `verify-ca`
+	 * checks the chain against `ca`; `verify-full` also checks the host name.
+	 */
 	ssl?: SslMode;
-	/** PEM CA certificate(s) for `verify-full`; empty means the system's trusted CAs. */
+	/** PEM CA certificate(s) for `verify-ca` / `verify-full`; empty means the system's trusted CAs. */
 	ca?: string;
 	/** Schema holding the ledger and queue tables (validated by quoteSchema). */
 	schema: string;
@@ -69,43 +74,43 @@ function poolKey(cfg: ConnectionConfig): string {
 	return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
 }
 
-/** Translates a ConnectionConfig into pg's PoolConfig. */
+/**
+ * Translates a ConnectionConfig into pg's PoolConfig: every connection parameter explicit (see
+ * endpoint.ts), so pg never falls back to PG* environment variables or ~/.pgpass. The password is
+ * given as a function, which makes pg send exactly it (an empty one included) and skip ~/.pgpass.
+ * Throws EndpointError when the credential is incomplete or its connection string is refused.
+ */
 export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
+	const e = resolveEndpoint(cfg);
 	const max = Math.min(Math.max(Math.trunc(cfg.maxConnections ?? 5), 1), 100);
-	const base: PoolConfig = {
+	const password = e.password;
+	return {
 		max,
 		idleTimeoutMillis: IDLE_CLIENT_MS,
 		connectionTimeoutMillis: cfg.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
 		allowExitOnIdle: true,
 		application_name: 'n8n-nodes-operation-ledger',
-	};
-	if (cfg.connectionString) {
-		// sslmode inside the string would override our ssl object in pg; the credential's SSL field wins.
-		const url = stripSslParams(cfg.connectionString);
-		base.connectionString = url;
-	} else {
-		Object.assign(base, {
-			host: cfg.host || '127.0.0.1',
-			port: cfg.port || 5432,
-			database: cfg.database,
-			user: cfg.user,
-			password: cfg.password,
-		});
-	}
-	if (cfg.ssl === 'require') base.ssl = { rejectUnauthorized: false };
-	else if (cfg.ssl === 'verify-full') base.ssl = { rejectUnauthorized: true, ca: cfg.ca || undefined };
-	else base.ssl = false;
-	return base;
+		host: e.host,
+		port: e.port,
+		database: e.database,
+		user: e.user,
+		password: () => password,
+		ssl: toPgSsl(e),
+		...(e.options ? { options: e.options } : {}),
+		// Explicit, so PGSSLNEGOTIATION cannot change it.
+		sslnegotiation: 'postgres',
+		Client: IsolatedClient,
+	} as PoolConfig;
 }
 
-function stripSslParams(connectionString: string): string {
-	try {
-		const url = new URL(connectionString);
-		for (const p of ['sslmode', 'ssl', 'sslrootcert', 'sslcert', 'sslkey']) url.searchParams.delete(p);
-		return url.toString();
-	} catch {
-		return connectionString;
-	}
+/**
+ * The same explicit connection settings for a single pg Client (LISTEN, the credential test):
+ * toPgConfig without the pool-only options. Use with IsolatedClient. Throws EndpointError.
+ */
+export function toClientConfig(cfg: ConnectionConfig): ClientConfig {
+	const all = { ...toPgConfig(cfg) } as Record<string, unknown>;
+	for (const poolOnly of ['max', 'idleTimeoutMillis', 'allowExitOnIdle', 'Client']) delete all[poolOnly];
+	return all as ClientConfig;
 }
 
 function startSweeper(): void {
@@ -147,6 +152,11 @@ export function getPool(cfg: ConnectionConfig): PgPool {
 	// An idle client whose server went away emits 'error' on the pool; without a listener that
 	// would crash the n8n process. The broken client is discarded by pg; the next query reconnects.
 	pool.on('error', () => undefined);
+	// A checked-out client whose backend is killed emits 'error' itself (pg-pool listens only while
+	// it is idle); the query in flight rejects with the same error, which the caller handles.
+	pool.on('connect', (client) => {
+		client.on('error', () => undefined);
+	});
 	pools.set(key, { pool, lastUsed: Date.now() });
 	startSweeper();
 	return pool;
@@ -156,12 +166,19 @@ export function getPool(cfg: ConnectionConfig): PgPool {
 export async function withClient<T>(pool: PgPool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
 	const client = await pool.connect();
 	let broken: Error | undefined;
+	// While checked out, a killed backend emits 'error' on the client (pg-pool listens only while it
+	// is idle): without this listener that would end the process. The query in flight rejects too.
+	const onError = (e: Error) => {
+		broken = e;
+	};
+	client.on('error', onError);
 	try {
 		return await fn(client);
 	} catch (e) {
 		if (isConnectionError(e)) broken = e as Error;
 		throw e;
 	} finally {
+		client.removeListener('error', onError);
 		client.release(broken);
 	}
 }

@@ -4,8 +4,9 @@
  */
 import { canonicalJson, NotJsonError } from '../json/canonical';
 import { cutAny, cutText } from '../text';
+import { queryChunked } from '../db/batch';
 import type { Queryable } from './reserve';
-import { boundedQuery, type Bounds } from '../db/bounds';
+import { type Bounds } from '../db/bounds';
 import { LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
 import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
 
@@ -13,6 +14,24 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Default ceiling for a stored response: 256 KiB of canonical JSON. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
+/** The largest "Max Response Size" (16 MiB); the smallest is 2 bytes. */
+export const MAX_RESPONSE_BYTES_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Validates "Max Response Size" (bytes of canonical JSON): a whole number from 2 to 16 MiB, given
+ * as a number or a decimal string; undefined/null/'' mean the default (256 KiB). Anything else
+ * (`abc`, NaN, negatives, fractions, Infinity) is an item error: nothing is recorded.
+ */
+export function checkMaxResponseBytes(value: unknown): number {
+	if (value === undefined || value === null || value === '') return DEFAULT_MAX_RESPONSE_BYTES;
+	const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+	if (typeof n !== 'number' || !Number.isInteger(n) || n < 2 || n > MAX_RESPONSE_BYTES_LIMIT) {
+		throw new LedgerInputError(
+			`Max Response Size must be a whole number of bytes from 2 to ${MAX_RESPONSE_BYTES_LIMIT} (16 MiB), got ${JSON.stringify(typeof value === 'number' && !Number.isFinite(value) ? String(value) : value)?.slice(0, 40)}. Nothing was recorded.`,
+		);
+	}
+	return n;
+}
 
 export interface ConfirmItem {
 	index: number;
@@ -37,7 +56,8 @@ export interface ConfirmInput {
 	reason?: unknown;
 	retryable?: unknown;
 	/** Largest stored response in bytes of canonical JSON (default 262144). */
-	maxResponseBytes?: number;
+	/** Bytes; validated by checkMaxResponseBytes (an item error when not a whole number 2..16 MiB). */
+	maxResponseBytes?: unknown;
 	/** What to do with a larger response: keep a truncated preview (default) or reject the item. */
 	oversize?: 'truncate' | 'error';
 }
@@ -73,7 +93,7 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 		}
 		throw e;
 	}
-	const max = input.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+	const max = checkMaxResponseBytes(input.maxResponseBytes);
 	let responseTruncated = false;
 	const bytes = Buffer.byteLength(responseJson, 'utf8');
 	if (bytes > max) {
@@ -111,14 +131,17 @@ export interface ConfirmResultRow {
 }
 
 export function encodeConfirmBatch(items: ConfirmItem[]): string {
-	return `[${items
-		.map(
+	return `[${encodeConfirmItems(items).join(',')}]`;
+}
+
+/** One JSON text per item (see encodeConfirmBatch). */
+export function encodeConfirmItems(items: ConfirmItem[]): string[] {
+	return items.map(
 			(it) =>
 				`{"i":${it.index},"k":${JSON.stringify(it.operationKey)},"tok":"${it.leaseToken}","o":"${it.outcome}",` +
 				`"ref":${it.externalRef === null ? 'null' : JSON.stringify(it.externalRef)},"trunc":${it.responseTruncated},` +
 				`"reason":${it.reason === null ? 'null' : JSON.stringify(it.reason)},"retry":${it.retryable},"resp":${it.responseJson}}`,
-		)
-		.join(',')}]`;
+	);
 }
 
 export function confirmSql(schemaSql: string): string {
@@ -145,7 +168,8 @@ export async function confirmOperations(
 	bounds?: Bounds,
 ): Promise<ConfirmResultRow[]> {
 	if (items.length === 0) return [];
-	const rows = await boundedQuery<ConfirmRow>(db, confirmSql(schemaSql), [encodeConfirmBatch(items), JSON.stringify(ctx)], bounds);
+	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
+	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schemaSql), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
 	const byIndex = new Map<number, ConfirmRow>();
 	for (const r of rows) byIndex.set(r.idx, r);
 	return items.map((it) => {

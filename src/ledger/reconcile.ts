@@ -8,7 +8,7 @@ import { cutAny, cutText } from '../text';
 import type { Queryable } from './reserve';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS, iso, type EventContext, type OperationStatus } from './states';
-import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
+import { LedgerInputError, checkOperationKey, checkOptionalText, checkOptionalKeyText } from './validate';
 
 /** What a lookup at the target reported. */
 export const RECONCILE_RESOLUTIONS = ['happened', 'not_happened', 'still_unknown'] as const;
@@ -61,7 +61,7 @@ export function checkClaimOptions(o: { limit: unknown; settleSeconds?: unknown; 
 		limit: checkInt(o.limit, 'The batch size', 1, 1000),
 		settleSeconds: checkInt(o.settleSeconds ?? 0, 'The extra settle delay (seconds)', 0, 30 * 86400),
 		claimSeconds: checkInt(o.claimSeconds, 'The claim duration (seconds)', 1, 86400),
-		target: checkOptionalText(o.target, 'The target', LIMITS.maxTargetLength),
+		target: checkOptionalKeyText(o.target, 'The target', LIMITS.maxTargetLength),
 	};
 }
 

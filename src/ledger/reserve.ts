@@ -4,11 +4,12 @@
  * are decided in one transaction (see schema/migrations/0001_ledger.sql for the state machine).
  */
 import type { Pool, PoolClient } from 'pg';
-import { boundedQuery, type Bounds } from '../db/bounds';
+import { type Bounds } from '../db/bounds';
+import { queryChunked } from '../db/batch';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
 import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
-import { DEFAULT_SETTLE_SECONDS, LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalText, checkSettleSeconds } from './validate';
+import { DEFAULT_SETTLE_SECONDS, LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from './validate';
 
 
 export type Queryable = Pick<Pool | PoolClient, 'query'>;
@@ -69,7 +70,7 @@ export function prepareReserveItem(
 	const operationKey = checkOperationKey(input.operationKey);
 	const leaseSeconds = checkLeaseSeconds(input.leaseSeconds);
 	const settleSeconds = checkSettleSeconds(input.settleSeconds ?? DEFAULT_SETTLE_SECONDS);
-	const target = checkOptionalText(input.target, 'The target', LIMITS.maxTargetLength);
+	const target = checkOptionalKeyText(input.target, 'The target', LIMITS.maxTargetLength);
 	let canonicalRequest: string;
 	try {
 		canonicalRequest = canonicalJson(input.request === undefined ? null : input.request);
@@ -109,12 +110,16 @@ export const REPEAT_IN_BATCH = 'repeat in this batch: an earlier item of the sam
 
 /** Serialises the batch for reserve_operations(). The request is embedded as its canonical text. */
 export function encodeReserveBatch(items: ReserveItem[]): string {
-	const parts = items.map(
+	return `[${encodeReserveItems(items).join(',')}]`;
+}
+
+/** One JSON text per item (see encodeReserveBatch). */
+export function encodeReserveItems(items: ReserveItem[]): string[] {
+	return items.map(
 		(it) =>
 			`{"i":${it.index},"k":${JSON.stringify(it.operationKey)},"f":"${it.fingerprint}","a":"${FINGERPRINT_ALGORITHM}",` +
 			`"t":${it.target === null ? 'null' : JSON.stringify(it.target)},"l":${it.leaseSeconds},"s":${it.settleSeconds},"r":${it.canonicalRequest}}`,
 	);
-	return `[${parts.join(',')}]`;
 }
 
 /** The SQL text Reserve sends (one statement). */
@@ -123,7 +128,8 @@ export function reserveSql(schemaSql: string): string {
 }
 
 /**
- * Reserves a batch in one round trip and one transaction. Returns one result per item, in the
+ * Reserves a batch in one round trip and one transaction (batches over the per-statement caps of
+ * src/db/batch.ts: several statements in one transaction; over the per-call caps: BatchTooLargeError). Returns one result per item, in the
  * order of `items`. Throws the database error if the statement fails (then nothing was recorded).
  */
 export async function reserveOperations(
@@ -134,7 +140,8 @@ export async function reserveOperations(
 	bounds?: Bounds,
 ): Promise<ReserveResult[]> {
 	if (items.length === 0) return [];
-	const rows = await boundedQuery<ReserveRow>(db, reserveSql(schemaSql), [encodeReserveBatch(items), JSON.stringify(ctx)], bounds);
+	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
+	const rows = await queryChunked<ReserveRow>(db, reserveSql(schemaSql), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
 	const byIndex = new Map<number, ReserveRow[]>();
 	for (const r of rows) {
 		const list = byIndex.get(r.idx);

@@ -1,6 +1,7 @@
 /** Checks on what a node is about to write; each throws LedgerInputError with a clear message. */
 import { LIMITS } from './states';
 import { cutAny, cutText } from '../text';
+import { checkKeyText } from '../keyText';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -35,9 +36,7 @@ export function checkOperationKey(key: unknown): string {
 		throw new LedgerInputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
 	}
 	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)');
-	// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
-	if (/[\u0000-\u001f\u007f]/.test(key)) throw new LedgerInputError('The operation key contains a control character (NUL, tab or line break)');
-	if (LONE_SURROGATE.test(key)) throw new LedgerInputError('The operation key contains a lone UTF-16 surrogate, which is not valid Unicode');
+	checkKeyText(key, 'The operation key', (m) => new LedgerInputError(m));
 	if (key.split(':').some((seg) => seg !== seg.trim())) {
 		throw new LedgerInputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
 	}
@@ -60,6 +59,7 @@ export function buildOperationKey(parts: { resource: unknown; action: unknown; e
 		if (typeof v !== 'string' || v.trim() === '') {
 			throw new LedgerInputError(`The operation key part "${name}" is empty. Keys are built as resource:action:entity:version, e.g. payment:charge:order-1001:v1`);
 		}
+		checkKeyText(v, `The operation key part "${name}"`, (m) => new LedgerInputError(m));
 		if (v.includes(':')) throw new LedgerInputError(`The operation key part "${name}" ("${cutText(v, 60)}") contains ":", which separates the parts; use "Custom Key" mode for other shapes`);
 		if (v !== v.trim()) {
 			throw new LedgerInputError(`The operation key part "${name}" ("${cutText(v, 60)}") has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)`);
@@ -88,6 +88,12 @@ export function checkLeaseSeconds(value: unknown): number {
 		throw new LedgerInputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${cutAny(value, 40)}`);
 	}
 	return n;
+}
+
+/** Validates an optional key-like text field (the target): checkOptionalText plus src/keyText.ts. */
+export function checkOptionalKeyText(value: unknown, what: string, maxLength: number): string | null {
+	if (typeof value === 'string') checkKeyText(value, what, (m) => new LedgerInputError(m));
+	return checkOptionalText(value, what, maxLength);
 }
 
 /** Validates an optional short text field (target, reference). Returns null for empty. */

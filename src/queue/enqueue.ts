@@ -2,6 +2,8 @@
  * Enqueue: add a batch of tasks in one statement (one transaction, one round trip).
  */
 import type { TaskState } from './states';
+import { checkKeyText } from '../keyText';
+import { queryChunked } from '../db/batch';
 import { DEFAULT_MAX_ATTEMPTS } from './states';
 import { assertJson, NotJsonError } from '../json/canonical';
 import {
@@ -79,12 +81,19 @@ export function parseTimestamp(text: string): Date {
 }
 
 /** Plain JSON that Postgres can store (RFC 8259 values, no NUL): checked before anything is sent. */
+/** Largest task payload, as UTF-8 JSON (1 MiB): an item error above it, nothing is written. */
+export const MAX_PAYLOAD_BYTES = 1024 * 1024;
+
 function checkPayload(payload: unknown): unknown {
 	try {
 		assertJson(payload);
 	} catch (e) {
 		if (e instanceof NotJsonError) throw new QueueInputError(`The payload is not plain JSON: ${e.message.replace(/^\$/, 'payload')}`);
 		throw e;
+	}
+	const bytes = Buffer.byteLength(JSON.stringify(payload), 'utf8');
+	if (bytes > MAX_PAYLOAD_BYTES) {
+		throw new QueueInputError(`The payload is ${bytes} bytes as JSON; at most ${MAX_PAYLOAD_BYTES} (1 MiB) are allowed. Store large data elsewhere and enqueue a reference to it.`);
 	}
 	return payload;
 }
@@ -100,7 +109,7 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
 		if (typeof input.dedupeKey !== 'string' || Buffer.byteLength(input.dedupeKey, 'utf8') > 512)
 			throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
-		out.k = input.dedupeKey;
+		out.k = checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
 		out.d = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
@@ -123,8 +132,15 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
  */
 export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[]): Promise<EnqueuedTask[]> {
 	if (items.length === 0) return [];
-	const payload = items.map((it, i) => ({ i, ...validateEnqueueInput(it) }));
-	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_enqueue')}($1::jsonb)`, [JSON.stringify(payload)]);
+	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it) }));
+	// One statement, or chunks in one transaction for very large batches (src/db/batch.ts); items
+	// with the same queue and dedupe key stay in one chunk.
+	const rows = await queryChunked<Row>(
+		db,
+		`SELECT * FROM ${fn(schema, 'queue_enqueue')}($1::jsonb)`,
+		payload.map((p) => JSON.stringify(p)),
+		payload.map((p) => (p.k === undefined ? null : `${String(p.q)}\u0000${String(p.k)}`)),
+	);
 	const out: EnqueuedTask[] = new Array(items.length);
 	for (const r of rows) {
 		out[r.idx] = {

@@ -4,6 +4,7 @@
  */
 import type { PoolClient } from 'pg';
 import { quoteSchema } from '../db/identifiers';
+import { checkKeyText } from '../keyText';
 
 /** A pg Pool or a checked-out PoolClient (pass a client to enqueue inside your own transaction). */
 export type Queryable = Pick<PoolClient, 'query'>;
@@ -16,18 +17,18 @@ export class QueueInputError extends Error {
 	}
 }
 
-/** Queue names: 1 to 200 bytes of printable text. */
+/** Queue names: 1 to 200 bytes of key-like text (src/keyText.ts: no control characters). */
 export function checkQueueName(queue: unknown): string {
 	if (typeof queue !== 'string' || queue.trim() === '') throw new QueueInputError('Queue name must be a non-empty string');
 	if (Buffer.byteLength(queue, 'utf8') > 200) throw new QueueInputError('Queue name must be at most 200 bytes');
-	return queue;
+	return checkKeyText(queue, 'Queue name', (m) => new QueueInputError(m));
 }
 
-/** Group names: 1 to 100 bytes. */
+/** Group names: 1 to 100 bytes of key-like text (src/keyText.ts). */
 export function checkGroupName(group: unknown): string {
 	if (typeof group !== 'string' || group.trim() === '') throw new QueueInputError('Priority group must be a non-empty string');
 	if (Buffer.byteLength(group, 'utf8') > 100) throw new QueueInputError('Priority group must be at most 100 bytes');
-	return group;
+	return checkKeyText(group, 'Priority group', (m) => new QueueInputError(m));
 }
 
 /** A task id: a positive integer given as a string or number; returned as a decimal string. */

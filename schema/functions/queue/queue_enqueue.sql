@@ -1,11 +1,17 @@
 -- Enqueue a batch. p_items: [{"i": item index, "q": queue, "g": priority group, "p": payload (json),
 -- "k": dedupe key or null, "at": not-before time (ISO-8601) or null, "d": delay in seconds or null,
 -- "m": max attempts or null (5)}]. run_at = the latest of now, "at" and now + "d".
--- Items without a dedupe key are written by one INSERT: their ids are drawn from the identity
--- sequence first, so each row maps back to its item. Items with a dedupe key go one by one in
--- (queue, dedupe key) order (one lock order for concurrent batches with overlapping keys): a key
--- that matches a live task (pending or processing) returns that task with deduplicated = true and
--- writes nothing. One statement, so the batch is all or nothing.
+-- Set-based, so its cost grows linearly with the batch (no nested loop over the batch):
+--   1. the items are unpacked once into arrays (jsonb_array_elements WITH ORDINALITY);
+--   2. items without a dedupe key: one INSERT; their ids are drawn from the identity sequence
+--      first, so each row maps back to its item by id (an index lookup, not a join filter);
+--   3. items with a dedupe key: one INSERT ... ON CONFLICT DO NOTHING of the first item per
+--      (queue, dedupe key), in (queue, dedupe key) order (one lock order for concurrent batches with
+--      overlapping keys); then every keyed item is answered with the live task (pending or
+--      processing) of its key, found through the unique dedupe index: deduplicated = false only
+--      for the item whose row this call inserted. A key whose live task settled between the two
+--      statements is inserted again (the loop ends when every key has its live task).
+-- One statement, so the batch is all or nothing.
 -- Sends pg_notify(queue_channel(queue), payload) once per queue that gained a task: payload = the
 -- queue name when a task that is claimable now was added, '' when only delayed tasks were (a
 -- listener then only needs to re-read the due time). Like the rows, it is delivered only on commit.
@@ -20,89 +26,105 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
-    it record;
-    r queue_tasks%ROWTYPE;
     v_seq regclass := pg_get_serial_sequence('queue_tasks', 'id')::regclass;
+    -- The batch, unpacked once.
+    a_i integer[]; a_q text[]; a_g text[]; a_p jsonb[]; a_k text[]; a_at timestamptz[]; a_m integer[];
+    -- Answers: item index, task id, deduplicated.
+    r_i integer[] := '{}'; r_id bigint[] := '{}'; r_dup boolean[] := '{}';
+    -- Keyed items still without an answer, and the ids drawn for the first item of each key.
+    w_i integer[]; w_q text[]; w_g text[]; w_p jsonb[]; w_k text[]; w_at timestamptz[]; w_m integer[];
+    w_tid bigint[];
+    n_i integer[]; n_id bigint[]; n_dup boolean[];
     v_ready text[];
     v_delayed text[];
     v_q text;
+    v_rounds integer := 0;
 BEGIN
-    -- Items without a dedupe key: one INSERT. They conflict with nothing, so they need no lock order.
-    RETURN QUERY
-    WITH items AS (
-        SELECT nextval(v_seq) AS tid, (e->>'i')::integer AS i, e->>'q' AS q, e->>'g' AS g,
-               coalesce(e->'p', '{}'::jsonb) AS p, coalesce((e->>'m')::integer, 5) AS m,
-               greatest(now(), coalesce((e->>'at')::timestamptz, now()),
-                        now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) AS at
-          FROM jsonb_array_elements(p_items) AS e
-         WHERE nullif(e->>'k', '') IS NULL
+    SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
+           array_agg(coalesce(e->'p', '{}'::jsonb) ORDER BY o), array_agg(nullif(e->>'k', '') ORDER BY o),
+           array_agg(greatest(now(), coalesce((e->>'at')::timestamptz, now()),
+                              now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) ORDER BY o),
+           array_agg(coalesce((e->>'m')::integer, 5) ORDER BY o)
+      INTO a_i, a_q, a_g, a_p, a_k, a_at, a_m
+      FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, o);
+    IF a_i IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- Items without a dedupe key: one INSERT, ids drawn first.
+    WITH u AS MATERIALIZED (
+        SELECT x.i, x.q, x.g, x.p, x.at, x.m, nextval(v_seq) AS tid
+          FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
+         WHERE x.k IS NULL
     ), ins AS (
         INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts)
         OVERRIDING SYSTEM VALUE
-        SELECT x.tid, x.q, x.g, 'pending', x.p, x.at, x.m FROM items x
-        RETURNING t.*
+        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m FROM u
+        RETURNING t.id
     )
-    SELECT x.i, s.id, false, s.queue, s.priority_group, s.status, s.payload, s.dedupe_key, s.run_at,
-           s.attempts, s.max_attempts, s.enqueued_at
-      FROM ins s JOIN items x ON x.tid = s.id;
-    -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
-    SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE x.at <= now()), '{}'),
-           coalesce(array_agg(DISTINCT x.q) FILTER (WHERE x.at > now()), '{}')
-      INTO v_ready, v_delayed
-      FROM (SELECT e->>'q' AS q,
-                   greatest(now(), coalesce((e->>'at')::timestamptz, now()),
-                            now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) AS at
-              FROM jsonb_array_elements(p_items) AS e
-             WHERE nullif(e->>'k', '') IS NULL) x;
+    SELECT coalesce(array_agg(u.i), '{}'), coalesce(array_agg(u.tid), '{}'), coalesce(array_agg(false), '{}')
+      INTO r_i, r_id, r_dup
+      FROM u;
 
-    -- Items with a dedupe key: one by one, in one lock order.
-    FOR it IN
-        SELECT (e->>'i')::integer AS i, e->>'q' AS q, e->>'g' AS g, coalesce(e->'p', '{}'::jsonb) AS p,
-               e->>'k' AS k, (e->>'at')::timestamptz AS at,
-               coalesce((e->>'d')::double precision, 0) AS d, coalesce((e->>'m')::integer, 5) AS m
-        FROM jsonb_array_elements(p_items) AS e
-        WHERE nullif(e->>'k', '') IS NOT NULL
-        ORDER BY e->>'q', e->>'k', (e->>'i')::integer
-    LOOP
-        LOOP
-            INSERT INTO queue_tasks AS t (queue, priority_group, status, payload, dedupe_key, run_at, max_attempts)
-            VALUES (it.q, it.g, 'pending', it.p, it.k,
-                    greatest(now(), coalesce(it.at, now()), now() + make_interval(secs => greatest(it.d, 0))),
-                    it.m)
+    -- Items with a dedupe key: all of them wait for an answer.
+    SELECT array_agg(x.i), array_agg(x.q), array_agg(x.g), array_agg(x.p), array_agg(x.k), array_agg(x.at), array_agg(x.m)
+      INTO w_i, w_q, w_g, w_p, w_k, w_at, w_m
+      FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
+     WHERE x.k IS NOT NULL;
+    WHILE w_i IS NOT NULL LOOP
+        v_rounds := v_rounds + 1;
+        IF v_rounds > 100 THEN
+            RAISE EXCEPTION 'queue_enqueue: dedupe keys kept settling during the call (100 rounds)';
+        END IF;
+        -- The first waiting item per key gets an id drawn now and is inserted, in one lock order;
+        -- a live task with the key wins (DO NOTHING).
+        WITH w AS MATERIALIZED (
+            SELECT x.o, x.i, x.q, x.g, x.p, x.k, x.at, x.m,
+                   CASE WHEN row_number() OVER (PARTITION BY x.q, x.k ORDER BY x.i) = 1 THEN nextval(v_seq) END AS tid
+              FROM unnest(w_i, w_q, w_g, w_p, w_k, w_at, w_m) WITH ORDINALITY AS x(i, q, g, p, k, at, m, o)
+        ), ins AS (
+            INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, dedupe_key, run_at, max_attempts)
+            OVERRIDING SYSTEM VALUE
+            SELECT w.tid, w.q, w.g, 'pending', w.p, w.k, w.at, w.m FROM w WHERE w.tid IS NOT NULL ORDER BY w.q, w.k
             ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'processing')
             DO NOTHING
-            RETURNING t.* INTO r;
-            IF FOUND THEN
-                deduplicated := false;
-                IF r.run_at <= now() THEN
-                    IF NOT it.q = ANY (v_ready) THEN v_ready := v_ready || it.q; END IF;
-                ELSIF NOT it.q = ANY (v_delayed) THEN
-                    v_delayed := v_delayed || it.q;
-                END IF;
-                EXIT;
-            END IF;
-            -- The live task with this key (committed: this statement takes a fresh snapshot).
-            SELECT * INTO r FROM queue_tasks t
-             WHERE t.queue = it.q AND t.dedupe_key = it.k AND t.status IN ('pending', 'processing');
-            IF FOUND THEN
-                deduplicated := true;
-                EXIT;
-            END IF;
-            -- It settled between the two statements: insert again.
-        END LOOP;
-        idx := it.i;
-        id := r.id;
-        queue := r.queue;
-        priority_group := r.priority_group;
-        status := r.status;
-        payload := r.payload;
-        dedupe_key := r.dedupe_key;
-        run_at := r.run_at;
-        attempts := r.attempts;
-        max_attempts := r.max_attempts;
-        enqueued_at := r.enqueued_at;
-        RETURN NEXT;
+            RETURNING t.id
+        )
+        -- The drawn ids, in the order of the waiting arrays (zipped with them below).
+        SELECT array_agg(w.tid ORDER BY w.o) INTO w_tid FROM w;
+        -- Every waiting item gets the live task of its key, found through the unique dedupe index
+        -- (a fresh snapshot: this is a new statement). deduplicated = false only where the live
+        -- task is the row this call inserted for that item (its pre-drawn id).
+        SELECT coalesce(array_agg(w.i) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.id) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.id IS DISTINCT FROM w.tid) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               array_agg(w.i) FILTER (WHERE t.id IS NULL), array_agg(w.q) FILTER (WHERE t.id IS NULL),
+               array_agg(w.g) FILTER (WHERE t.id IS NULL), array_agg(w.p) FILTER (WHERE t.id IS NULL),
+               array_agg(w.k) FILTER (WHERE t.id IS NULL), array_agg(w.at) FILTER (WHERE t.id IS NULL),
+               array_agg(w.m) FILTER (WHERE t.id IS NULL)
+          INTO n_i, n_id, n_dup, w_i, w_q, w_g, w_p, w_k, w_at, w_m
+          FROM unnest(w_i, w_q, w_g, w_p, w_k, w_at, w_m, w_tid) AS w(i, q, g, p, k, at, m, tid)
+          LEFT JOIN queue_tasks t ON t.queue = w.q AND t.dedupe_key = w.k AND t.status IN ('pending', 'processing');
+        r_i := r_i || n_i;
+        r_id := r_id || n_id;
+        r_dup := r_dup || n_dup;
+        -- Keys whose live task settled in between are still waiting: insert again.
     END LOOP;
+
+    -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
+    SELECT coalesce(array_agg(DISTINCT t.queue) FILTER (WHERE NOT x.dup AND t.run_at <= now()), '{}'),
+           coalesce(array_agg(DISTINCT t.queue) FILTER (WHERE NOT x.dup AND t.run_at > now()), '{}')
+      INTO v_ready, v_delayed
+      FROM unnest(r_id, r_dup) AS x(id, dup)
+      JOIN queue_tasks t ON t.id = x.id;
+
+    RETURN QUERY
+    SELECT x.i, t.id, x.dup, t.queue, t.priority_group, t.status, t.payload, t.dedupe_key, t.run_at,
+           t.attempts, t.max_attempts, t.enqueued_at
+      FROM unnest(r_i, r_id, r_dup) AS x(i, id, dup)
+      JOIN queue_tasks t ON t.id = x.id
+     ORDER BY x.i;
+
     FOREACH v_q IN ARRAY v_ready LOOP
         PERFORM pg_notify(queue_channel(v_q), v_q);
     END LOOP;

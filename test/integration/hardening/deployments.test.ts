@@ -15,7 +15,7 @@ import type { ICredentialsDecrypted, ICredentialTestFunctions } from 'n8n-workfl
 import { Client, Pool } from 'pg';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { QueueWatcher } from '../../../nodes/PriorityDequeueTrigger/watcher';
-import { migrate, requiredVersion } from '../../../src/db/migrate';
+import { loadMigrations, migrate, requiredVersion } from '../../../src/db/migrate';
 import { closeAllPools, openPoolCount } from '../../../src/db/pool';
 import { dequeue as coreDequeue, nextDue, queueChannel } from '../../../src/queue';
 import { testCredentials } from '../../helpers/fakeExecute';
@@ -105,8 +105,8 @@ describe('PgBouncer in transaction pooling mode', () => {
 			Array.from({ length: 8 }, (_, i) => settle(reserve(testCredentials(bouncer.url, schema, { maxConnections: i + 2 }), [`auto:${i}`]))),
 		);
 		for (const r of results) expect(r.ok).toBe(true);
-		const [v] = await pg.sql<{ n: number; max: number }>(`SELECT count(*)::int AS n, max(version)::int AS max FROM "${schema}".schema_migrations`);
-		expect(v).toEqual({ n: requiredVersion(), max: requiredVersion() });
+		const [v] = await pg.sql<{ n: number; max: number }>(`SELECT count(*)::int AS n, max(version)::int AS max FROM "${schema}".ol_schema_migrations`);
+		expect(v).toEqual({ n: loadMigrations().length, max: requiredVersion() });
 		const locks = await pg.sql(`SELECT pid FROM pg_locks WHERE locktype = 'advisory'`);
 		expect(locks).toEqual([]);
 		// Every server connection PgBouncer holds still has the default search_path.

@@ -23,7 +23,7 @@ describe('migrations', () => {
 		const schema = fresh();
 		const versions = await Promise.all(Array.from({ length: 6 }, () => migrate(pool, schema, true)));
 		expect(new Set(versions)).toEqual(new Set([requiredVersion()]));
-		const { rows } = await pool.query(`SELECT version, name FROM "${schema}".schema_migrations ORDER BY version`);
+		const { rows } = await pool.query(`SELECT version, name FROM "${schema}".ol_schema_migrations ORDER BY version`);
 		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
 	});
 
@@ -42,7 +42,7 @@ describe('migrations', () => {
 		const state = await readSchemaState(pool, schema);
 		expect(state).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 		await expect(migrate(pool, schema, false)).resolves.toBe(requiredVersion());
-		const { rows } = await pool.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+		const { rows } = await pool.query(`SELECT version FROM "${schema}".ol_schema_migrations ORDER BY version`);
 		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
 	});
 
@@ -62,7 +62,7 @@ describe('migrations', () => {
 	it('upgrades a schema made before the function set was recorded (migrations 1 to 3 only)', async () => {
 		const schema = fresh();
 		await migrate(pool, schema, true);
-		await pool.query(`DROP TABLE "${schema}".function_set; DELETE FROM "${schema}".schema_migrations WHERE version >= 4`);
+		await pool.query(`DROP TABLE "${schema}".function_set; DELETE FROM "${schema}".ol_schema_migrations WHERE version >= 4`);
 		expect(await readSchemaState(pool, schema)).toEqual({ version: 3, functions: null });
 		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
 		expect((await readSchemaState(pool, schema)).functions?.hash).toBe(loadFunctionSet().hash);
@@ -81,6 +81,53 @@ describe('migrations', () => {
 			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
 		).toThrow(/a newer n8n-nodes-operation-ledger installed its functions/);
 		expect((await readSchemaState(pool, schema)).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
+	});
+
+	it('refuses a schema newer than this package, clearly, with auto-apply on or off (migrator and apply.sql)', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		const newer = requiredVersion() + 1;
+		await pool.query(`INSERT INTO "${schema}".ol_schema_migrations (version, name) VALUES ($1, 'from_the_future')`, [newer]);
+		for (const auto of [true, false]) {
+			const err = await migrate(pool, schema, auto).catch((e: Error) => e);
+			expect(err).toBeInstanceOf(SchemaNotReadyError);
+			expect((err as Error).message).toMatch(new RegExp(`is at version ${newer}, newer than this package supports \\(${requiredVersion()}`));
+		}
+		expect(() =>
+			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
+		).toThrow(/newer version than this package supports/);
+	});
+
+	it("never takes another tool's schema_migrations for ours, and leaves it untouched", async () => {
+		const schema = fresh();
+		await pool.query(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".schema_migrations (version text PRIMARY KEY); INSERT INTO "${schema}".schema_migrations VALUES ('20240101120000')`);
+		expect(await readSchemaState(pool, schema)).toEqual({ version: 0, functions: null });
+		// Same columns as ours but not our rows: still not ours.
+		const other = fresh();
+		await pool.query(`CREATE SCHEMA "${other}"; CREATE TABLE "${other}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); INSERT INTO "${other}".schema_migrations (version, name) VALUES (9, 'their_migration')`);
+		expect(await readSchemaState(pool, other)).toEqual({ version: 0, functions: null });
+		for (const s of [schema, other]) {
+			await expect(migrate(pool, s, true)).resolves.toBe(requiredVersion());
+			const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${s}".schema_migrations`);
+			expect(rows[0].n).toBe(1);
+		}
+	});
+
+	it('renames a legacy version table of ours (schema_migrations) to ol_schema_migrations on upgrade', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		await pool.query(`ALTER TABLE "${schema}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${schema}".schema_migrations WHERE version > 4`);
+		expect((await readSchemaState(pool, schema)).version).toBe(4);
+		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+		const { rows } = await pool.query(`SELECT to_regclass($1) AS old, to_regclass($2) AS new`, [`"${schema}".schema_migrations`, `"${schema}".ol_schema_migrations`]);
+		expect(rows[0].old).toBeNull();
+		expect(rows[0].new).not.toBeNull();
+		// The same through apply.sql.
+		const viaPsql = fresh();
+		await migrate(pool, viaPsql, true);
+		await pool.query(`ALTER TABLE "${viaPsql}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${viaPsql}".schema_migrations WHERE version > 4`);
+		execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${viaPsql}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+		expect((await readSchemaState(pool, viaPsql)).version).toBe(requiredVersion());
 	});
 
 	it('rejects schema names that try to inject SQL', async () => {

@@ -36,10 +36,11 @@ describe('connection pools', () => {
 	it('maps SSL modes without touching global pg settings', () => {
 		expect(toPgConfig(cfg({ ssl: 'require' })).ssl).toEqual({ rejectUnauthorized: false });
 		expect(toPgConfig(cfg({ ssl: 'verify-full', ca: 'PEM' })).ssl).toEqual({ rejectUnauthorized: true, ca: 'PEM' });
-		// sslmode in the URL would override the credential's SSL field inside pg: it is removed.
-		expect(toPgConfig(cfg({ connectionString: 'postgres://u@h:5432/d?sslmode=require&application_name=x' })).connectionString).toBe(
-			'postgres://u@h:5432/d?application_name=x',
-		);
+		// The URL is parsed (never handed to pg); its sslmode can only make the SSL field stricter.
+		const fromUrl = toPgConfig(cfg({ connectionString: 'postgres://u@h:5432/d?sslmode=require&application_name=x', ssl: 'disable' }));
+		expect(fromUrl.connectionString).toBeUndefined();
+		expect(fromUrl).toMatchObject({ host: 'h', port: 5432, database: 'd', user: 'u', ssl: { rejectUnauthorized: false } });
+		expect(toPgConfig(cfg({ connectionString: 'postgres://u@h:5432/d?sslmode=disable', ssl: 'verify-full' })).ssl).toEqual({ rejectUnauthorized: true });
 	});
 
 	it('rejects an unsafe schema name before creating a pool', () => {

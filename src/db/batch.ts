@@ -1,0 +1,89 @@
+/**
+ * Caps on what one call sends to Postgres, and internal chunking that keeps a batch's meaning.
+ *
+ * Postgres refuses a jsonb value over 255 MiB, and one huge parameter also holds that much memory
+ * on both sides. So a batch is sent as one or more statements ("chunks"):
+ *   - at most MAX_STATEMENT_ITEMS items and MAX_STATEMENT_BYTES bytes of JSON per statement;
+ *   - items that share a key (the same operation key, or the same queue + dedupe key) always go
+ *     into the same chunk, so in-batch duplicates are answered exactly as in one statement;
+ *   - with a Pool, all chunks run in ONE transaction on one connection (BEGIN ... COMMIT): the batch
+ *     stays all or nothing. With a client you pass yourself, the chunks run on it in order; wrap
+ *     the call in your own BEGIN/COMMIT when a multi-chunk batch must be atomic.
+ * A batch over MAX_BATCH_ITEMS items or MAX_BATCH_BYTES bytes is refused before anything is sent
+ * (BatchTooLargeError); split it upstream (e.g. n8n's Loop Over Items).
+ */
+import type { PoolClient, QueryResultRow } from 'pg';
+import { boundedStatements, type Bounds } from './bounds';
+
+/** Items per statement. */
+export const MAX_STATEMENT_ITEMS = 20_000;
+/** Bytes of the JSON parameter per statement (UTF-8); jsonb's own limit is 255 MiB. */
+export const MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
+/** Items per call. */
+export const MAX_BATCH_ITEMS = 1_000_000;
+/** Bytes of JSON per call, over all chunks. */
+export const MAX_BATCH_BYTES = 1024 * 1024 * 1024;
+
+/** A batch over MAX_BATCH_ITEMS items or MAX_BATCH_BYTES bytes; nothing was sent. */
+export class BatchTooLargeError extends Error {
+	constructor(message: string) {
+		super(message);
+		this.name = 'BatchTooLargeError';
+	}
+}
+
+type Queryable = Pick<PoolClient, 'query'>;
+
+
+/**
+ * Splits encoded items (each a JSON text) into chunks within the per-statement caps, keeping items
+ * with the same key (keys[i], null for none) in one chunk. Returns arrays of item positions.
+ */
+export function planChunks(parts: readonly string[], keys: ReadonlyArray<string | null>, limits = { items: MAX_STATEMENT_ITEMS, bytes: MAX_STATEMENT_BYTES }): number[][] {
+	let total = 0;
+	const sizes = parts.map((p) => Buffer.byteLength(p, 'utf8') + 1);
+	for (const s of sizes) total += s;
+	if (parts.length > MAX_BATCH_ITEMS) throw new BatchTooLargeError(`The batch has ${parts.length} items; at most ${MAX_BATCH_ITEMS} are sent in one call. Split it into smaller batches.`);
+	if (total > MAX_BATCH_BYTES) throw new BatchTooLargeError(`The batch is ${total} bytes as JSON; at most ${MAX_BATCH_BYTES} are sent in one call. Split it into smaller batches.`);
+	const chunks: Array<{ items: number[]; bytes: number }> = [];
+	const chunkOfKey = new Map<string, number>();
+	let current = -1;
+	parts.forEach((_, i) => {
+		const key = keys[i];
+		const owner = key === null ? undefined : chunkOfKey.get(key);
+		if (owner !== undefined) {
+			// Same key as an earlier item: same chunk (it may run over the soft caps by these items).
+			chunks[owner].items.push(i);
+			chunks[owner].bytes += sizes[i];
+			return;
+		}
+		if (current < 0 || chunks[current].items.length >= limits.items || chunks[current].bytes + sizes[i] > limits.bytes) {
+			chunks.push({ items: [], bytes: 0 });
+			current = chunks.length - 1;
+		}
+		chunks[current].items.push(i);
+		chunks[current].bytes += sizes[i];
+		if (key !== null) chunkOfKey.set(key, current);
+	});
+	return chunks.map((c) => c.items);
+}
+
+/**
+ * Runs `sql` (whose first parameter is the JSON array of items) once per chunk and returns all
+ * rows. With a Pool, every chunk runs in ONE transaction bounded by `bounds` (statement and lock
+ * timeouts, serialization retries: src/db/bounds.ts); with a client you pass yourself, the chunks
+ * run on it in order, in your transaction and with your settings.
+ */
+export async function queryChunked<R extends QueryResultRow>(
+	db: Queryable,
+	sql: string,
+	parts: readonly string[],
+	keys: ReadonlyArray<string | null>,
+	rest: unknown[] = [],
+	bounds?: Bounds,
+): Promise<R[]> {
+	const chunks = planChunks(parts, keys);
+	const json = (c: number[]) => `[${c.map((i) => parts[i]).join(',')}]`;
+	const valueSets = (chunks.length === 0 ? [[]] : chunks).map((c) => [json(c), ...rest]);
+	return boundedStatements<R>(db as Parameters<typeof boundedStatements>[0], sql, valueSets, bounds);
+}

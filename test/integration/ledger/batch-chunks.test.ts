@@ -1,0 +1,52 @@
+/**
+ * Batches over the per-statement cap (src/db/batch.ts, 20,000 items) are sent in chunks inside
+ * one transaction: every item is answered, in-batch duplicates keep their meaning across the
+ * chunk boundary, and a failing chunk leaves nothing of the batch behind.
+ */
+import { MAX_STATEMENT_ITEMS } from '../../../src/db/batch';
+import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
+import { enqueue } from '../../../src/queue';
+import { testDatabase } from '../../helpers/db';
+
+jest.setTimeout(120_000);
+let db: Awaited<ReturnType<typeof testDatabase>>;
+beforeAll(async () => {
+	db = await testDatabase({ max: 3, prefix: 'ol_chunks' });
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+describe('chunked batches', () => {
+	it(`reserve of ${MAX_STATEMENT_ITEMS * 2 + 5} items: all answered, a duplicate far apart is answered as in one statement`, async () => {
+		const n = MAX_STATEMENT_ITEMS * 2 + 5;
+		const items = Array.from({ length: n }, (_, i) => prepareReserveItem(i, { operationKey: i === n - 1 ? 'chunk:0' : `chunk:${i}`, request: { i: i === n - 1 ? 0 : i }, leaseSeconds: 60 }));
+		const out = await reserveOperations(db.pool, db.schemaSql, items);
+		expect(out).toHaveLength(n);
+		expect(out.filter((r) => r.outcome === 'proceed')).toHaveLength(n - 1);
+		// The last item repeats the first key: the same answer a single statement gives to an in-batch duplicate.
+		const single = await reserveOperations(db.pool, db.schemaSql, [
+			prepareReserveItem(0, { operationKey: 'single:1', request: { i: 0 }, leaseSeconds: 60 }),
+			prepareReserveItem(1, { operationKey: 'single:1', request: { i: 0 }, leaseSeconds: 60 }),
+		]);
+		expect(out[n - 1].outcome).toBe(single[1].outcome);
+		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'chunk:%'`);
+		expect(rows[0].n).toBe(n - 1);
+	});
+
+	it('a chunk that fails rolls back the chunks before it', async () => {
+		const n = MAX_STATEMENT_ITEMS + 10;
+		// A constraint (for this test only) that the LAST item breaks: the failure comes in the second chunk.
+		const items = Array.from({ length: n }, (_, i) => ({ queue: 'chunked', group: 'normal', payload: { i } }));
+		await db.pool.query(`ALTER TABLE ${db.schemaSql}.queue_tasks ADD CONSTRAINT chunk_test_refuse CHECK ((payload->>'i')::int <> ${n - 1})`);
+		try {
+			await expect(enqueue(db.pool, db.schema, items)).rejects.toThrow(/chunk_test_refuse/);
+		} finally {
+			await db.pool.query(`ALTER TABLE ${db.schemaSql}.queue_tasks DROP CONSTRAINT chunk_test_refuse`);
+		}
+		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.queue_tasks WHERE queue = 'chunked'`);
+		expect(rows[0].n).toBe(0);
+		const ok = await enqueue(db.pool, db.schema, items);
+		expect(ok).toHaveLength(n);
+	});
+});

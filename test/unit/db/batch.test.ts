@@ -1,0 +1,55 @@
+/** Caps and chunking (src/db/batch.ts), the queue payload cap and the Max Response Size option. */
+import { BatchTooLargeError, MAX_BATCH_ITEMS, planChunks } from '../../../src/db/batch';
+import { checkMaxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES } from '../../../src/ledger/confirm';
+import { LedgerInputError } from '../../../src/ledger/validate';
+import { MAX_PAYLOAD_BYTES, validateEnqueueInput } from '../../../src/queue/enqueue';
+import { QueueInputError } from '../../../src/queue/types';
+
+describe('planChunks', () => {
+	it('respects the item and byte caps per statement', () => {
+		const parts = Array.from({ length: 10 }, (_, i) => `{"i":${i}}`);
+		expect(planChunks(parts, parts.map(() => null), { items: 3, bytes: 1e9 }).map((c) => c.length)).toEqual([3, 3, 3, 1]);
+		const bytes = Buffer.byteLength(parts[0]) + 1;
+		expect(planChunks(parts, parts.map(() => null), { items: 100, bytes: bytes * 4 }).map((c) => c.length)).toEqual([4, 4, 2]);
+	});
+
+	it('keeps items that share a key in the chunk of the first one', () => {
+		const parts = Array.from({ length: 7 }, (_, i) => `{"i":${i}}`);
+		const keys = ['a', 'b', 'c', 'a', 'd', 'b', null];
+		const chunks = planChunks(parts, keys, { items: 2, bytes: 1e9 });
+		const chunkOf = (i: number) => chunks.findIndex((c) => c.includes(i));
+		expect(chunkOf(3)).toBe(chunkOf(0));
+		expect(chunkOf(5)).toBe(chunkOf(1));
+		expect(chunks.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+	});
+
+	it('refuses a batch over the per-call item cap before sending anything', () => {
+		const n = MAX_BATCH_ITEMS + 1;
+		expect(() => planChunks(new Array<string>(n).fill('1'), new Array<null>(n).fill(null))).toThrow(BatchTooLargeError);
+	});
+});
+
+describe('queue payload cap', () => {
+	it(`refuses a payload over ${MAX_PAYLOAD_BYTES} bytes as an item error, accepts one just under`, () => {
+		const big = { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) };
+		expect(() => validateEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(QueueInputError);
+		expect(() => validateEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(/at most 1048576 \(1 MiB\)/);
+		expect(() => validateEnqueueInput({ queue: 'q', group: 'g', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES - 20) } })).not.toThrow();
+	});
+});
+
+describe('Max Response Size', () => {
+	it.each([['abc'], [NaN], [-1], [0], [1], [1.5], [Infinity], [16 * 1024 * 1024 + 1], ['12abc'], [{}], [true]])('refuses %p', (v) => {
+		expect(() => checkMaxResponseBytes(v)).toThrow(LedgerInputError);
+		expect(() => checkMaxResponseBytes(v)).toThrow(/^Max Response Size must be a whole number of bytes from 2 to 16777216/);
+	});
+	it.each([
+		[undefined, DEFAULT_MAX_RESPONSE_BYTES],
+		['', DEFAULT_MAX_RESPONSE_BYTES],
+		[2, 2],
+		['4096', 4096],
+		[16 * 1024 * 1024, 16 * 1024 * 1024],
+	])('accepts %p as %p', (v, expected) => {
+		expect(checkMaxResponseBytes(v)).toBe(expected);
+	});
+});
