@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 fc86b7b234d580ba44f4650b0b7813596585ea8eb811c39a20165d9cc491caa8.
+-- Package version 0.1.0; function set SHA-256 6e8aae7f817469fe8a80cf10076c60375ee7fd1221b3e120ff49631686fcbb2f.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -37,6 +37,10 @@ SELECT :ol_version < 4 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0004_function_set.sql
 \endif
+SELECT :ol_version < 6 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0006_queue_lease_end.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -59,15 +63,17 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_expire_leases.sql
 \ir functions/queue/queue_extend_lease.sql
 \ir functions/queue/queue_fail.sql
-\ir functions/queue/queue_lease_lost_reason.sql
+\ir functions/queue/queue_health.sql
 \ir functions/queue/queue_list_dead.sql
 \ir functions/queue/queue_next_due.sql
 \ir functions/queue/queue_purge.sql
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
+\ir functions/queue/queue_settle_miss.sql
+\ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'fc86b7b234d580ba44f4650b0b7813596585ea8eb811c39a20165d9cc491caa8')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '6e8aae7f817469fe8a80cf10076c60375ee7fd1221b3e120ff49631686fcbb2f')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
