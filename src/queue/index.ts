@@ -13,6 +13,6 @@ export { fail, backoffSeconds, type FailInput, type FailResult, type BackoffOpti
 export { extendLease, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, type ReleaseInput, type ReleaseResult } from './release';
 export { requeueDead, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
-export { stats, listDead, type QueueStats, type GroupStats, type DeadTask } from './stats';
+export { stats, listDead, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, type PurgeOptions, type PurgeResult } from './purge';
 export { nextDue, type NextDue } from './nextDue';

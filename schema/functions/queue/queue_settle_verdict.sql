@@ -39,7 +39,7 @@ AS $$
             WHEN p_token_now IS NOT DISTINCT FROM p_token AND p_lease_end = 'requeued' THEN
                 'the task went dead and was requeued by hand; it is ' || p_status || ' now'
             WHEN p_token_now IS NOT DISTINCT FROM p_token THEN
-                'this lease already ' || coalesce(p_lease_end, 'settled') || ' the task (now ' || p_status || ')'
+                'this lease already ' || CASE p_lease_end WHEN 'gave_up' THEN 'gave up on' ELSE coalesce(p_lease_end, 'settled') END || ' the task (now ' || p_status || ')'
                 || CASE WHEN p_dead_reason = 'attempts_exhausted' THEN '; then a claim found its attempts used up and sent it dead' ELSE '' END
             -- Another lease since.
             WHEN p_status = 'processing' THEN 're-claimed by another lease (attempt ' || p_attempts || ' of ' || p_max_attempts || ')'
