@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 fd9478d58dcdc895398fc193abe78e2829fed6ba9fbd3f7daa89a4445d2c4631.
+-- Package version 0.1.0; function set SHA-256 cd7cced9a195d613e278709c43e95f78862746ada37d642c10e039d2fca81a79.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -73,7 +73,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'fd9478d58dcdc895398fc193abe78e2829fed6ba9fbd3f7daa89a4445d2c4631')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'cd7cced9a195d613e278709c43e95f78862746ada37d642c10e039d2fca81a79')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -91,8 +91,8 @@ BEGIN
     IF p_lease_secs IS NULL OR p_lease_secs <= 0 OR p_lease_secs > 31536000 OR p_lease_secs <> p_lease_secs THEN
         RAISE EXCEPTION 'queue_claim: lease seconds must be above 0 and at most 31536000, got %', p_lease_secs USING ERRCODE = '22023';
     END IF;
-    IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR p_aging_secs <> p_aging_secs THEN
-        RAISE EXCEPTION 'queue_claim: aging seconds must be from 0 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
+    IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR p_aging_secs <> p_aging_secs OR (p_aging_secs > 0 AND p_aging_secs < 0.001) THEN
+        RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
     END IF;
 
     -- 1. and 2. in one statement: is a lease expired (one entry of queue_tasks_lease_idx), is any

@@ -74,7 +74,7 @@ BEGIN
                 -- flight elsewhere) undoes only this task's update.
                 UPDATE queue_tasks x
                    SET status = 'pending', attempts = 0, run_at = now(), dead_at = NULL, dead_reason = NULL,
-                       lease_expires_at = NULL, lease_end = 'requeued', requeues = x.requeues + 1, updated_at = now()
+                       lease_expires_at = NULL, lease_end = 'requeued', requeues = least(x.requeues, 2147483646) + 1, updated_at = now()
                  WHERE x.id = t.id AND x.status = 'dead'
                 RETURNING x.* INTO t;
                 outcome := 'requeued';

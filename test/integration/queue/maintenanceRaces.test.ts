@@ -108,7 +108,10 @@ describe('no deadlocks', () => {
 			...Array.from({ length: 3 }, () =>
 				loop(async () => {
 					const ids = (await deadIds()).slice(0, 1 + Math.floor(Math.random() * 40));
-					if (ids.length === 0) return sleep(5);
+					if (ids.length === 0) {
+						await sleep(5);
+						return;
+					}
 					for (const r of await requeueDead(db.pool, db.schema, { queue, taskIds: ids })) {
 						if (r.outcome === 'requeued') requeued++;
 						if (r.outcome === 'skipped_live_duplicate') skipped++;
@@ -129,7 +132,10 @@ describe('no deadlocks', () => {
 				loop(async () => {
 					const got = await dequeue(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * 30), leaseSeconds: 1, agingSeconds: 0 });
 					claims += got.length;
-					if (got.length === 0) return sleep(5);
+					if (got.length === 0) {
+						await sleep(5);
+						return;
+					}
 					const shuffled = got.sort(() => Math.random() - 0.5);
 					const q = Math.floor(shuffled.length / 4);
 					await Promise.all([
