@@ -5,7 +5,7 @@
 export * from './states';
 export * from './types';
 export { queueChannel } from './channel';
-export { enqueue, validateEnqueueInput, type EnqueueInput, type EnqueuedTask } from './enqueue';
+export { enqueue, validateEnqueueInput, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
 export { dequeue, checkGroups, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
 export { complete, type CompleteInput, type CompleteResult } from './complete';

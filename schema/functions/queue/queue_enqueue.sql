@@ -9,6 +9,7 @@
 -- Sends pg_notify(queue_channel(queue), payload) once per queue that gained a task: payload = the
 -- queue name when a task that is claimable now was added, '' when only delayed tasks were (a
 -- listener then only needs to re-read the due time). Like the rows, it is delivered only on commit.
+-- Items with "n": false ask for no notification: a queue all of whose items say so is not notified.
 CREATE OR REPLACE FUNCTION queue_enqueue(p_items jsonb)
 RETURNS TABLE (
     idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
@@ -26,6 +27,7 @@ DECLARE
     v_ready text[];
     v_delayed text[];
     v_q text;
+    v_quiet text[];
 BEGIN
     -- Items without a dedupe key: one INSERT. They conflict with nothing, so they need no lock order.
     RETURN QUERY
@@ -103,11 +105,17 @@ BEGIN
         enqueued_at := r.enqueued_at;
         RETURN NEXT;
     END LOOP;
+    -- Notify option: a queue all of whose items say "n": false is not notified here (the caller
+    -- notifies after its commit, or not at all; see "Notifications" in docs/queue.md).
+    v_quiet := ARRAY(SELECT e->>'q' FROM jsonb_array_elements(p_items) AS e
+                      GROUP BY e->>'q' HAVING bool_and((e->>'n')::boolean IS FALSE));
     FOREACH v_q IN ARRAY v_ready LOOP
-        PERFORM pg_notify(queue_channel(v_q), v_q);
+        IF NOT v_q = ANY (v_quiet) THEN
+            PERFORM pg_notify(queue_channel(v_q), v_q);
+        END IF;
     END LOOP;
     FOREACH v_q IN ARRAY v_delayed LOOP
-        IF NOT v_q = ANY (v_ready) THEN
+        IF NOT v_q = ANY (v_ready) AND NOT v_q = ANY (v_quiet) THEN
             PERFORM pg_notify(queue_channel(v_q), '');
         END IF;
     END LOOP;
