@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 63f1de825d0430baf596690142c789bd152583e745d3e1b82784b150a36d678c.
+-- Package version 0.1.0; function set SHA-256 9e3682d620723079487416548fe4c2f1b7c28348de5a00a30cde50e7c64f8480.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -73,7 +73,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '63f1de825d0430baf596690142c789bd152583e745d3e1b82784b150a36d678c')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '9e3682d620723079487416548fe4c2f1b7c28348de5a00a30cde50e7c64f8480')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

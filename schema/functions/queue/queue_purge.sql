@@ -1,7 +1,8 @@
 -- Retention. Dead tasks older than p_dead_after_secs move to the archive (status dead); archive
 -- rows older than p_archive_after_secs are deleted. p_queue null = every queue; null ages = skip
 -- that step. At most p_limit rows per step. Dead rows are locked in id order (the global lock order)
--- with SKIP LOCKED: a dead task a requeue holds is left for the next run. Returns the counts.
+-- with SKIP LOCKED: a dead task a requeue holds is left for the next run; archive rows likewise (two
+-- purges at once never wait on each other). Returns the counts.
 CREATE OR REPLACE FUNCTION queue_purge(p_queue text, p_dead_after_secs double precision, p_archive_after_secs double precision, p_limit integer)
 RETURNS TABLE (dead_archived integer, archive_deleted integer)
 LANGUAGE plpgsql
@@ -42,10 +43,12 @@ BEGIN
     IF p_archive_after_secs IS NOT NULL THEN
         WITH gone AS (
             DELETE FROM queue_tasks_archive x
-             WHERE x.id IN (SELECT a.id FROM queue_tasks_archive a
-                             WHERE (p_queue IS NULL OR a.queue = p_queue)
-                               AND a.archived_at <= now() - make_interval(secs => greatest(v_arch, 0))
-                             ORDER BY a.archived_at LIMIT v_limit)
+             WHERE x.id IN (SELECT b.id FROM queue_tasks_archive b
+                             WHERE b.id IN (SELECT a.id FROM queue_tasks_archive a
+                                             WHERE (p_queue IS NULL OR a.queue = p_queue)
+                                               AND a.archived_at <= now() - make_interval(secs => greatest(v_arch, 0))
+                                             ORDER BY a.archived_at LIMIT v_limit)
+                             ORDER BY b.id FOR UPDATE SKIP LOCKED)
             RETURNING 1
         )
         SELECT count(*)::integer INTO archive_deleted FROM gone;
