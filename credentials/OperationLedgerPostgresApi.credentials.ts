@@ -121,5 +121,32 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			description:
 				'Upper bound of connections each n8n process (main or worker) opens to this database for these nodes. Idle connections close after 10 seconds.',
 		},
+		{
+			displayName: 'Connection Timeout (Ms)',
+			name: 'connectTimeoutMs',
+			type: 'number',
+			typeOptions: { minValue: 100, maxValue: 600000 },
+			default: 10000,
+			description:
+				'Longest wait for a connection from the pool (all Max Connections busy) or for a new connection to be set up, in milliseconds. The item then fails with a retry-safe error; nothing was recorded.',
+		},
+		{
+			displayName: 'Statement Timeout (Ms)',
+			name: 'statementTimeoutMs',
+			type: 'number',
+			typeOptions: { minValue: 100, maxValue: 600000 },
+			default: 30000,
+			description:
+				'Longest time one ledger batch (Reserve, Confirm, Claim, Resolve) may run in the database, in milliseconds (SET LOCAL statement_timeout). When it fires the batch is rolled back: nothing of it was recorded and running it again is safe.',
+		},
+		{
+			displayName: 'Lock Timeout (Ms)',
+			name: 'lockTimeoutMs',
+			type: 'number',
+			typeOptions: { minValue: 10, maxValue: 600000 },
+			default: 5000,
+			description:
+				'Longest wait for an operation key another transaction holds locked, in milliseconds (SET LOCAL lock_timeout). That item then fails with a retry-safe error; the other keys of the batch are not held up.',
+		},
 	];
 }

@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 9e3682d620723079487416548fe4c2f1b7c28348de5a00a30cde50e7c64f8480.
+-- Package version 0.1.0; function set SHA-256 23e9c800d4daaa1f58424fb7be140f4d6b745e9bf48e5a318640767ee0ef79cb.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -37,6 +37,10 @@ SELECT :ol_version < 4 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0004_function_set.sql
 \endif
+SELECT :ol_version < 5 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0005_ledger_truth.sql
+\endif
 SELECT :ol_version < 6 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0006_queue_lease_end.sql
@@ -53,6 +57,8 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/append_event.sql
 \ir functions/ledger/confirm_operations.sql
 \ir functions/ledger/downstream_idempotency_key.sql
+\ir functions/ledger/ledger_now.sql
+\ir functions/ledger/ledger_token_hash.sql
 \ir functions/ledger/reconcile_claim.sql
 \ir functions/ledger/reconcile_resolve.sql
 \ir functions/ledger/reserve_operations.sql
@@ -73,7 +79,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '9e3682d620723079487416548fe4c2f1b7c28348de5a00a30cde50e7c64f8480')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '23e9c800d4daaa1f58424fb7be140f4d6b745e9bf48e5a318640767ee0ef79cb')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

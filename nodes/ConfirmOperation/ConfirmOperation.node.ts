@@ -7,15 +7,18 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { classifyHttpResult } from '../../src/ledger/classify';
+import { classifyHttpResult, parseStatusOverrides, type StatusOverrides } from '../../src/ledger/classify';
 import { confirmOperations, DEFAULT_MAX_RESPONSE_BYTES, prepareConfirmItem, type ConfirmResultRow } from '../../src/ledger/confirm';
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 
 const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
+
+const parseConfirmOverrides = (text: unknown): StatusOverrides => parseStatusOverrides(text) as StatusOverrides;
 
 export class ConfirmOperation implements INodeType {
 	description: INodeTypeDescription = {
@@ -42,7 +45,7 @@ export class ConfirmOperation implements INodeType {
 						name: 'HTTP Request Result',
 						value: 'httpResult',
 						description:
-							'Classify the HTTP Request node output: 2xx succeeded; other 4xx failed; 408, 409, 425, 429, 5xx, timeouts and resets unknown; connection refused failed and retryable',
+							'Classify the HTTP Request node output by "could it have taken effect?": 2xx succeeded; 401, 403, 423, 425, 429 failed and retryable; other 4xx failed; 408, 409, 5xx, timeouts and resets unknown; connection refused failed and retryable (docs/http-classification.md)',
 					},
 					{ name: 'Explicit', value: 'explicit', description: 'Set the outcome yourself, e.g. from an expression' },
 				],
@@ -148,6 +151,15 @@ export class ConfirmOperation implements INodeType {
 						description: 'With automatic lineage: the Reserve Operation node to follow, when there is more than one upstream',
 					},
 					{
+						displayName: 'Status Code Overrides',
+						name: 'statusOverrides',
+						type: 'string',
+						default: '',
+						placeholder: '409=failed, 402=failed_retryable',
+						description:
+							'With Outcome From "HTTP Request Result": change the classification of single status codes. Comma-separated code=verdict pairs, verdict one of succeeded, failed, failed_retryable, unknown. Default table: docs/http-classification.md.',
+					},
+					{
 						displayName: 'Store Response',
 						name: 'storeResponse',
 						type: 'boolean',
@@ -194,7 +206,7 @@ export class ConfirmOperation implements INodeType {
 				reason = outcome === 'succeeded' ? null : this.getNodeParameter('reason', i, '');
 				response = ownJson;
 			} else {
-				const c = classifyHttpResult(ownJson);
+				const c = classifyHttpResult(ownJson, parseConfirmOverrides(options.statusOverrides));
 				outcome = c.outcome;
 				retryable = c.retryable;
 				reason = c.reason;
@@ -221,8 +233,8 @@ export class ConfirmOperation implements INodeType {
 
 		let results: ConfirmResultRow[];
 		try {
-			const { pool, schemaSql } = await getLedgerConnection(this);
-			results = await confirmOperations(pool, schemaSql, prepared.map((p) => p.value.item), eventContext(this));
+			const { pool, schemaSql, bounds } = await getLedgerConnection(this);
+			results = await confirmOperations(pool, schemaSql, prepared.map((p) => p.value.item), eventContext(this), bounds);
 		} catch (e) {
 			outputs[0].push(...batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
 			return outputs;
@@ -231,8 +243,11 @@ export class ConfirmOperation implements INodeType {
 			const r = results[k];
 			const p = prepared[k].value;
 			const item = items[r.index];
-			if (r.result === 'not_found') {
-				const message = `No reservation exists for operation key "${p.item.operationKey.slice(0, 200)}"; nothing was recorded for this item`;
+			if (r.result === 'not_found' || r.result === 'busy') {
+				const message =
+					r.result === 'busy'
+						? `Operation key "${cutText(p.item.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and confirming it again is safe`
+						: `No reservation exists for operation key "${cutText(p.item.operationKey, 200)}"; nothing was recorded for this item`;
 				if (this.continueOnFail()) {
 					outputs[0].push(errorItem(message, r.index));
 					continue;

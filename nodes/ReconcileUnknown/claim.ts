@@ -18,13 +18,13 @@ export const claimProperties: INodeProperties[] = [
 		displayOptions: show,
 	},
 	{
-		displayName: 'Settle Delay (Seconds)',
+		displayName: 'Extra Settle Delay (Seconds)',
 		name: 'settleSeconds',
 		type: 'number',
-		typeOptions: { minValue: 0 },
-		default: 120,
+		typeOptions: { minValue: 0, maxValue: 2592000 },
+		default: 0,
 		description:
-			'How long an operation must have been unknown (or its lease expired) before it is checked, in seconds. Choose more than the longest time a write can still be in flight at the target (its timeout plus retries): only then is "not found at the target" trustworthy.',
+			'Seconds to wait on top of each operation\'s own settle window before checking it (0 to 2592000). The window itself belongs to the operation: it is set by Reserve Operation\'s "Settle Window (Seconds)" and stored when the operation becomes unknown, and the database refuses "did not happen" from a claim made before it ended.',
 		displayOptions: show,
 	},
 	{
@@ -55,15 +55,15 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 	const { prepared, errorItems } = prepareItems(fns, items.slice(0, 1), (i) =>
 		checkClaimOptions({
 			limit: fns.getNodeParameter('batchSize', i),
-			settleSeconds: fns.getNodeParameter('settleSeconds', i),
+			settleSeconds: fns.getNodeParameter('settleSeconds', i, 0),
 			claimSeconds: fns.getNodeParameter('claimSeconds', i),
 			target: fns.getNodeParameter('target', i, ''),
 		}),
 	);
 	if (prepared.length === 0) return [errorItems];
 	try {
-		const { pool, schemaSql } = await getLedgerConnection(fns);
-		const claimed = await claimUnknown(pool, schemaSql, prepared[0].value, eventContext(fns));
+		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
+		const claimed = await claimUnknown(pool, schemaSql, prepared[0].value, eventContext(fns), bounds);
 		return [
 			claimed.map((c) => ({
 				json: {

@@ -1,9 +1,11 @@
 /** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
-import { checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
+import { parseStatusOverrides } from '../../src/ledger/classify';
+import { RECONCILE_RESOLUTIONS, checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
@@ -59,6 +61,16 @@ export const resolveProperties: INodeProperties[] = [
 		default: '',
 		description: 'Note stored with the operation',
 		displayOptions: show({ lookupSource: ['explicit'] }),
+	},
+	{
+		displayName: 'Status Code Overrides',
+		name: 'statusOverrides',
+		type: 'string',
+		default: '',
+		placeholder: '404=still_unknown, 403=still_unknown',
+		description:
+			'Change how a lookup answer is read, per status code: comma-separated code=resolution pairs, resolution one of happened, not_happened, still_unknown. Default: 2xx with a reference happened, 404 and 410 not_happened, anything else still_unknown. Use not_happened only for answers that prove the target has no such write.',
+		displayOptions: show({ lookupSource: ['httpLookup'] }),
 	},
 	{
 		displayName: 'Max Checks',
@@ -125,6 +137,8 @@ export const resolveProperties: INodeProperties[] = [
 	},
 ];
 
+const parseLookupOverrides = (text: unknown): Map<number, string> => parseStatusOverrides(text, RECONCILE_RESOLUTIONS);
+
 export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
 	const outputs: INodeExecutionData[][] = RESOLVE_OUTPUTS.map(() => []);
@@ -151,7 +165,7 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 		} else {
 			const { reconcile: _r, ...own } = item.json;
 			void _r;
-			const c = classifyLookup(own, reference);
+			const c = classifyLookup(own, reference, parseLookupOverrides(fns.getNodeParameter('statusOverrides', i, '')));
 			resolution = c.resolution;
 			reason = c.reason;
 			response = c.body;
@@ -169,8 +183,8 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 	if (prepared.length === 0) return outputs;
 	let results: ResolveResultRow[];
 	try {
-		const { pool, schemaSql } = await getLedgerConnection(fns);
-		results = await resolveUnknown(pool, schemaSql, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns));
+		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
+		results = await resolveUnknown(pool, schemaSql, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns), bounds);
 	} catch (e) {
 		outputs[0].push(...batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
 		return outputs;
@@ -178,8 +192,11 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 	for (let k = 0; k < results.length; k++) {
 		const r = results[k];
 		const p = prepared[k].value.item;
-		if (r.result === 'not_found') {
-			const message = `No operation exists for key "${p.operationKey.slice(0, 200)}"`;
+		if (r.result === 'not_found' || r.result === 'busy') {
+			const message =
+				r.result === 'busy'
+					? `Operation key "${cutText(p.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and resolving it again is safe`
+					: `No operation exists for key "${cutText(p.operationKey, 200)}"`;
 			if (fns.continueOnFail()) {
 				outputs[0].push(errorItem(message, r.index));
 				continue;
@@ -187,7 +204,10 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });
 		}
 		const item = items[r.index];
-		outputs[RESOLVE_OUTPUTS.indexOf(r.result)].push({
+		// refused_early: the database refused "did not happen" because the claim was made before the
+		// operation's settle window ended; it stays unknown and is checked again, so it goes out with
+		// the still-unknown items (result tells them apart).
+		outputs[RESOLVE_OUTPUTS.indexOf(r.result === 'refused_early' ? 'unknown' : r.result)].push({
 			json: {
 				...item.json,
 				reconcile: {
@@ -199,7 +219,10 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 					externalRef: r.externalRef,
 					checks: r.checks,
 					nextCheckAt: r.nextCheckAt,
-					reason: p.reason,
+					reason:
+						r.result === 'refused_early'
+							? 'refused early: the lookup was claimed before the operation\'s settle window ended, so "did not happen" cannot be trusted yet; it will be checked again'
+							: p.reason,
 				},
 			},
 			binary: item.binary,

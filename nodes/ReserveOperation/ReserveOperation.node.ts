@@ -1,5 +1,6 @@
 import {
 	NodeConnectionTypes,
+	NodeOperationError,
 	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
@@ -11,7 +12,8 @@ import { RESERVE_OUTCOMES } from '../../src/ledger/states';
 import { buildOperationKey } from '../../src/ledger/validate';
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
-import { batchFailure, prepareItems } from '../shared/items';
+import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { cutText } from '../../src/text';
 
 /** Output index per outcome, in the order of RESERVE_OUTCOMES. */
 const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
@@ -134,6 +136,15 @@ export class ReserveOperation implements INodeType {
 				description:
 					'How long this execution holds the operation, in seconds (1 to 604800). Choose more than the write can take. A lease that expires without Confirm makes the operation unknown, never free to send again.',
 			},
+			{
+				displayName: 'Settle Window (Seconds)',
+				name: 'settleSeconds',
+				type: 'number',
+				typeOptions: { minValue: 1, maxValue: 2592000 },
+				default: 120,
+				description:
+					'How long a write may still land at the target after the operation became unknown (or after its lease ended), in seconds (1 to 2592000). Stored with the operation: Reconcile Unknown claims it only after this window and the database refuses "did not happen" from an earlier lookup. Choose more than the target\'s timeout plus its retries.',
+			},
 		],
 	};
 
@@ -158,6 +169,7 @@ export class ReserveOperation implements INodeType {
 				request: jsonParameter(this, this.getNodeParameter('request', i), 'The request', i, false),
 				target: this.getNodeParameter('target', i, ''),
 				leaseSeconds: this.getNodeParameter('leaseSeconds', i),
+				settleSeconds: this.getNodeParameter('settleSeconds', i, 120),
 			});
 		});
 		outputs[0].push(...errorItems);
@@ -165,12 +177,13 @@ export class ReserveOperation implements INodeType {
 
 		let results: ReserveResult[];
 		try {
-			const { pool, schemaSql } = await getLedgerConnection(this);
+			const { pool, schemaSql, bounds } = await getLedgerConnection(this);
 			results = await reserveOperations(
 				pool,
 				schemaSql,
 				prepared.map((p) => p.value),
 				eventContext(this),
+				bounds,
 			);
 		} catch (e) {
 			outputs[0].push(...batchFailure(this, e, 'Reserve Operation', prepared.map((p) => p.index)));
@@ -179,6 +192,20 @@ export class ReserveOperation implements INodeType {
 		for (let k = 0; k < results.length; k++) {
 			const r = results[k];
 			const item = items[r.index];
+			if (r.outcome === 'busy') {
+				// The key stayed locked by another transaction past the lock timeout: nothing was recorded
+				// for this item; the other items of the batch were decided normally.
+				const message = `Reserve Operation could not decide operation key "${cutText(prepared[k].value.operationKey, 200)}": ${r.reason ?? 'the key is locked by another transaction'}`;
+				if (this.continueOnFail()) {
+					outputs[0].push(errorItem(message, r.index));
+					continue;
+				}
+				throw new NodeOperationError(this.getNode(), message, {
+					itemIndex: r.index,
+					description:
+						'Another database transaction held this operation key for longer than the credential\'s Lock Timeout. Nothing was recorded for this item, so running it again is safe. The other items of this batch were decided (any Proceed among them holds a lease that becomes unknown if its write is never sent).',
+				});
+			}
 			const ledger: IDataObject = {
 				operationKey: prepared[k].value.operationKey,
 				outcome: r.outcome,
@@ -195,6 +222,10 @@ export class ReserveOperation implements INodeType {
 				ledger.responseTruncated = r.responseTruncated;
 			}
 			if (r.outcome === 'failed_permanently' || r.outcome === 'needs_reconcile') ledger.reason = r.reason;
+			if (r.repeatOfItem !== null) {
+				ledger.reason = r.reason;
+				ledger.repeatOfItem = r.repeatOfItem;
+			}
 			outputs[OUTPUT[r.outcome]].push({
 				json: { ...item.json, ledger },
 				binary: item.binary,

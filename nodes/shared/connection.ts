@@ -14,6 +14,7 @@ import { Client } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
 import { getPool, toPgConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
+import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
 
 export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
 
@@ -32,6 +33,8 @@ export function toConnectionConfig(c: ICredentialDataDecryptedObject): Connectio
 		schema: String(c.schema ?? 'operation_ledger'),
 		autoApplySchema: c.autoApplySchema !== false,
 		maxConnections: c.maxConnections ? Number(c.maxConnections) : 5,
+		connectTimeoutMs: toConnectTimeout(c.connectTimeoutMs),
+		...toBounds({ statementTimeoutMs: c.statementTimeoutMs, lockTimeoutMs: c.lockTimeoutMs }),
 	};
 }
 
@@ -40,6 +43,8 @@ export interface LedgerConnection {
 	config: ConnectionConfig;
 	/** The quoted schema name, safe to put in SQL text. */
 	schemaSql: string;
+	/** statement_timeout and lock_timeout for each batch transaction (credential fields). */
+	bounds: Bounds;
 }
 
 /** Resolves the node's credential to a ready pool (schema checked or applied). */
@@ -49,7 +54,7 @@ export async function getLedgerConnection(fns: IExecuteFunctions): Promise<Ledge
 	const schemaSql = quoteSchema(config.schema);
 	const pool = getPool(config);
 	await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
-	return { pool, config, schemaSql };
+	return { pool, config, schemaSql, bounds: toBounds(config) };
 }
 
 /**

@@ -8,6 +8,7 @@
  * throws a NodeOperationError carrying its itemIndex, before anything is written.
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+import { cutText } from '../../src/text';
 
 /** An input item that passed validation, with the values prepared for the database. */
 export interface Prepared<T> {
@@ -115,7 +116,7 @@ export function batchFailure(
 ): INodeExecutionData[] {
 	const err = (e ?? {}) as Error & { code?: string };
 	const lost = isConnectionFailure(err);
-	const reason = spellOutCodes(scrubSecrets(String(err.message ?? e))).slice(0, 1000);
+	const reason = cutText(spellOutCodes(scrubSecrets(String(err.message ?? e))), 1000);
 	const config = err.name === 'InvalidSchemaNameError' || err.name === 'SchemaNotReadyError';
 	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
 	const input = err instanceof ItemInputError || err.name === 'QueueInputError' || err.name === 'LedgerInputError';

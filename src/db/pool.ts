@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import type { Pool as PgPool, PoolClient, PoolConfig } from 'pg';
 import { Pool } from '../vendor';
 import { quoteSchema } from './identifiers';
+import { DEFAULTS } from './bounds';
 
 export type SslMode = 'disable' | 'require' | 'verify-full';
 
@@ -33,8 +34,12 @@ export interface ConnectionConfig {
 	autoApplySchema?: boolean;
 	/** Upper bound of clients in this process's pool for this connection (1..100, default 5). */
 	maxConnections?: number;
-	/** Milliseconds to wait for a connection before failing (default 10000). */
+	/** Milliseconds to wait for a pool connection or a new connection's handshake (default 10000, src/db/bounds.ts). */
 	connectTimeoutMs?: number;
+	/** statement_timeout for each ledger batch transaction, ms (default 30000, src/db/bounds.ts). */
+	statementTimeoutMs?: number;
+	/** lock_timeout for each ledger batch transaction, ms (default 5000, src/db/bounds.ts). */
+	lockTimeoutMs?: number;
 }
 
 const MAX_POOLS = 32;
@@ -59,6 +64,7 @@ function poolKey(cfg: ConnectionConfig): string {
 		cfg.ssl ?? 'disable',
 		cfg.ca ?? '',
 		cfg.maxConnections ?? '',
+		cfg.connectTimeoutMs ?? '',
 	];
 	return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
 }
@@ -69,7 +75,7 @@ export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
 	const base: PoolConfig = {
 		max,
 		idleTimeoutMillis: IDLE_CLIENT_MS,
-		connectionTimeoutMillis: cfg.connectTimeoutMs ?? 10_000,
+		connectionTimeoutMillis: cfg.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
 		allowExitOnIdle: true,
 		application_name: 'n8n-nodes-operation-ledger',
 	};

@@ -33,6 +33,11 @@ export interface JsonCheckOptions {
 	maxDepth?: number;
 	/** Reject U+0000 in strings and keys (default true): Postgres text and jsonb cannot store it. */
 	rejectNul?: boolean;
+	/**
+	 * Reject integers beyond ±(2^53 − 1) (I-JSON, RFC 7493 §2.2). Default false in assertJson();
+	 * canonicalJson() and fingerprint() (the ledger's requests and responses) default it to true.
+	 */
+	rejectUnsafeIntegers?: boolean;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -41,12 +46,15 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * Throws NotJsonError unless `value` is plain JSON: null, boolean, finite number, string, array,
  * or an object whose prototype is Object.prototype or null. Rejects BigInt, Date (and any other
  * object with toJSON), Map, Set, Buffer, functions, symbols, undefined array elements, NaN and
- * Infinity, circular references, lone surrogates, and (by default) NUL characters.
+ * Infinity, with rejectUnsafeIntegers integers beyond ±(2^53 − 1) (I-JSON, RFC 7493 §2.2: they may already have been rounded,
+ * so two different ids would get one fingerprint), circular references, lone surrogates, and (by
+ * default) NUL characters. -0 is accepted and serialised as 0 (RFC 8785 §3.2.2.3).
  * Object members whose value is undefined are allowed and omitted, as JSON.stringify does.
  */
 export function assertJson(value: unknown, options: JsonCheckOptions = {}, path = '$'): void {
 	const maxDepth = options.maxDepth ?? 100;
 	const rejectNul = options.rejectNul !== false;
+	const rejectUnsafe = options.rejectUnsafeIntegers === true;
 	const seen = new Set<object>();
 	// The path to the current value, as segments; turned into text only when reporting an error.
 	const trail: Array<string | number> = [];
@@ -71,6 +79,11 @@ export function assertJson(value: unknown, options: JsonCheckOptions = {}, path 
 				return;
 			case 'number':
 				if (!Number.isFinite(v)) fail(`${String(v)} is not a JSON number`);
+				// I-JSON (RFC 7493 §2.2): integers beyond ±(2^53 − 1) are not exact in IEEE 754 doubles;
+				// 9007199254740993 has already become 9007199254740992 by the time it gets here.
+				if (rejectUnsafe && Number.isInteger(v) && !Number.isSafeInteger(v)) {
+					fail(`${String(v)} is an integer beyond ±(2^53 − 1) (RFC 7493 I-JSON), so it may already have been rounded and would not tell two different values apart; send such ids as strings`);
+				}
 				return;
 			case 'bigint':
 				fail('is a BigInt; convert it to a string or a number first');
@@ -113,8 +126,8 @@ export function assertJson(value: unknown, options: JsonCheckOptions = {}, path 
 }
 
 /** RFC 8785 canonical JSON text of `value`. Throws NotJsonError for non-JSON input. */
-export function canonicalJson(value: unknown, options?: JsonCheckOptions): string {
-	assertJson(value, options);
+export function canonicalJson(value: unknown, options: JsonCheckOptions = {}): string {
+	assertJson(value, { ...options, rejectUnsafeIntegers: options.rejectUnsafeIntegers !== false });
 	const text = canonicalize(value);
 	if (text === undefined) throw new NotJsonError('$', 'has no JSON form');
 	return text;

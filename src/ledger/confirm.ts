@@ -3,7 +3,9 @@
  * One round trip per batch via <schema>.confirm_operations() (schema/functions/ledger/confirm_operations.sql).
  */
 import { canonicalJson, NotJsonError } from '../json/canonical';
+import { cutAny, cutText } from '../text';
 import type { Queryable } from './reserve';
+import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
 import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
 
@@ -58,10 +60,10 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 	}
 	const outcome = input.outcome;
 	if (outcome !== 'succeeded' && outcome !== 'failed' && outcome !== 'unknown') {
-		throw new LedgerInputError(`The outcome must be succeeded, failed or unknown; got ${JSON.stringify(outcome)?.slice(0, 40)}`);
+		throw new LedgerInputError(`The outcome must be succeeded, failed or unknown; got ${cutAny(JSON.stringify(outcome), 40)}`);
 	}
 	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
-	const reason = checkOptionalText(typeof input.reason === 'string' ? input.reason.slice(0, 2000) : input.reason, 'The reason', 2000);
+	const reason = checkOptionalText(typeof input.reason === 'string' ? cutText(input.reason, 2000) : input.reason, 'The reason', 2000);
 	let responseJson: string;
 	try {
 		responseJson = canonicalJson(input.response === undefined ? null : input.response);
@@ -78,7 +80,7 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 		if (input.oversize === 'error') {
 			throw new LedgerInputError(`The response is ${bytes} bytes as JSON; at most ${max} may be stored. Nothing was recorded; raise "Max Response Size" or choose "Truncate".`);
 		}
-		responseJson = JSON.stringify({ truncated: true, originalBytes: bytes, preview: responseJson.slice(0, 1024) });
+		responseJson = JSON.stringify({ truncated: true, originalBytes: bytes, preview: cutText(responseJson, 1024) });
 		responseTruncated = true;
 	}
 	return {
@@ -140,9 +142,10 @@ export async function confirmOperations(
 	schemaSql: string,
 	items: ConfirmItem[],
 	ctx: EventContext = {},
+	bounds?: Bounds,
 ): Promise<ConfirmResultRow[]> {
 	if (items.length === 0) return [];
-	const { rows } = await db.query<ConfirmRow>(confirmSql(schemaSql), [encodeConfirmBatch(items), JSON.stringify(ctx)]);
+	const rows = await boundedQuery<ConfirmRow>(db, confirmSql(schemaSql), [encodeConfirmBatch(items), JSON.stringify(ctx)], bounds);
 	const byIndex = new Map<number, ConfirmRow>();
 	for (const r of rows) byIndex.set(r.idx, r);
 	return items.map((it) => {

@@ -4,7 +4,9 @@
  * schema/functions/ledger/reconcile_claim.sql and reconcile_resolve.sql for the rules.
  */
 import { canonicalJson, NotJsonError } from '../json/canonical';
+import { cutAny, cutText } from '../text';
 import type { Queryable } from './reserve';
+import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS, iso, type EventContext, type OperationStatus } from './states';
 import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
 
@@ -13,12 +15,15 @@ export const RECONCILE_RESOLUTIONS = ['happened', 'not_happened', 'still_unknown
 export type ReconcileResolution = (typeof RECONCILE_RESOLUTIONS)[number];
 
 /** How a resolution was applied. */
-export type ReconcileResult = 'succeeded' | 'failed' | 'unknown' | 'review' | 'claim_lost' | 'not_found';
+export type ReconcileResult = 'succeeded' | 'failed' | 'unknown' | 'review' | 'claim_lost' | 'not_found' | 'refused_early' | 'busy';
 
 export interface ClaimOptions {
 	/** Most operations to claim (1..1000). */
 	limit: number;
-	/** Seconds an operation must have been unknown (or its lease expired) before it is checked. */
+	/**
+	 * Extra seconds on top of each operation's own settle window (stored by Reserve) before it is
+	 * checked; 0 by default.
+	 */
 	settleSeconds: number;
 	/** Seconds the claim keeps other reconcilers away (1..86400). */
 	claimSeconds: number;
@@ -45,16 +50,16 @@ export interface ClaimedOperation {
 function checkInt(value: unknown, what: string, min: number, max: number): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-		throw new LedgerInputError(`${what} must be a whole number from ${min} to ${max}; got ${String(value).slice(0, 40)}`);
+		throw new LedgerInputError(`${what} must be a whole number from ${min} to ${max}; got ${cutAny(value, 40)}`);
 	}
 	return n;
 }
 
 /** Validates claim options. Throws LedgerInputError. */
-export function checkClaimOptions(o: { limit: unknown; settleSeconds: unknown; claimSeconds: unknown; target?: unknown }): ClaimOptions {
+export function checkClaimOptions(o: { limit: unknown; settleSeconds?: unknown; claimSeconds: unknown; target?: unknown }): ClaimOptions {
 	return {
 		limit: checkInt(o.limit, 'The batch size', 1, 1000),
-		settleSeconds: checkInt(o.settleSeconds, 'The settle delay (seconds)', 0, 30 * 86400),
+		settleSeconds: checkInt(o.settleSeconds ?? 0, 'The extra settle delay (seconds)', 0, 30 * 86400),
 		claimSeconds: checkInt(o.claimSeconds, 'The claim duration (seconds)', 1, 86400),
 		target: checkOptionalText(o.target, 'The target', LIMITS.maxTargetLength),
 	};
@@ -74,14 +79,14 @@ interface ClaimRow {
 }
 
 /** Claims due operations (one round trip). Oldest first. */
-export async function claimUnknown(db: Queryable, schemaSql: string, o: ClaimOptions, ctx: EventContext = {}): Promise<ClaimedOperation[]> {
-	const { rows } = await db.query<ClaimRow>(`SELECT * FROM ${schemaSql}.reconcile_claim($1, $2, $3, $4, $5::jsonb)`, [
+export async function claimUnknown(db: Queryable, schemaSql: string, o: ClaimOptions, ctx: EventContext = {}, bounds?: Bounds): Promise<ClaimedOperation[]> {
+	const rows = await boundedQuery<ClaimRow>(db, `SELECT * FROM ${schemaSql}.reconcile_claim($1, $2, $3, $4, $5::jsonb)`, [
 		o.limit,
 		o.settleSeconds,
 		o.claimSeconds,
 		o.target,
 		JSON.stringify(ctx),
-	]);
+	], bounds);
 	return rows
 		.map((r) => ({
 			operationKey: r.operation_key,
@@ -121,7 +126,7 @@ export function prepareResolveItem(
 	}
 	const resolution = input.resolution;
 	if (!RECONCILE_RESOLUTIONS.includes(resolution as ReconcileResolution)) {
-		throw new LedgerInputError(`The resolution must be happened, not_happened or still_unknown; got ${JSON.stringify(resolution)?.slice(0, 40)}`);
+		throw new LedgerInputError(`The resolution must be happened, not_happened or still_unknown; got ${cutAny(JSON.stringify(resolution), 40)}`);
 	}
 	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
 	if (resolution === 'happened' && externalRef === null) {
@@ -134,8 +139,8 @@ export function prepareResolveItem(
 		if (e instanceof NotJsonError) throw new LedgerInputError(`The lookup response cannot be stored: ${e.message.replace(/^\$/, 'response')}`);
 		throw e;
 	}
-	if (Buffer.byteLength(responseJson, 'utf8') > 256 * 1024) responseJson = JSON.stringify({ truncated: true, preview: responseJson.slice(0, 1024) });
-	const reason = checkOptionalText(typeof input.reason === 'string' ? input.reason.slice(0, 2000) : input.reason, 'The reason', 2000);
+	if (Buffer.byteLength(responseJson, 'utf8') > 256 * 1024) responseJson = JSON.stringify({ truncated: true, preview: cutText(responseJson, 1024) });
+	const reason = checkOptionalText(typeof input.reason === 'string' ? cutText(input.reason, 2000) : input.reason, 'The reason', 2000);
 	return { index, operationKey, claimToken: input.claimToken.toLowerCase(), resolution: resolution as ReconcileResolution, externalRef, responseJson, reason };
 }
 
@@ -174,6 +179,7 @@ export async function resolveUnknown(
 	items: ResolveItem[],
 	o: ResolveOptions,
 	ctx: EventContext = {},
+	bounds?: Bounds,
 ): Promise<ResolveResultRow[]> {
 	if (items.length === 0) return [];
 	const doc = `[${items
@@ -184,7 +190,7 @@ export async function resolveUnknown(
 				`"reason":${it.reason === null ? 'null' : JSON.stringify(it.reason)},"resp":${it.responseJson}}`,
 		)
 		.join(',')}]`;
-	const { rows } = await db.query<{
+	const rows = await boundedQuery<{
 		idx: number;
 		result: ReconcileResult;
 		status: OperationStatus | null;
@@ -192,13 +198,13 @@ export async function resolveUnknown(
 		external_ref: string | null;
 		reconcile_checks: number | null;
 		next_check_at: Date | null;
-	}>(`SELECT * FROM ${schemaSql}.reconcile_resolve($1::jsonb, $2, $3, $4, $5::jsonb)`, [
+	}>(db, `SELECT * FROM ${schemaSql}.reconcile_resolve($1::jsonb, $2, $3, $4, $5::jsonb)`, [
 		doc,
 		o.maxChecks,
 		o.backoffBaseSeconds,
 		o.backoffMaxSeconds,
 		JSON.stringify(ctx),
-	]);
+	], bounds);
 	const byIndex = new Map(rows.map((r) => [r.idx, r]));
 	return items.map((it) => {
 		const r = byIndex.get(it.index);
@@ -218,8 +224,38 @@ export async function resolveUnknown(
 /**
  * Reads a lookup made with the HTTP Request node (by idempotency key) as a resolution:
  * 2xx with a reference → happened; 404 or 410 → not happened; anything else → still unknown.
+ * `overrides` (parseStatusOverrides with RECONCILE_RESOLUTIONS) replaces that answer per status code;
+ * "happened" still needs a reference.
  */
-export function classifyLookup(json: Record<string, unknown>, reference: unknown): { resolution: ReconcileResolution; reason: string | null; body: unknown } {
+export function classifyLookup(
+	json: Record<string, unknown>,
+	reference: unknown,
+	overrides?: ReadonlyMap<number, string>,
+): { resolution: ReconcileResolution; reason: string | null; body: unknown } {
+	const r = classifyLookupDefault(json, reference);
+	const status = lookupStatus(json);
+	const o = status === null ? undefined : overrides?.get(status);
+	if (!o || o === r.resolution) return r;
+	const noRef = reference === undefined || reference === null || reference === '';
+	if (o === 'happened' && noRef) return { resolution: 'still_unknown', reason: `lookup answered HTTP ${status} (override: happened) without a reference for the write`, body: r.body };
+	return { resolution: o as ReconcileResolution, reason: o === 'happened' ? null : `lookup answered HTTP ${status} (status code override: ${o})`, body: o === 'happened' ? (r.body ?? json.body ?? json) : null };
+}
+
+function lookupStatus(json: Record<string, unknown>): number | null {
+	const err = json.error as Record<string, unknown> | string | undefined;
+	const statusOf = (v: unknown) => {
+		const n = typeof v === 'string' ? Number(v) : v;
+		return typeof n === 'number' && Number.isInteger(n) ? n : null;
+	};
+	if (err !== undefined && err !== null) {
+		let s: number | null = null;
+		if (typeof err === 'object') s = statusOf(err.httpCode) ?? statusOf(err.status) ?? statusOf(err.statusCode);
+		return s ?? statusOf(/^(\d{3})\b/.exec(typeof err === 'string' ? err : String(err.message ?? ''))?.[1]);
+	}
+	return statusOf(json.statusCode);
+}
+
+function classifyLookupDefault(json: Record<string, unknown>, reference: unknown): { resolution: ReconcileResolution; reason: string | null; body: unknown } {
 	const err = json.error as Record<string, unknown> | string | undefined;
 	const statusOf = (v: unknown) => {
 		const n = typeof v === 'string' ? Number(v) : v;
@@ -231,7 +267,7 @@ export function classifyLookup(json: Record<string, unknown>, reference: unknown
 		if (status === null) status = statusOf(/^(\d{3})\b/.exec(typeof err === 'string' ? err : String(err.message ?? ''))?.[1]);
 		if (status === 404 || status === 410) return { resolution: 'not_happened', reason: `lookup answered HTTP ${status}: no such write`, body: null };
 		const text = typeof err === 'string' ? err : String(err.message ?? 'lookup failed');
-		return { resolution: 'still_unknown', reason: `lookup failed: ${text.slice(0, 300)}`, body: null };
+		return { resolution: 'still_unknown', reason: `lookup failed: ${cutText(text, 300)}`, body: null };
 	}
 	status = statusOf(json.statusCode);
 	const body = status !== null && 'body' in json ? json.body : json;

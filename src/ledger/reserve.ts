@@ -4,10 +4,11 @@
  * are decided in one transaction (see schema/migrations/0001_ledger.sql for the state machine).
  */
 import type { Pool, PoolClient } from 'pg';
+import { boundedQuery, type Bounds } from '../db/bounds';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
 import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
-import { LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalText } from './validate';
+import { DEFAULT_SETTLE_SECONDS, LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalText, checkSettleSeconds } from './validate';
 
 
 export type Queryable = Pick<Pool | PoolClient, 'query'>;
@@ -24,12 +25,21 @@ export interface ReserveItem {
 	target: string | null;
 	/** Lease duration in seconds (1 .. 604800). */
 	leaseSeconds: number;
+	/**
+	 * Settle window in seconds (1 .. 2592000, default 120): how long after the operation becomes unknown
+	 * (or after its lease ends) a write may still land at the target. Stored with the operation;
+	 * Reconcile Unknown cannot record "did not happen" before it has passed.
+	 */
+	settleSeconds: number;
 }
 
 /** What Reserve decided for one item. Timestamps are ISO-8601 (database clock). */
 export interface ReserveResult {
 	index: number;
-	outcome: ReserveOutcome;
+	/** `busy`: the key stayed locked by another transaction beyond the lock timeout; nothing was recorded for it. */
+	outcome: ReserveOutcome | 'busy';
+	/** For an item whose key an earlier item of the same batch reserved: that item's index. */
+	repeatOfItem: number | null;
 	/** Null for `conflict`: a conflicting request learns nothing of the other operation. */
 	status: OperationStatus | null;
 	attempt: number | null;
@@ -54,10 +64,11 @@ export interface ReserveResult {
  */
 export function prepareReserveItem(
 	index: number,
-	input: { operationKey: unknown; request: unknown; target?: unknown; leaseSeconds: unknown },
+	input: { operationKey: unknown; request: unknown; target?: unknown; leaseSeconds: unknown; settleSeconds?: unknown },
 ): ReserveItem {
 	const operationKey = checkOperationKey(input.operationKey);
 	const leaseSeconds = checkLeaseSeconds(input.leaseSeconds);
+	const settleSeconds = checkSettleSeconds(input.settleSeconds ?? DEFAULT_SETTLE_SECONDS);
 	const target = checkOptionalText(input.target, 'The target', LIMITS.maxTargetLength);
 	let canonicalRequest: string;
 	try {
@@ -73,12 +84,12 @@ export function prepareReserveItem(
 		}
 	}
 	const fp = createHash('sha256').update(canonicalRequest, 'utf8').digest('hex');
-	return { index, operationKey, fingerprint: fp, canonicalRequest, target, leaseSeconds };
+	return { index, operationKey, fingerprint: fp, canonicalRequest, target, leaseSeconds, settleSeconds };
 }
 
 interface ReserveRow {
 	idx: number;
-	outcome: ReserveOutcome;
+	outcome: ReserveOutcome | 'busy';
 	status: OperationStatus | null;
 	attempt: number | null;
 	lease_token: string | null;
@@ -93,12 +104,15 @@ interface ReserveRow {
 	updated_at: Date | null;
 }
 
+/** The reason given to an item that repeats the key of an earlier item of its batch. */
+export const REPEAT_IN_BATCH = 'repeat in this batch: an earlier item of the same batch holds the lease for this key';
+
 /** Serialises the batch for reserve_operations(). The request is embedded as its canonical text. */
 export function encodeReserveBatch(items: ReserveItem[]): string {
 	const parts = items.map(
 		(it) =>
 			`{"i":${it.index},"k":${JSON.stringify(it.operationKey)},"f":"${it.fingerprint}","a":"${FINGERPRINT_ALGORITHM}",` +
-			`"t":${it.target === null ? 'null' : JSON.stringify(it.target)},"l":${it.leaseSeconds},"r":${it.canonicalRequest}}`,
+			`"t":${it.target === null ? 'null' : JSON.stringify(it.target)},"l":${it.leaseSeconds},"s":${it.settleSeconds},"r":${it.canonicalRequest}}`,
 	);
 	return `[${parts.join(',')}]`;
 }
@@ -117,21 +131,29 @@ export async function reserveOperations(
 	schemaSql: string,
 	items: ReserveItem[],
 	ctx: EventContext = {},
+	bounds?: Bounds,
 ): Promise<ReserveResult[]> {
 	if (items.length === 0) return [];
-	const { rows } = await db.query<ReserveRow>(reserveSql(schemaSql), [encodeReserveBatch(items), JSON.stringify(ctx)]);
+	const rows = await boundedQuery<ReserveRow>(db, reserveSql(schemaSql), [encodeReserveBatch(items), JSON.stringify(ctx)], bounds);
 	const byIndex = new Map<number, ReserveRow[]>();
 	for (const r of rows) {
 		const list = byIndex.get(r.idx);
 		if (list) list.push(r);
 		else byIndex.set(r.idx, [r]);
 	}
+	// Same-batch repeats: an item whose key an earlier item of this batch reserved (proceed) is not
+	// "another execution": it is told which item holds the lease.
+	const proceededBy = new Map<string, number>();
 	return items.map((it) => {
 		const row = byIndex.get(it.index)?.shift();
 		if (!row) throw new Error(`reserve_operations returned no row for item ${it.index}`);
+		const holder = proceededBy.get(it.operationKey);
+		const repeatOfItem = row.outcome === 'in_progress' && holder !== undefined ? holder : null;
+		if (row.outcome === 'proceed') proceededBy.set(it.operationKey, it.index);
 		return {
 			index: it.index,
 			outcome: row.outcome,
+			repeatOfItem,
 			status: row.status,
 			attempt: row.attempt,
 			leaseToken: row.lease_token,
@@ -140,7 +162,7 @@ export async function reserveOperations(
 			externalRef: row.external_ref,
 			response: row.response ?? null,
 			responseTruncated: row.response_truncated === true,
-			reason: row.reason,
+			reason: repeatOfItem !== null ? REPEAT_IN_BATCH : row.reason,
 			retryable: row.retryable,
 			createdAt: iso(row.created_at),
 			updatedAt: iso(row.updated_at),

@@ -21,7 +21,7 @@ export const CONFIRM_OUTCOMES = ['succeeded', 'failed', 'unknown'] as const;
 export type ConfirmOutcome = (typeof CONFIRM_OUTCOMES)[number];
 
 /** How Confirm treated a report. */
-export const CONFIRM_RESULTS = ['recorded', 'repeated', 'stale', 'not_found'] as const;
+export const CONFIRM_RESULTS = ['recorded', 'repeated', 'stale', 'not_found', 'busy'] as const;
 export type ConfirmResult = (typeof CONFIRM_RESULTS)[number];
 
 /** Limits checked before anything is written. */

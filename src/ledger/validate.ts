@@ -1,5 +1,6 @@
 /** Checks on what a node is about to write; each throws LedgerInputError with a clear message. */
 import { LIMITS } from './states';
+import { cutAny, cutText } from '../text';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -11,7 +12,20 @@ export class LedgerInputError extends Error {
 	}
 }
 
-/** Validates an operation key (non-empty string, ≤ 512 UTF-8 bytes, no NUL or control line breaks). */
+/**
+ * Validates an operation key and returns it in its one stored form. The rule, the same for "Build
+ * From Parts" and "Custom Key":
+ *   - a string (a finite number is taken as its decimal text), not empty;
+ *   - no white space (JavaScript's String.prototype.trim set, which includes Unicode spaces and
+ *     U+FEFF) at the start or end of the key or of any of its ':'-separated segments: rejected,
+ *     never trimmed silently, so `ent-X ` can neither quietly become `ent-X` nor quietly be a
+ *     second key for it. A key built from parts is accepted exactly when the same text given as a
+ *     custom key is;
+ *   - no control characters (U+0000..U+001F, U+007F) and no lone UTF-16 surrogates;
+ *   - Unicode Normalization Form C (UAX #15): the key is NFC-normalised, so "é" typed as one code
+ *     point or as "e" + combining accent is the same key;
+ *   - at most 512 bytes of UTF-8 after normalisation.
+ */
 export function checkOperationKey(key: unknown): string {
 	if (key === undefined || key === null || (typeof key === 'string' && key.trim() === '')) {
 		throw new LedgerInputError('The operation key is empty. Every write needs a business operation key such as "invoice:create:customer-42:v3"; there is no way to skip the ledger.');
@@ -20,16 +34,24 @@ export function checkOperationKey(key: unknown): string {
 		if (typeof key === 'number' && Number.isFinite(key)) return checkOperationKey(String(key));
 		throw new LedgerInputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
 	}
-	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key');
+	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)');
 	// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
 	if (/[\u0000-\u001f\u007f]/.test(key)) throw new LedgerInputError('The operation key contains a control character (NUL, tab or line break)');
 	if (LONE_SURROGATE.test(key)) throw new LedgerInputError('The operation key contains a lone UTF-16 surrogate, which is not valid Unicode');
-	const bytes = Buffer.byteLength(key, 'utf8');
+	if (key.split(':').some((seg) => seg !== seg.trim())) {
+		throw new LedgerInputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
+	}
+	const nfc = key.normalize('NFC');
+	const bytes = Buffer.byteLength(nfc, 'utf8');
 	if (bytes > LIMITS.maxKeyBytes) throw new LedgerInputError(`The operation key is ${bytes} bytes long; at most ${LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
-	return key;
+	return nfc;
 }
 
-/** Builds `resource:action:entity:version` from parts, each non-empty and without ':'. */
+/**
+ * Builds `resource:action:entity:version` from parts, each non-empty, without ':' and without
+ * leading or trailing white space (rejected, not trimmed: the same rule as a custom key), then
+ * applies checkOperationKey() (NFC, length).
+ */
 export function buildOperationKey(parts: { resource: unknown; action: unknown; entity: unknown; version: unknown }): string {
 	const out: string[] = [];
 	for (const name of ['resource', 'action', 'entity', 'version'] as const) {
@@ -38,17 +60,32 @@ export function buildOperationKey(parts: { resource: unknown; action: unknown; e
 		if (typeof v !== 'string' || v.trim() === '') {
 			throw new LedgerInputError(`The operation key part "${name}" is empty. Keys are built as resource:action:entity:version, e.g. payment:charge:order-1001:v1`);
 		}
-		if (v.includes(':')) throw new LedgerInputError(`The operation key part "${name}" ("${v.slice(0, 60)}") contains ":", which separates the parts; use "Custom Key" mode for other shapes`);
-		out.push(v.trim());
+		if (v.includes(':')) throw new LedgerInputError(`The operation key part "${name}" ("${cutText(v, 60)}") contains ":", which separates the parts; use "Custom Key" mode for other shapes`);
+		if (v !== v.trim()) {
+			throw new LedgerInputError(`The operation key part "${name}" ("${cutText(v, 60)}") has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)`);
+		}
+		out.push(v);
 	}
 	return checkOperationKey(out.join(':'));
+}
+
+/** Default settle window: 120 seconds. */
+export const DEFAULT_SETTLE_SECONDS = 120;
+
+/** Validates a settle window in seconds (integer, 1 .. 2592000 = 30 days; a floor above zero). */
+export function checkSettleSeconds(value: unknown): number {
+	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+	if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 2592000) {
+		throw new LedgerInputError(`The settle window must be a whole number of seconds from 1 to 2592000 (30 days); got ${cutAny(value, 40)}`);
+	}
+	return n;
 }
 
 /** Validates a lease duration in seconds (integer, 1 .. 604800). */
 export function checkLeaseSeconds(value: unknown): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < LIMITS.minLeaseSeconds || n > LIMITS.maxLeaseSeconds) {
-		throw new LedgerInputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${String(value).slice(0, 40)}`);
+		throw new LedgerInputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${cutAny(value, 40)}`);
 	}
 	return n;
 }

@@ -30,7 +30,7 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:
 const RUNS = Number(process.env.CRASH_TEST_RUNS || 10);
 const REDIS_HOST = process.env.REDIS_HOST || '127.0.0.1';
 const REDIS_PORT = Number(process.env.REDIS_PORT || 6379);
-/** Seconds: the reconcile workflow's settle delay, and the Reserve lease of the payment workflow. */
+/** Seconds: the payment workflow's Reserve settle window (stored per operation) and its lease. */
 const SETTLE_SECONDS = 3;
 const LEASE_SECONDS = 8;
 const HTTP_TIMEOUT_MS = 2000;
@@ -81,18 +81,20 @@ function paymentWorkflow(apiUrl: string, id: string, webhookPath: string): Json 
 	});
 	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
 	for (const a of input.parameters.assignments.assignments) a.value = `={{ $json.body.${a.name} }}`;
-	wf.nodes.find((n: Json) => n.type.endsWith('.reserveOperation')).parameters.leaseSeconds = LEASE_SECONDS;
+	const reserveNode = wf.nodes.find((n: Json) => n.type.endsWith('.reserveOperation'));
+	reserveNode.parameters.leaseSeconds = LEASE_SECONDS;
+	reserveNode.parameters.settleSeconds = SETTLE_SECONDS;
 	const http = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.httpRequest');
 	http.parameters.url = `${apiUrl}/payments`;
 	http.parameters.options.timeout = HTTP_TIMEOUT_MS;
 	return wf;
 }
 
-/** reconcile-payments.json against the fake provider, with a short settle delay. */
+/** reconcile-payments.json against the fake provider (no extra settle delay: the operations carry theirs). */
 function reconcileWorkflow(apiUrl: string): Json {
 	const wf = readWorkflow('reconcile-payments.json');
 	const claim = wf.nodes.find((n: Json) => n.parameters?.operation === 'claim');
-	claim.parameters.settleSeconds = SETTLE_SECONDS;
+	claim.parameters.settleSeconds = 0;
 	claim.parameters.claimSeconds = 60;
 	wf.nodes.find((n: Json) => n.name === 'Look Up Payment').parameters.url = `${apiUrl}/payments`;
 	return wf;

@@ -24,3 +24,16 @@ export async function testDatabase(opts: { max?: number; prefix?: string } = {})
 		},
 	};
 }
+
+/**
+ * Moves the ledger's clock (ledger_now(), see schema/functions/ledger/ledger_now.sql) of one test
+ * schema by `offsetSeconds` from the real now(); 0 puts it back. Needs the schema owner's rights,
+ * as the tests have. Lets tests pass settle windows, leases and backoffs without sleeping.
+ */
+export async function setLedgerClock(pool: Pick<Pool, 'query'>, schema: string, offsetSeconds: number): Promise<void> {
+	const secs = Number(offsetSeconds);
+	if (!Number.isFinite(secs)) throw new Error('offset must be a number');
+	await pool.query(
+		`CREATE OR REPLACE FUNCTION "${schema}".ledger_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT now() + make_interval(secs => ${secs}) $$`,
+	);
+}

@@ -1,6 +1,9 @@
--- Claim up to p_limit operations, oldest first. p_settle_seconds: how long an operation must have
--- been unknown (or its lease expired) before it is checked. p_claim_seconds: how long this claim
--- keeps other reconcilers away. p_target: only operations for this target (NULL: all).
+-- Claim up to p_limit operations, oldest first. An operation is due once its own settle window has
+-- ended (settle_until, set when it became unknown; see migration 0005) plus p_settle_seconds, an
+-- optional extra delay of this reconciler (0 by default). p_claim_seconds: how long this claim keeps
+-- other reconcilers away. p_target: only operations for this target (NULL: all).
+-- The claim token is returned once; the row keeps its hash (ledger_token_hash) and claimed_at,
+-- which reconcile_resolve() compares with settle_until.
 CREATE OR REPLACE FUNCTION reconcile_claim(
     p_limit integer, p_settle_seconds integer, p_claim_seconds integer, p_target text, p_ctx jsonb
 )
@@ -13,15 +16,17 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_settle interval := make_interval(secs => p_settle_seconds);
+    v_now timestamptz := ledger_now();
+    v_extra interval := make_interval(secs => p_settle_seconds);
     v_token uuid := gen_random_uuid();
     r record;
 BEGIN
-    -- 1. Leases that expired without a confirmation become unknown (as Reserve would do).
+    -- 1. Leases that expired without a confirmation become unknown (as Reserve would do); their
+    --    settle window runs from the end of the lease.
     FOR r IN
         WITH expired AS (
             SELECT o.operation_key FROM operations o
-             WHERE o.status = 'reserved' AND o.lease_expires_at <= now() - v_settle
+             WHERE o.status = 'reserved' AND o.lease_expires_at <= v_now
                AND (p_target IS NULL OR o.target = p_target)
              ORDER BY o.lease_expires_at
              LIMIT p_limit
@@ -29,12 +34,14 @@ BEGIN
         )
         UPDATE operations o
            SET status = 'unknown', reason = 'lease expired without a confirmation',
-               unknown_since = o.lease_expires_at, next_check_at = now(), updated_at = now()
+               unknown_since = o.lease_expires_at, next_check_at = v_now, updated_at = v_now,
+               settle_until = o.lease_expires_at + make_interval(secs => o.settle_seconds)
           FROM expired e
          WHERE o.operation_key = e.operation_key
-        RETURNING o.operation_key, o.attempt, o.lease_token
+        RETURNING o.operation_key, o.attempt, o.lease_token_hash, o.settle_until
     LOOP
-        PERFORM append_event(r.operation_key, 'lease_expired', 'reserved', 'unknown', r.attempt, r.lease_token, p_ctx, NULL, NULL);
+        PERFORM append_event(r.operation_key, 'lease_expired', 'reserved', 'unknown', r.attempt, r.lease_token_hash, p_ctx, NULL,
+                             jsonb_build_object('settleUntil', r.settle_until));
     END LOOP;
 
     -- 2. Claim due unknown operations, oldest first, skipping rows another reconciler holds.
@@ -42,18 +49,20 @@ BEGIN
     WITH due AS (
         SELECT o.operation_key FROM operations o
          WHERE o.status = 'unknown'
-           AND o.unknown_since <= now() - v_settle
-           AND coalesce(o.next_check_at, '-infinity') <= now()
-           AND (o.claim_expires_at IS NULL OR o.claim_expires_at <= now())
+           AND coalesce(o.settle_until, o.unknown_since + make_interval(secs => o.settle_seconds)) + v_extra <= v_now
+           AND o.unknown_since <= v_now - v_extra
+           AND coalesce(o.next_check_at, '-infinity') <= v_now
+           AND (o.claim_expires_at IS NULL OR o.claim_expires_at <= v_now)
            AND (p_target IS NULL OR o.target = p_target)
          ORDER BY o.unknown_since, o.operation_key
          LIMIT p_limit
          FOR UPDATE SKIP LOCKED
     )
     UPDATE operations o
-       SET claim_token = v_token, claim_expires_at = now() + make_interval(secs => p_claim_seconds)
+       SET claim_token_hash = ledger_token_hash(v_token), claimed_at = v_now,
+           claim_expires_at = v_now + make_interval(secs => p_claim_seconds)
       FROM due d
      WHERE o.operation_key = d.operation_key
     RETURNING o.operation_key, o.target, o.idempotency_key, o.request, o.attempt, o.reason,
-              o.unknown_since, o.reconcile_checks, o.claim_token, o.claim_expires_at;
+              o.unknown_since, o.reconcile_checks, v_token, o.claim_expires_at;
 END $$;

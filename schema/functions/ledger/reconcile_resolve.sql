@@ -3,7 +3,12 @@
 -- "reason": text}]. p_max_checks: after this many checks an operation goes to review.
 -- Backoff before the next check: least(p_backoff_max, p_backoff_base * 2^(checks - 1)) seconds.
 -- Results: succeeded | failed | unknown | review | claim_lost (the claim lapsed or the operation
--- was settled meanwhile, e.g. by a late Confirm; nothing changed) | not_found.
+-- was settled meanwhile, e.g. by a late Confirm; nothing changed) | not_found |
+-- refused_early ("not_happened" from a claim made before the operation's settle window ended: the
+-- write may still have been landing when the lookup ran; the operation stays unknown, the claim is
+-- released and it is due again at settle_until) | busy (the row stayed locked for longer than
+-- lock_timeout; nothing changed for this item).
+-- Claim tokens are compared by ledger_token_hash().
 CREATE OR REPLACE FUNCTION reconcile_resolve(
     p_items jsonb, p_max_checks integer, p_backoff_base_seconds double precision,
     p_backoff_max_seconds double precision, p_ctx jsonb
@@ -19,6 +24,8 @@ DECLARE
     it record;
     op operations%ROWTYPE;
     v_checks integer;
+    v_now timestamptz := ledger_now();
+    v_settle timestamptz;
 BEGIN
     FOR it IN
         SELECT (e->>'i')::integer AS i, e->>'k' AS k, (e->>'claim')::uuid AS claim, e->>'r' AS r,
@@ -27,6 +34,7 @@ BEGIN
         ORDER BY e->>'k', (e->>'i')::integer
     LOOP
         idx := it.i;
+        BEGIN
         SELECT * INTO op FROM operations o WHERE o.operation_key = it.k FOR UPDATE;
         IF NOT FOUND THEN
             result := 'not_found'; status := NULL; attempt := NULL; external_ref := NULL;
@@ -34,15 +42,26 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END IF;
-        IF op.status <> 'unknown' OR op.claim_token IS DISTINCT FROM it.claim OR op.claim_expires_at <= now() THEN
+        v_settle := coalesce(op.settle_until, op.unknown_since + make_interval(secs => op.settle_seconds));
+        IF op.status <> 'unknown' OR op.claim_token_hash IS DISTINCT FROM ledger_token_hash(it.claim) OR op.claim_expires_at <= v_now THEN
             PERFORM append_event(op.operation_key, 'reconcile_claim_lost', op.status, op.status, op.attempt, NULL, p_ctx, it.i,
                                  jsonb_build_object('reported', it.r, 'externalRef', it.ref));
             result := 'claim_lost';
+        ELSIF it.r = 'not_happened' AND (op.claimed_at IS NULL OR op.claimed_at < v_settle OR v_now < v_settle) THEN
+            PERFORM append_event(op.operation_key, 'reconcile_refused_early', 'unknown', 'unknown', op.attempt, NULL, p_ctx, it.i,
+                                 jsonb_build_object('reported', it.r, 'claimedAt', op.claimed_at, 'settleUntil', v_settle,
+                                                    'reason', it.reason));
+            UPDATE operations o
+               SET claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL,
+                   next_check_at = greatest(v_settle, v_now), updated_at = v_now
+             WHERE o.operation_key = op.operation_key
+            RETURNING o.* INTO op;
+            result := 'refused_early';
         ELSIF it.r = 'happened' THEN
             UPDATE operations o
                SET status = 'succeeded', external_ref = it.ref, response = it.resp, reason = NULL,
-                   reconcile_checks = o.reconcile_checks + 1, claim_token = NULL, claim_expires_at = NULL,
-                   next_check_at = NULL, settled_at = now(), updated_at = now()
+                   reconcile_checks = o.reconcile_checks + 1, claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL,
+                   next_check_at = NULL, settled_at = v_now, updated_at = v_now
              WHERE o.operation_key = op.operation_key
             RETURNING o.* INTO op;
             PERFORM append_event(op.operation_key, 'reconciled_succeeded', 'unknown', 'succeeded', op.attempt, NULL, p_ctx, it.i,
@@ -52,8 +71,8 @@ BEGIN
             UPDATE operations o
                SET status = 'failed', retryable = true,
                    reason = coalesce(it.reason, 'reconciled: the target has no record of this write'),
-                   reconcile_checks = o.reconcile_checks + 1, claim_token = NULL, claim_expires_at = NULL,
-                   next_check_at = NULL, settled_at = now(), updated_at = now()
+                   reconcile_checks = o.reconcile_checks + 1, claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL,
+                   next_check_at = NULL, settled_at = v_now, updated_at = v_now
              WHERE o.operation_key = op.operation_key
             RETURNING o.* INTO op;
             PERFORM append_event(op.operation_key, 'reconciled_failed', 'unknown', 'failed', op.attempt, NULL, p_ctx, it.i,
@@ -65,7 +84,7 @@ BEGIN
                 UPDATE operations o
                    SET status = 'review', reconcile_checks = v_checks,
                        reason = coalesce(it.reason, o.reason),
-                       claim_token = NULL, claim_expires_at = NULL, next_check_at = NULL, updated_at = now()
+                       claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL, next_check_at = NULL, updated_at = v_now
                  WHERE o.operation_key = op.operation_key
                 RETURNING o.* INTO op;
                 PERFORM append_event(op.operation_key, 'review_required', 'unknown', 'review', op.attempt, NULL, p_ctx, it.i,
@@ -74,8 +93,8 @@ BEGIN
             ELSE
                 UPDATE operations o
                    SET reconcile_checks = v_checks, reason = coalesce(it.reason, o.reason),
-                       claim_token = NULL, claim_expires_at = NULL, updated_at = now(),
-                       next_check_at = now() + make_interval(secs => least(p_backoff_max_seconds,
+                       claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL, updated_at = v_now,
+                       next_check_at = v_now + make_interval(secs => least(p_backoff_max_seconds,
                                            p_backoff_base_seconds * power(2, v_checks - 1)))
                  WHERE o.operation_key = op.operation_key
                 RETURNING o.* INTO op;
@@ -84,6 +103,12 @@ BEGIN
                 result := 'unknown';
             END IF;
         END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            result := 'busy'; status := NULL; attempt := NULL; external_ref := NULL;
+            reconcile_checks := NULL; next_check_at := NULL;
+            RETURN NEXT;
+            CONTINUE;
+        END;
         status := op.status;
         attempt := op.attempt;
         external_ref := op.external_ref;

@@ -22,7 +22,7 @@ beforeAll(async () => {
 	creds = testCredentials(DATABASE_URL, db.schema);
 	// Something to claim and complete, so a bad claim/dequeue would have work to damage.
 	await reserve(creds, ['bad:seed:1'], { target: 'seed' });
-	await db.pool.query(`UPDATE ${db.schemaSql}.operations SET status = 'unknown', unknown_since = now(), next_check_at = now()`);
+	await db.pool.query(`UPDATE ${db.schemaSql}.operations SET status = 'unknown', unknown_since = now(), next_check_at = now(), settle_until = now() - interval '1 day'`);
 	await queueOp(creds, 2, { operation: 'enqueue', queue: 'jobs', priorityGroup: 'normal', payload: { a: 1 } });
 });
 afterAll(async () => {
@@ -35,7 +35,7 @@ async function snapshot() {
 	const { rows } = await db.pool.query(`
 		SELECT (SELECT count(*) FROM ${s}.operations)::int AS ops,
 		       (SELECT count(*) FROM ${s}.operation_events)::int AS events,
-		       (SELECT count(claim_token) FROM ${s}.operations)::int AS op_claims,
+		       (SELECT count(claim_token_hash) FROM ${s}.operations)::int AS op_claims,
 		       (SELECT count(*) FROM ${s}.queue_tasks)::int AS tasks,
 		       (SELECT count(*) FROM ${s}.queue_tasks WHERE status <> 'pending')::int AS not_pending,
 		       (SELECT count(*) FROM ${s}.queue_tasks_archive)::int AS archived,
@@ -182,7 +182,7 @@ const cases: Case[] = [
 	CL('batch size 0', { batchSize: 0 }, /batch size must be a whole number from 1 to 1000/),
 	CL('batch size 10^6', { batchSize: 1e6 }, /batch size must be a whole number from 1 to 1000/),
 	CL('negative batch size', { batchSize: -3 }, /batch size must be/),
-	CL('negative settle delay', { settleSeconds: -1 }, /settle delay \(seconds\) must be/),
+	CL('negative settle delay', { settleSeconds: -1 }, /extra settle delay \(seconds\) must be/),
 	CL('claim of 0 seconds', { claimSeconds: 0 }, /claim duration \(seconds\) must be/),
 	CL('absurd claim duration', { claimSeconds: 1e12 }, /claim duration \(seconds\) must be/),
 	CL('target with NUL', { target: 'a\u0000' }, /target contains a NUL/),

@@ -37,7 +37,7 @@ async function credentialTest(data: Record<string, unknown>) {
 /** The whole ledger and queue round through one credential; asserts each step. */
 async function roundTrip(creds: Record<string, unknown>, tag: string) {
 	const keys = [`${tag}:1`, `${tag}:2`, `${tag}:3`];
-	const r = await reserve(creds, keys, { target: tag });
+	const r = await reserve(creds, keys, { target: tag, settleSeconds: 1 });
 	expect(r[0]).toHaveLength(3);
 	const leases = r[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 	const c = await confirm(creds, [
@@ -50,6 +50,7 @@ async function roundTrip(creds: Record<string, unknown>, tag: string) {
 	const again = await reserve(creds, keys, { target: tag });
 	expect(again[1]).toHaveLength(1); // already succeeded
 	expect(again[3]).toHaveLength(2); // needs reconcile
+	await new Promise((res) => setTimeout(res, 1100)); // the operations' 1 s settle window
 	const cl = await claim(creds, { target: tag });
 	expect(cl[0]).toHaveLength(2);
 	const rs = await resolve(

@@ -18,6 +18,10 @@ import { migrate } from '../../../src/db/migrate';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { claim, confirm, dequeue, enqueue, reserve, resolve, settle, type Creds } from './run';
+import { createHash } from 'node:crypto';
+
+/** What the ledger stores of a token: SHA-256 over its 16 bytes, hex. */
+const tokenHash = (t: string) => createHash('sha256').update(Buffer.from(t.replace(/-/g, ''), 'hex')).digest('hex');
 
 jest.setTimeout(120_000);
 
@@ -151,15 +155,16 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 
 		const out = await reserve(creds, keys);
 		expect(out[0]).toHaveLength(N);
+		// The row keeps only the SHA-256 of the lease token (migration 0005).
 		const rows = await q<{ operation_key: string; status: string; lease_token: string }>(
-			`SELECT operation_key, status, lease_token::text FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
+			`SELECT operation_key, status, encode(lease_token_hash, 'hex') AS lease_token FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
 			[`${prefix}:%`],
 		);
 		const byKey = new Map(rows.map((r) => [r.operation_key, r]));
 		for (const it of out[0]) {
 			const l = it.json.ledger as { operationKey: string; leaseToken: string; outcome: string };
 			expect(l.outcome).toBe('proceed');
-			expect(byKey.get(l.operationKey)).toEqual({ operation_key: l.operationKey, status: 'reserved', lease_token: l.leaseToken });
+			expect(byKey.get(l.operationKey)).toEqual({ operation_key: l.operationKey, status: 'reserved', lease_token: tokenHash(l.leaseToken) });
 		}
 		expect(await counts(prefix)).toEqual({ ops: N, events: N });
 	});
@@ -197,6 +202,8 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		const target = `t-${prefix}`;
 		const reserved = (await reserve(creds, keysOf(prefix), { target }))[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 		await confirm(creds, reserved.map((l) => ({ key: l.operationKey, token: l.leaseToken, outcome: 'unknown', reason: 'timeout' })));
+		// Their settle windows have passed (migration 0005 stores one per operation).
+		await q(`UPDATE "${SCHEMA}".operations SET settle_until = settle_until - interval '1 day' WHERE operation_key LIKE $1`, [`${prefix}:%`]);
 		return target;
 	}
 
@@ -210,7 +217,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		summary.push(`claim     ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reconcile Unknown (claim)', 1, cof);
 		const [c] = await q<{ claimed: number; unknown: number }>(
-			`SELECT count(claim_token)::int AS claimed, count(*) FILTER (WHERE status = 'unknown')::int AS unknown FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
+			`SELECT count(claim_token_hash)::int AS claimed, count(*) FILTER (WHERE status = 'unknown')::int AS unknown FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
 			[`${prefix}:%`],
 		);
 		expect(c).toEqual({ claimed: 0, unknown: N });
@@ -219,13 +226,13 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		const out = await claim(creds, { target, batchSize: N });
 		expect(out[0]).toHaveLength(N);
 		const tokens = await q<{ operation_key: string; claim_token: string }>(
-			`SELECT operation_key, claim_token::text FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
+			`SELECT operation_key, encode(claim_token_hash, 'hex') AS claim_token FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
 			[`${prefix}:%`],
 		);
 		const byKey = new Map(tokens.map((r) => [r.operation_key, r.claim_token]));
 		for (const it of out[0]) {
 			const r = it.json.reconcile as { operationKey: string; claimToken: string };
-			expect(byKey.get(r.operationKey)).toBe(r.claimToken);
+			expect(byKey.get(r.operationKey)).toBe(tokenHash(r.claimToken));
 		}
 	});
 

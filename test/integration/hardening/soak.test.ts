@@ -78,7 +78,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 		// A moving window of 12 keys: workers contend for the same keys while new ones keep coming.
 		const base = Math.floor((Date.now() - started) / 250);
 		const batch = Array.from(new Set(Array.from({ length: 1 + rnd(4) }, () => `soak:op:${base + rnd(12)}`)));
-		const r = await settle(reserve(creds, batch, { leaseSeconds: LEASE, request: (i: number) => ({ key: batch[i] }) }));
+		const r = await settle(reserve(creds, batch, { leaseSeconds: LEASE, settleSeconds: SETTLE, request: (i: number) => ({ key: batch[i] }) }));
 		if (!r.ok) {
 			bump('reserve_error');
 			return;
@@ -113,7 +113,8 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 		}
 	}
 
-	async function reconcileStep(settleSeconds = SETTLE) {
+	// The settle window (SETTLE s) is stored per operation by Reserve; the claim adds no extra delay.
+	async function reconcileStep(settleSeconds = 0) {
 		const c = await settle(claim(creds, { batchSize: 20, settleSeconds, claimSeconds: 10 }));
 		if (!c.ok) { bump('claim_error'); return; }
 		const items = c.value[0].map((it) => it.json as { idempotencyKey: string; operationKey: string; reconcile: { claimToken: string } });

@@ -24,7 +24,7 @@ async function main() {
 	// Ledger: lease
 	const key = `time:${tag}`;
 	const t0 = await dbNow();
-	const r = await reserve(creds, [key], { leaseSeconds: 90, target: `time-${tag}` });
+	const r = await reserve(creds, [key], { leaseSeconds: 90, settleSeconds: 30, target: `time-${tag}` });
 	const ledger = r[0][0].json.ledger as Record<string, string>;
 	out.leaseExpiresAt = ledger.leaseExpiresAt;
 	out.leaseFromDbNowMs = Date.parse(ledger.leaseExpiresAt) - t0;
@@ -34,9 +34,10 @@ async function main() {
 
 	// Ledger: settle delay (unknown for 0 s is not due with a 30 s settle delay; 40 s back it is)
 	await confirm(creds, [{ key, token: ledger.leaseToken, outcome: 'unknown', reason: 'timeout' }]);
-	out.claimBeforeSettle = (await claim(creds, { target: `time-${tag}`, settleSeconds: 30 }))[0].length;
-	await direct.query(`UPDATE "${schema}".operations SET unknown_since = unknown_since - interval '40 seconds' WHERE operation_key = $1`, [key]);
-	const claimed = await claim(creds, { target: `time-${tag}`, settleSeconds: 30 });
+	// (The 30 s window is the operation's own, given to Reserve; the claim adds no extra delay.)
+	out.claimBeforeSettle = (await claim(creds, { target: `time-${tag}`, settleSeconds: 0 }))[0].length;
+	await direct.query(`UPDATE "${schema}".operations SET unknown_since = unknown_since - interval '40 seconds', settle_until = settle_until - interval '40 seconds' WHERE operation_key = $1`, [key]);
+	const claimed = await claim(creds, { target: `time-${tag}`, settleSeconds: 0 });
 	out.claimAfterSettle = claimed[0].length;
 	const c = claimed[0][0].json as Record<string, unknown>;
 	out.unknownSince = c.unknownSince;

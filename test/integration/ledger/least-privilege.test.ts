@@ -39,6 +39,8 @@ describe('schema/security/least_privilege_role.sql', () => {
 		expect(r.outcome).toBe('proceed');
 		const [c] = await confirmOperations(asRole, q, [prepareConfirmItem(0, { operationKey: 'lp:1', leaseToken: r.leaseToken, outcome: 'unknown' })]);
 		expect(c.result).toBe('recorded');
+		// Its settle window (120 s by default) has passed.
+		await admin.query(`UPDATE ${q}.operations SET settle_until = settle_until - interval '1 day'`);
 		const claimed = await claimUnknown(asRole, q, { limit: 10, settleSeconds: 0, claimSeconds: 10, target: null });
 		expect(claimed.map((x) => x.operationKey)).toEqual(['lp:1']);
 		const { rows } = await asRole.query(`SELECT has_table_privilege($1, 'INSERT') AS ins FROM (VALUES (1)) v`, [`${q}.queue_tasks`]);

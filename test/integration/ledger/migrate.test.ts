@@ -149,3 +149,40 @@ describe('credential test', () => {
 		}
 	});
 });
+
+describe('migration 0005 (issue 11) on a schema with data', () => {
+	it('hashes stored lease and claim tokens in place, drops holderToken from events, and gives unknown rows a settle window', async () => {
+		const schema = fresh();
+		const { renderMigration: render } = await import('../../../src/db/migrate');
+		const { createHash } = await import('node:crypto');
+		for (const m of loadMigrations().filter((x) => x.version <= 4)) await pool.query(render(m.sql, schema));
+		const lease = '11111111-2222-4333-8444-555555555555';
+		const claimTok = '66666666-7777-4888-8999-aaaaaaaaaaaa';
+		const s = `"${schema}"`;
+		await pool.query(
+			`INSERT INTO ${s}.operations (operation_key, status, fingerprint, fingerprint_alg, idempotency_key, lease_token, lease_expires_at, unknown_since, claim_token, claim_expires_at)
+			 VALUES ('m:1', 'unknown', 'f', 'a', 'ik', $1, now() - interval '10 seconds', now() - interval '5 seconds', $2, now() + interval '1 minute')`,
+			[lease, claimTok],
+		);
+		await pool.query(
+			`INSERT INTO ${s}.operation_events (operation_key, event, lease_token, detail) VALUES ('m:1', 'reserved', $1, NULL), ('m:1', 'stale_confirmation', $1, jsonb_build_object('holderToken', $1::text, 'reported', 'succeeded'))`,
+			[lease],
+		);
+		await migrate(pool, schema, true);
+		const hash = (t: string) => createHash('sha256').update(Buffer.from(t.replace(/-/g, ''), 'hex')).digest();
+		const { rows } = await pool.query(`SELECT * FROM ${s}.operations WHERE operation_key = 'm:1'`);
+		expect(rows[0].lease_token_hash).toEqual(hash(lease));
+		expect(rows[0].claim_token_hash).toEqual(hash(claimTok));
+		expect(rows[0].settle_seconds).toBe(120);
+		expect(rows[0].settle_until.getTime() - rows[0].unknown_since.getTime()).toBeGreaterThanOrEqual(120_000);
+		const ev = await pool.query(`SELECT lease_token_hash, detail FROM ${s}.operation_events WHERE operation_key = 'm:1' ORDER BY event_id`);
+		expect(ev.rows.map((r) => r.lease_token_hash)).toEqual([hash(lease), hash(lease)]);
+		expect(ev.rows[1].detail).toEqual({ reported: 'succeeded' });
+		const all = await pool.query(`SELECT (SELECT string_agg(row_to_json(o)::text, '') FROM ${s}.operations o) || (SELECT string_agg(row_to_json(e)::text, '') FROM ${s}.operation_events e) AS t`);
+		expect(all.rows[0].t).not.toContain(lease);
+		expect(all.rows[0].t).not.toContain(claimTok);
+		// The old append_event(…, uuid, …) that wrote tokens is gone.
+		const fns = await pool.query(`SELECT pg_get_function_identity_arguments(p.oid) AS args FROM pg_proc p WHERE p.pronamespace = $1::regnamespace AND p.proname = 'append_event'`, [schema]);
+		expect(fns.rows.map((r) => r.args)).toEqual([expect.stringContaining('bytea')]);
+	});
+});

@@ -125,6 +125,35 @@ describe('Confirm Operation node', () => {
 		return new ConfirmOperation().execute.call(fns);
 	}
 
+	it('401 and 429 are retryable failures by default; a status code override changes one code', async () => {
+		const r = await runReserve([
+			{ json: { orderId: 'ov-1', amount: 1 } },
+			{ json: { orderId: 'ov-2', amount: 2 } },
+			{ json: { orderId: 'ov-3', amount: 3 } },
+		]);
+		const httpOut: INodeExecutionData[] = [
+			{ json: { error: { message: '401 - "bad key"', httpCode: '401' } }, pairedItem: { item: 0 } },
+			{ json: { error: { message: '429 - "slow down"', httpCode: '429' } }, pairedItem: { item: 1 } },
+			{ json: { error: { message: '409 - "conflict"', httpCode: '409' } }, pairedItem: { item: 2 } },
+		];
+		const out = await runConfirm(httpOut, r[0], { params: { options: { statusOverrides: '409=failed' } } });
+		expect(out[1].map((i) => [i.pairedItem, (i.json.ledger as { status: string }).status])).toEqual([
+			[{ item: 0 }, 'failed'],
+			[{ item: 1 }, 'failed'],
+			[{ item: 2 }, 'failed'],
+		]);
+		const { rows } = await db.pool.query(
+			`SELECT operation_key, retryable FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:ov-%' ORDER BY operation_key`,
+		);
+		expect(rows.map((x) => x.retryable)).toEqual([true, true, false]);
+		// The next Reserve of the 401 key proceeds as attempt 2 (after a credential fix).
+		const again = await runReserve([{ json: { orderId: 'ov-1', amount: 1 } }]);
+		expect(again[0][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });
+		// A malformed override is an item error; nothing is written.
+		const bad = await runConfirm([{ json: { id: 'x' }, pairedItem: { item: 0 } }], again[0], { continueOnFail: true, params: { options: { statusOverrides: '409=maybe' } } });
+		expect(String(bad[0][0].json.error)).toMatch(/Status code override "409=maybe"/);
+	});
+
 	it('after an HTTP Request node, finds the reservation through paired items and classifies the result', async () => {
 		const r = await runReserve([
 			{ json: { orderId: 'h-1', amount: 1 } },
@@ -250,5 +279,61 @@ describe('Confirm Operation node', () => {
 		const fake = { ...r[0][0].json, ledger: { ...(r[0][0].json.ledger as object), leaseToken: '11111111-2222-4333-8444-555555555555' } };
 		const out = await runConfirm([{ json: { id: 'pay_s1' }, pairedItem: { item: 0 } }], [{ json: fake }]);
 		expect(out[3][0].json.ledger).toMatchObject({ stale: true, possibleDuplicate: true, status: 'reserved' });
+	});
+});
+
+describe('issue 11 at the node layer', () => {
+	it('Reserve: a same-batch repeat says which item holds the lease; the settle window is stored', async () => {
+		const out = await runReserve(
+			[
+				{ json: { orderId: 'i11-1', amount: 5 } },
+				{ json: { orderId: 'i11-1', amount: 5 } },
+			],
+			{ params: { settleSeconds: 45 } },
+		);
+		expect(out[0]).toHaveLength(1);
+		expect(out[2]).toHaveLength(1);
+		expect(out[2][0].json.ledger).toMatchObject({ outcome: 'in_progress', repeatOfItem: 0, reason: expect.stringMatching(/repeat in this batch/) });
+		const { rows } = await db.pool.query(`SELECT settle_seconds FROM ${db.schemaSql}.operations WHERE operation_key = 'payment:charge:i11-1:v1'`);
+		expect(rows[0].settle_seconds).toBe(45);
+	});
+
+	it('Reserve: a key part with trailing white space is an item error, not trimmed into another key', async () => {
+		const out = await runReserve([{ json: { orderId: 'ent-X ', amount: 1 } }, { json: { orderId: 'ent-Y', amount: 1 } }], { continueOnFail: true });
+		expect(out[0].map((i) => i.json.error ?? (i.json.ledger as { outcome: string }).outcome)).toEqual([expect.stringMatching(/white space/), 'proceed']);
+		expect(await count('operations', 'payment:charge:ent-X%')).toBe(0);
+	});
+
+	it('Reserve: a key locked past the credential lock timeout is a retry-safe item error; other keys are decided', async () => {
+		await runReserve([{ json: { orderId: 'lk-1', amount: 1 } }]);
+		const { Client } = await import('pg');
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		await c.query('BEGIN');
+		await c.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = 'payment:charge:lk-1:v1' FOR UPDATE`);
+		try {
+			items = [
+				{ json: { orderId: 'lk-1', amount: 1 } },
+				{ json: { orderId: 'lk-2', amount: 1 } },
+			];
+			const fns = fakeExecute({
+				items,
+				params: reserveParams(),
+				credentials: testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 200, statementTimeoutMs: 5000 }),
+				continueOnFail: true,
+				nodeName: 'Reserve Operation',
+			});
+			const t0 = Date.now();
+			const out = await new ReserveOperation().execute.call(fns);
+			expect(Date.now() - t0).toBeLessThan(3000);
+			const errors = out[0].filter((i) => i.json.error);
+			expect(errors).toHaveLength(1);
+			expect(errors[0].pairedItem).toEqual({ item: 0 });
+			expect(String(errors[0].json.error)).toMatch(/locked by another transaction.*running it again is safe/);
+			expect(out[0].filter((i) => !i.json.error).map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+		} finally {
+			await c.query('ROLLBACK');
+			await c.end();
+		}
 	});
 });

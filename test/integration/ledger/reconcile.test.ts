@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto';
 import type { INodeExecutionData } from 'n8n-workflow';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
 import { claimUnknown, prepareResolveItem, resolveUnknown, type ClaimOptions } from '../../../src/ledger/reconcile';
 import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
 import { closeAllPools } from '../../../src/db/pool';
-import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { DATABASE_URL, setLedgerClock, testDatabase } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
@@ -18,10 +19,14 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const resolveOpts = { maxChecks: 3, backoffBaseSeconds: 60, backoffMaxSeconds: 600 };
 
-/** Reserves `key` (target t) and confirms it unknown; returns the reservation. */
-async function makeUnknown(key: string, target = 'pay') {
-	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target })]);
+/**
+ * Reserves `key` (target t) and confirms it unknown; returns the reservation. Unless `settled` is
+ * false, the operation's settle window is then moved into the past (as if it had passed).
+ */
+async function makeUnknown(key: string, target = 'pay', settled = true, settleSeconds = 120) {
+	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target, settleSeconds })]);
 	await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
+	if (settled) await db.pool.query(`UPDATE ${db.schemaSql}.operations SET settle_until = settle_until - interval '1 day' WHERE operation_key = $1`, [key]);
 	return r;
 }
 const claim = (o: Partial<ClaimOptions> = {}) => claimUnknown(db.pool, db.schemaSql, { limit: 100, settleSeconds: 0, claimSeconds: 30, target: null, ...o });
@@ -33,7 +38,7 @@ async function events(key: string) {
 }
 
 describe('Reconcile Unknown', () => {
-	it('waits out the settle delay, then claims oldest first with what a lookup needs', async () => {
+	it('waits out the extra settle delay, then claims oldest first with what a lookup needs', async () => {
 		const r = await makeUnknown('r:settle:1', 'settle');
 		await makeUnknown('r:settle:2', 'settle');
 		expect(await claim({ target: 'settle', settleSeconds: 60 })).toEqual([]);
@@ -56,14 +61,87 @@ describe('Reconcile Unknown', () => {
 		expect(await claim({ target: 'race' })).toEqual([]);
 	});
 
-	it('an expired lease is claimed only after the settle delay, and becomes unknown with an event', async () => {
-		await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:lease', request: {}, leaseSeconds: 1, target: 'lease' })]);
-		await sleep(1200);
-		expect(await claim({ target: 'lease', settleSeconds: 60 })).toEqual([]);
-		expect((await row('r:lease')).status).toBe('reserved');
-		const got = await claim({ target: 'lease', settleSeconds: 0 });
-		expect(got.map((c) => c.operationKey)).toEqual(['r:lease']);
-		expect(await events('r:lease')).toEqual(['reserved', 'lease_expired']);
+	it('an expired lease becomes unknown with an event, and is claimed only after its own settle window (lease end + window)', async () => {
+		try {
+			await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:lease', request: {}, leaseSeconds: 1, target: 'lease', settleSeconds: 60 })]);
+			await setLedgerClock(db.pool, db.schema, 2);
+			expect(await claim({ target: 'lease' })).toEqual([]);
+			const unknown = await row('r:lease');
+			expect(unknown.status).toBe('unknown');
+			expect(unknown.settle_until.getTime() - unknown.lease_expires_at.getTime()).toBe(60_000);
+			await setLedgerClock(db.pool, db.schema, 60);
+			expect(await claim({ target: 'lease' })).toEqual([]);
+			await setLedgerClock(db.pool, db.schema, 62);
+			const got = await claim({ target: 'lease' });
+			expect(got.map((c) => c.operationKey)).toEqual(['r:lease']);
+			expect(await events('r:lease')).toEqual(['reserved', 'lease_expired']);
+		} finally {
+			await setLedgerClock(db.pool, db.schema, 0);
+		}
+	});
+
+	it('the settle window belongs to the operation: stored at Reserve, started when it goes unknown, not claimable before it ends', async () => {
+		try {
+			await makeUnknown('r:window', 'window', false, 300);
+			const stored = await row('r:window');
+			expect(stored.settle_seconds).toBe(300);
+			expect(stored.settle_until.getTime() - stored.unknown_since.getTime()).toBe(300_000);
+			// A reconciler with no extra delay still cannot claim it early.
+			expect(await claim({ target: 'window', settleSeconds: 0 })).toEqual([]);
+			await setLedgerClock(db.pool, db.schema, 299);
+			expect(await claim({ target: 'window' })).toEqual([]);
+			await setLedgerClock(db.pool, db.schema, 301);
+			const [c] = await claim({ target: 'window' });
+			expect(c.operationKey).toBe('r:window');
+			const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:window', claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
+			expect(res).toMatchObject({ result: 'failed', status: 'failed' });
+		} finally {
+			await setLedgerClock(db.pool, db.schema, 0);
+		}
+	});
+
+	it('Resolve refuses "did not happen" from a claim made before the settle window ended (refused_early); "happened" is still accepted', async () => {
+		try {
+			await makeUnknown('r:early', 'early');
+			await makeUnknown('r:early:yes', 'early');
+			const claimed = await claim({ target: 'early' });
+			expect(claimed).toHaveLength(2);
+			// The operations' windows turn out to end later than the claim (e.g. a window that was
+			// extended): the claim was made before settle_until.
+			await db.pool.query(`UPDATE ${db.schemaSql}.operations SET settle_until = ${db.schemaSql}.ledger_now() + interval '100 seconds' WHERE target = 'early'`);
+			const byKey = new Map(claimed.map((c) => [c.operationKey, c.claimToken]));
+			const res = await resolveUnknown(
+				db.pool,
+				db.schemaSql,
+				[
+					prepareResolveItem(0, { operationKey: 'r:early', claimToken: byKey.get('r:early'), resolution: 'not_happened' }),
+					prepareResolveItem(1, { operationKey: 'r:early:yes', claimToken: byKey.get('r:early:yes'), resolution: 'happened', externalRef: 'pay_E' }),
+				],
+				resolveOpts,
+			);
+			expect(res[0]).toMatchObject({ result: 'refused_early', status: 'unknown' });
+			expect(res[1]).toMatchObject({ result: 'succeeded', status: 'succeeded' });
+			const early = await row('r:early');
+			expect(early).toMatchObject({ status: 'unknown', claim_token_hash: null, claimed_at: null, reconcile_checks: 0 });
+			expect(early.next_check_at.getTime()).toBe(early.settle_until.getTime());
+			expect(await events('r:early')).toEqual(['reserved', 'confirmed_unknown', 'reconcile_refused_early']);
+			// A claim made after the window may say "did not happen".
+			expect(await claim({ target: 'early' })).toEqual([]);
+			await setLedgerClock(db.pool, db.schema, 101);
+			const [again] = await claim({ target: 'early' });
+			const [ok] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:early', claimToken: again.claimToken, resolution: 'not_happened' })], resolveOpts);
+			expect(ok).toMatchObject({ result: 'failed', status: 'failed' });
+		} finally {
+			await setLedgerClock(db.pool, db.schema, 0);
+		}
+	});
+
+	it('stores no claim token: only its SHA-256', async () => {
+		await makeUnknown('r:hash', 'hash');
+		const [c] = await claim({ target: 'hash' });
+		const r = await row('r:hash');
+		expect(r.claim_token).toBeUndefined();
+		expect(r.claim_token_hash).toEqual(createHash('sha256').update(Buffer.from(c.claimToken.replace(/-/g, ''), 'hex')).digest());
 	});
 
 	it('happened records success with the reference; a replay then answers from the ledger', async () => {

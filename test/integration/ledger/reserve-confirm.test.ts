@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Pool } from 'pg';
 import { prepareReserveItem, reserveOperations, type ReserveItem } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
@@ -218,7 +219,9 @@ describe('Confirm', () => {
 			prepareConfirmItem(0, { operationKey: 'c:dup', leaseToken: r1.leaseToken, outcome: 'succeeded', externalRef: 'pay_old' }),
 		]);
 		expect(late).toMatchObject({ result: 'stale', status: 'reserved', possibleDuplicate: true });
-		expect((await row('c:dup')).lease_token).toBe(r2.leaseToken);
+		const held = await row('c:dup');
+		expect(held.lease_token).toBeUndefined();
+		expect(held.lease_token_hash).toEqual(createHash('sha256').update(Buffer.from(String(r2.leaseToken).replace(/-/g, ''), 'hex')).digest());
 	});
 
 	it('unknown then unknown again is one transition; not_found is reported per item', async () => {

@@ -31,7 +31,18 @@ describe('canonical JSON (RFC 8785)', () => {
 			['9007199254740993', '9007199254740992'],
 			['333333333.33333329', '333333333.3333333'],
 		];
-		for (const [text, want] of cases) expect(canonicalJson(JSON.parse(text))).toBe(want);
+		// These number forms are checked with the I-JSON integer check off: by default (the ledger)
+		// integers beyond ±(2^53 − 1) are refused, see below.
+		for (const [text, want] of cases) expect(canonicalJson(JSON.parse(text), { rejectUnsafeIntegers: false })).toBe(want);
+	});
+
+	it('refuses integers beyond ±(2^53 − 1) by default (RFC 7493 I-JSON): two different ids never share a fingerprint', () => {
+		expect(() => canonicalJson({ accountId: JSON.parse('9007199254740993') })).toThrow(/beyond ±\(2\^53 − 1\).*as strings/);
+		expect(() => canonicalJson({ accountId: 9007199254740992 })).toThrow(NotJsonError);
+		expect(() => canonicalJson([-9007199254740992])).toThrow(/\$\[0\]/);
+		expect(() => canonicalJson({ big: 1e21 })).toThrow(NotJsonError);
+		expect(canonicalJson({ a: 9007199254740991, b: -9007199254740991, c: 1.5e300 / 1e300, d: -0 })).toBe('{"a":9007199254740991,"b":-9007199254740991,"c":1.5,"d":0}');
+		expect(canonicalJson({ accountId: '9007199254740993' })).toBe('{"accountId":"9007199254740993"}');
 	});
 
 	it('sorts keys by UTF-16 code units, not by code points or locale', () => {

@@ -1,4 +1,5 @@
-import { classifyHttpResult, classifyStatus } from '../../../src/ledger/classify';
+import { classifyHttpResult, classifyStatus, parseStatusOverrides, STATUS_TABLE, statusRule, type StatusOverrides } from '../../../src/ledger/classify';
+import { classifyLookup } from '../../../src/ledger/reconcile';
 
 describe('classifyStatus', () => {
 	it.each([
@@ -11,8 +12,10 @@ describe('classifyStatus', () => {
 		[422, 'failed'],
 		[408, 'unknown'],
 		[409, 'unknown'],
-		[425, 'unknown'],
-		[429, 'unknown'],
+		[425, 'failed'],
+		[429, 'failed'],
+		[401, 'failed'],
+		[403, 'failed'],
 		[500, 'unknown'],
 		[502, 'unknown'],
 		[503, 'unknown'],
@@ -42,7 +45,8 @@ describe('classifyHttpResult', () => {
 	it.each([
 		[{ error: { message: '504 - "Gateway Timeout"', httpCode: '504' } }, 'unknown', false],
 		[{ error: { message: 'Bad request', httpCode: '400' } }, 'failed', false],
-		[{ error: { message: 'x', status: 429 } }, 'unknown', false],
+		[{ error: { message: 'x', status: 429 } }, 'failed', true],
+		[{ error: { message: '401 - Unauthorized', httpCode: '401' } }, 'failed', true],
 		[{ error: { message: 'x', response: { status: 402 } } }, 'failed', false],
 		[{ error: { message: 'timeout of 10000ms exceeded', code: 'ECONNABORTED' } }, 'unknown', false],
 		[{ error: { message: 'socket hang up', code: 'ECONNRESET' } }, 'unknown', false],
@@ -56,5 +60,57 @@ describe('classifyHttpResult', () => {
 		expect(c.outcome).toBe(outcome);
 		expect(c.retryable).toBe(retryable);
 		expect(c.reason).toBeTruthy();
+	});
+});
+
+describe('the HTTP classification table (could the request have taken effect?)', () => {
+	it.each([
+		[401, 'failed', true],
+		[403, 'failed', true],
+		[429, 'failed', true],
+		[425, 'failed', true],
+		[423, 'failed', true],
+		[400, 'failed', false],
+		[404, 'failed', false],
+		[418, 'failed', false],
+		[408, 'unknown', false],
+		[409, 'unknown', false],
+		[500, 'unknown', false],
+		[599, 'unknown', false],
+		[302, 'unknown', false],
+		[204, 'succeeded', false],
+	])('HTTP %i → %s (retryable %s)', (status, outcome, retryable) => {
+		expect(classifyStatus(status)).toMatchObject({ outcome, retryable });
+	});
+
+	it('every table row names its source', () => {
+		for (const [code, rule] of Object.entries(STATUS_TABLE)) {
+			expect(rule.why).toMatch(/RFC \d+|draft-/);
+			expect(statusRule(Number(code))).toBe(rule);
+		}
+	});
+
+	it('overrides apply per status code, in all shapes', () => {
+		const o = parseStatusOverrides('409=failed, 402=failed_retryable\n503=succeeded, 429=unknown') as StatusOverrides;
+		expect(classifyStatus(409, o)).toMatchObject({ outcome: 'failed', retryable: false });
+		expect(classifyStatus(402, o)).toMatchObject({ outcome: 'failed', retryable: true });
+		expect(classifyStatus(429, o)).toMatchObject({ outcome: 'unknown' });
+		expect(classifyHttpResult({ statusCode: 503, headers: {}, body: { ok: 1 } }, o)).toMatchObject({ outcome: 'succeeded', body: { ok: 1 } });
+		expect(classifyHttpResult({ error: { message: 'x', httpCode: '402' } }, o)).toMatchObject({ outcome: 'failed', retryable: true });
+		expect(classifyStatus(500, o)).toMatchObject({ outcome: 'unknown' });
+	});
+
+	it.each(['409', '409=maybe', '99=failed', 'abc=failed', '409=failed;410=failed'])('rejects the malformed override %j', (text) => {
+		expect(() => parseStatusOverrides(text)).toThrow(/Status code override/);
+	});
+
+	it('lookup overrides per status code (Resolve)', () => {
+		const o = parseStatusOverrides('404=still_unknown, 422=not_happened, 202=happened', ['happened', 'not_happened', 'still_unknown']);
+		expect(classifyLookup({ error: { message: '404 - nope', httpCode: '404' } }, null, o).resolution).toBe('still_unknown');
+		expect(classifyLookup({ statusCode: 422, body: {} }, null, o).resolution).toBe('not_happened');
+		expect(classifyLookup({ statusCode: 410, body: {} }, null, o).resolution).toBe('not_happened');
+		expect(classifyLookup({ statusCode: 202, body: { id: 'p' } }, 'p', o).resolution).toBe('happened');
+		expect(classifyLookup({ statusCode: 202, body: {} }, '', o).resolution).toBe('still_unknown');
+		expect(() => parseStatusOverrides('404=failed', ['happened', 'not_happened', 'still_unknown'])).toThrow();
 	});
 });

@@ -101,3 +101,54 @@ describe('prepareConfirmItem', () => {
 		expect(prepareConfirmItem(0, { operationKey: 'k', leaseToken: token, outcome: 'unknown', retryable: true }).retryable).toBe(false);
 	});
 });
+
+describe('one key rule for both key modes (issue 11)', () => {
+	const parts = (entity: unknown) => ({ resource: 'payment', action: 'charge', entity, version: 'v1' });
+
+	it.each([
+		['a trailing space', 'ent-X '],
+		['a leading space', ' ent-X'],
+		['a tab', 'ent-X\t'],
+		['a no-break space', 'ent-X\u00a0'],
+		['a BOM', '\ufeffent-X'],
+	])('rejects %s in Build From Parts and in Custom Key alike (never trims)', (_n, entity) => {
+		expect(() => buildOperationKey(parts(entity))).toThrow(LedgerInputError);
+		expect(() => buildOperationKey(parts(entity))).toThrow(/white space|control character/);
+		expect(() => checkOperationKey(`payment:charge:${entity}:v1`)).toThrow(/white space|control character/);
+	});
+
+	it('NFC-normalises in both modes: composed and decomposed spellings are one key', () => {
+		const composed = 'caf\u00e9';
+		const decomposed = 'cafe\u0301';
+		expect(buildOperationKey(parts(decomposed))).toBe(`payment:charge:${composed}:v1`);
+		expect(checkOperationKey(`payment:charge:${decomposed}:v1`)).toBe(`payment:charge:${composed}:v1`);
+		expect(buildOperationKey(parts(composed))).toBe(checkOperationKey(`payment:charge:${decomposed}:v1`));
+		// Compatibility characters are not folded (NFC, not NFKC): "ﬁ" stays distinct from "fi".
+		expect(checkOperationKey('\ufb01')).not.toBe(checkOperationKey('fi'));
+	});
+
+	it('Reserve fingerprints the same request under the normalised key', () => {
+		const a = prepareReserveItem(0, { operationKey: 'k:cafe\u0301', request: {}, leaseSeconds: 60 });
+		const b = prepareReserveItem(1, { operationKey: 'k:caf\u00e9', request: {}, leaseSeconds: 60 });
+		expect(a.operationKey).toBe(b.operationKey);
+		expect(a.settleSeconds).toBe(120);
+	});
+
+	it('the settle window has a floor above zero', () => {
+		expect(() => prepareReserveItem(0, { operationKey: 'k', request: {}, leaseSeconds: 60, settleSeconds: 0 })).toThrow(/settle window/);
+		expect(prepareReserveItem(0, { operationKey: 'k', request: {}, leaseSeconds: 60, settleSeconds: 1 }).settleSeconds).toBe(1);
+	});
+
+	it('requests with integers beyond ±(2^53 − 1) are item errors (I-JSON); as strings they are distinct', () => {
+		expect(() => prepareReserveItem(0, { operationKey: 'k', request: { accountId: JSON.parse('9007199254740993') }, leaseSeconds: 60 })).toThrow(/request\.accountId.*as strings/);
+		const a = prepareReserveItem(0, { operationKey: 'k', request: { accountId: '9007199254740993' }, leaseSeconds: 60 });
+		const b = prepareReserveItem(0, { operationKey: 'k', request: { accountId: '9007199254740992' }, leaseSeconds: 60 });
+		expect(a.fingerprint).not.toBe(b.fingerprint);
+	});
+
+	it('responses with such integers are item errors before anything is written', () => {
+		expect(() =>
+			prepareConfirmItem(0, { operationKey: 'k', leaseToken: '11111111-2222-4333-8444-555555555555', outcome: 'succeeded', response: { id: 2 ** 60 } }),
+		).toThrow(/response\.id/);
+	});
+});
