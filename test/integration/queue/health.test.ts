@@ -50,16 +50,14 @@ describe('stats: table and database health', () => {
 		const { rows: pidRows } = await holder.query('SELECT pg_backend_pid() AS pid');
 		await sleep(1100);
 		for (let i = 0; i < 3; i++) await complete(db.pool, db.schema, await dequeue(db.pool, db.schema, { queue, limit: 100 }));
+		// The holder's xid age only grows: read it before Stats does.
+		const { rows: mine } = await db.pool.query(`SELECT age(backend_xmin) AS a FROM pg_stat_activity WHERE pid = $1`, [pidRows[0].pid]);
 		const during = await statsUntil(queue, (x) => (x.table.deadTuples ?? 0) >= 300);
 		expect(typeof during.table.autovacuumOn).toBe('boolean');
 		expect(during.table.deadTuples).toBeGreaterThanOrEqual(300);
 		expect(during.table.oldestXmin).not.toBeNull();
 		// Other sessions of the machine may hold an older horizon; ours must be at least this old.
 		expect(during.table.oldestXmin?.transactionSeconds).toBeGreaterThanOrEqual(1);
-		const { rows: mine } = await db.pool.query(
-			`SELECT age(backend_xmin) AS a FROM pg_stat_activity WHERE pid = $1`,
-			[pidRows[0].pid],
-		);
 		expect(during.table.oldestXmin?.ageXids).toBeGreaterThanOrEqual(Number(mine[0].a));
 		// While the snapshot is held, VACUUM cannot remove those row versions.
 		await db.pool.query(`VACUUM "${db.schema}".queue_tasks`);
