@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 450d478ccf9e633b0b3433750ed9721a9248c6b93cc75c39ca3afb7fe1861de2.
+-- Package version 0.1.0; function set SHA-256 1f867349acc9d4f8540d9d9d7322cc53bd02b1521309cdfb4f193b42733ba7d3.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -52,6 +52,10 @@ SELECT :ol_version < 5 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0005_ledger_truth.sql
 \endif
+SELECT :ol_version < 6 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0006_queue_lease_end.sql
+\endif
 SELECT :ol_version < 7 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0007_boundary.sql
@@ -80,16 +84,18 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_expire_leases.sql
 \ir functions/queue/queue_extend_lease.sql
 \ir functions/queue/queue_fail.sql
-\ir functions/queue/queue_lease_lost_reason.sql
+\ir functions/queue/queue_health.sql
 \ir functions/queue/queue_list_dead.sql
 \ir functions/queue/queue_next_due.sql
 \ir functions/queue/queue_purge.sql
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
+\ir functions/queue/queue_settle_miss.sql
+\ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '450d478ccf9e633b0b3433750ed9721a9248c6b93cc75c39ca3afb7fe1861de2')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1f867349acc9d4f8540d9d9d7322cc53bd02b1521309cdfb4f193b42733ba7d3')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'memory'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -131,6 +131,27 @@ function printTables(latest) {
 					['graphile-worker runner', fmt(pl.graphileMs.median), fmt(pl.graphileMs.p90), fmt(pl.graphileMs.p99), pl.graphileMs.n],
 					[`${pl.pollingMs.intervalSeconds} s polling loop (expected mean ${pl.pollingMs.expectedMeanMs})`, fmt(pl.pollingMs.median, 0), fmt(pl.pollingMs.p90, 0), fmt(pl.pollingMs.p99, 0), pl.pollingMs.n],
 				],
+			),
+		);
+	}
+	const qn = s['queue-notify'];
+	if (qn?.rows) {
+		out.push(`\nMany single-task producers: ${qn.producers} producers, one task per transaction, ${qn.seconds} s each (pickup: enqueue call → claimed)`);
+		out.push(
+			table(
+				['', 'commits/s', 'pickup p50 / p90 (ms)'],
+				qn.rows.map((r) => [r.kind, fmt(r.commitsPerSec, 0), r.pickupUnderLoadMs ? `${fmt(r.pickupUnderLoadMs.p50, 0)} / ${fmt(r.pickupUnderLoadMs.p90, 0)}` : '']),
+			),
+		);
+		out.push(`idle pickup p50 / p90 (ms): commit ${fmt(qn.idlePickupMs.commit.p50, 0)} / ${fmt(qn.idlePickupMs.commit.p90, 0)}, after ${fmt(qn.idlePickupMs.after.p50, 0)} / ${fmt(qn.idlePickupMs.after.p90, 0)}`);
+	}
+	const lt = s['queue-long-txn'];
+	if (lt?.claimMs) {
+		out.push(`\nLong transaction: REPEATABLE READ held ${lt.phaseSeconds.during} s at ${lt.ratePerSec} tasks/s (autovacuum ${lt.snapshots.before.autovacuumOn ? 'on' : 'OFF'})`);
+		out.push(
+			table(
+				['phase', 'claim p50 / p90 (ms)', 'dead tuples at end'],
+				['before', 'during', 'after', 'afterVacuum'].map((k) => [k, `${fmt(lt.claimMs[k].p50)} / ${fmt(lt.claimMs[k].p90)}`, fmt(lt.snapshots[k].deadTuples, 0)]),
 			),
 		);
 	}

@@ -12,7 +12,7 @@ export interface DequeueOptions {
 	leaseSeconds?: number;
 	/** Groups in priority order, highest first, with integer weights >= 1 (default high 5, normal 2, low 1). */
 	groups?: readonly GroupWeight[];
-	/** Aging interval in seconds; 0 switches aging off (default 300). */
+	/** Aging interval in seconds: 0 switches aging off, else 0.001 to 31,536,000 (default 300). */
 	agingSeconds?: number;
 }
 
@@ -88,6 +88,8 @@ export async function dequeue(db: Queryable, schema: string, options: DequeueOpt
 	const limit = checkInt(options.limit, 'Batch size', 1, 10_000);
 	const lease = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
 	const aging = checkSeconds(options.agingSeconds ?? DEFAULT_AGING_SECONDS, 'Aging interval', 0, 31_536_000);
+	// Below a millisecond the aging position (wait / interval) would leave the double range.
+	if (aging > 0 && aging < 0.001) throw new QueueInputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
 	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
 	const { rows } = await db.query<Row>(
 		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6)`,

@@ -34,6 +34,28 @@ export interface EnqueueInput {
 	maxAttempts?: number;
 }
 
+/**
+ * How an enqueue wakes listening consumers (the Priority Dequeue Trigger's LISTEN). See
+ * "Notifications" in docs/queue.md for the measured costs.
+ *   'commit' (default): pg_notify inside the enqueue's transaction, delivered at its commit. Exact,
+ *     but every notifying commit takes Postgres' one notification lock and holds it through its WAL
+ *     flush, so many concurrent single-task producers commit one at a time.
+ *   'after': the enqueue commits without notifying, then a second statement (its own transaction,
+ *     which writes no WAL) sends the notification. Commits of producers overlap again (group
+ *     commit); one more round trip per call; the notification still follows the commit, so pickup
+ *     latency is kept. If the process dies between the two, the trigger's poll finds the task.
+ *     Only meaningful when `db` is a Pool (or a client in autocommit): inside your own BEGIN the
+ *     second statement is part of your transaction and behaves like 'commit'.
+ *   'none': no notification; consumers find the task at their next poll.
+ */
+export type NotifyMode = 'commit' | 'after' | 'none';
+export const NOTIFY_MODES: readonly NotifyMode[] = ['commit', 'after', 'none'];
+
+export interface EnqueueOptions {
+	/** Default 'commit'. */
+	notify?: NotifyMode;
+}
+
 export interface EnqueuedTask {
 	/** Index of the input in the `items` array. */
 	index: number;
@@ -127,12 +149,16 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
  * items with one go one by one in (queue, dedupe key) order so concurrent batches cannot deadlock;
  * results come back in input order. On commit, a pg_notify on each touched queue's channel (see
  * channel.ts) wakes listening triggers: payload the queue name when ready work was added, '' when
- * only delayed tasks were.
+ * only delayed tasks were. `options.notify` moves that notification after the commit or drops it
+ * (see NotifyMode).
  * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
  */
-export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[]): Promise<EnqueuedTask[]> {
+export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}): Promise<EnqueuedTask[]> {
+	const notify = options.notify ?? 'commit';
+	if (!NOTIFY_MODES.includes(notify)) throw new QueueInputError(`Notify must be one of ${NOTIFY_MODES.join(', ')}, got ${JSON.stringify(notify)}`);
 	if (items.length === 0) return [];
-	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it) }));
+	const quiet = notify === 'commit' ? {} : { n: false };
+	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it), ...quiet }));
 	// One statement, or chunks in one transaction for very large batches (src/db/batch.ts); items
 	// with the same queue and dedupe key stay in one chunk.
 	const rows = await queryChunked<Row>(
@@ -141,6 +167,24 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 		payload.map((p) => JSON.stringify(p)),
 		payload.map((p) => (p.k === undefined ? null : `${String(p.q)}\u0000${String(p.k)}`)),
 	);
+	if (notify === 'after') {
+		// The same payloads as the in-transaction notification: the queue name when a task claimable
+		// now was written, '' when only delayed ones were; nothing for deduplicated items.
+		const ready = new Map<string, boolean>();
+		for (const r of rows) {
+			if (r.deduplicated) continue;
+			// Claimable now: run_at is the enqueue's own now() (= enqueued_at) unless delayed.
+			const isReady = new Date(r.run_at).getTime() <= new Date(r.enqueued_at).getTime();
+			ready.set(r.queue, (ready.get(r.queue) ?? false) || isReady);
+		}
+		if (ready.size > 0) {
+			const qs = [...ready.keys()];
+			await db.query(`SELECT pg_notify(${fn(schema, 'queue_channel')}(x.q), x.p) FROM unnest($1::text[], $2::text[]) AS x(q, p)`, [
+				qs,
+				qs.map((q) => (ready.get(q) ? q : '')),
+			]);
+		}
+	}
 	const out: EnqueuedTask[] = new Array(items.length);
 	for (const r of rows) {
 		out[r.idx] = {

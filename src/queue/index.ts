@@ -5,7 +5,7 @@
 export * from './states';
 export * from './types';
 export { queueChannel } from './channel';
-export { enqueue, validateEnqueueInput, type EnqueueInput, type EnqueuedTask } from './enqueue';
+export { enqueue, validateEnqueueInput, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
 export { dequeue, checkGroups, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
 export { complete, type CompleteInput, type CompleteResult } from './complete';
@@ -13,6 +13,6 @@ export { fail, backoffSeconds, type FailInput, type FailResult, type BackoffOpti
 export { extendLease, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, type ReleaseInput, type ReleaseResult } from './release';
 export { requeueDead, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
-export { stats, listDead, type QueueStats, type GroupStats, type DeadTask } from './stats';
+export { stats, listDead, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, type PurgeOptions, type PurgeResult } from './purge';
 export { nextDue, type NextDue } from './nextDue';

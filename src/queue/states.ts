@@ -17,9 +17,13 @@ export const SETTLE_OUTCOMES = [
 	'dead',
 	'extended',
 	'released',
-	/** The same lease token already settled this task: a harmless repeat, nothing changed. */
+	/** This lease itself already settled the task (complete, fail, release): a harmless repeat, nothing changed. */
 	'already_settled',
-	/** The caller's lease is not live (expired, or the task has another holder): nothing changed. */
+	/**
+	 * The caller's lease was superseded: it expired (swept or not), another lease claimed the task, or
+	 * the task went dead and was requeued by hand. Nothing changed; detail says which
+	 * (queue_settle_verdict; the table is in docs/queue.md, "Late settles").
+	 */
 	'lease_lost',
 	'not_found',
 ] as const;

@@ -19,6 +19,35 @@ export interface GroupStats {
 	/** How long the oldest ready task has waited, seconds (0 when none). */
 	oldestWaitSeconds: number;
 	succeededLastHour: number;
+	/** Seconds since the oldest pending task (ready or delayed) of the group was enqueued (0 when none). */
+	oldestPendingSeconds: number;
+}
+
+/**
+ * The table and the database around the queue (queue_health): what makes a Postgres queue slow
+ * down before it does. See docs/queue.md, "Long transactions and vacuum".
+ */
+export interface QueueTableHealth {
+	/** pg_stat_user_tables for queue_tasks (statistics, a second or so behind; null when reset). */
+	liveTuples: number | null;
+	/** Dead row versions not yet vacuumed. Thousands that do not shrink: a long transaction, or vacuum off. */
+	deadTuples: number | null;
+	lastVacuum: string | null;
+	lastAutovacuum: string | null;
+	vacuumCount: number | null;
+	autovacuumCount: number | null;
+	/** The server's `autovacuum` setting. */
+	autovacuumOn: boolean;
+	/**
+	 * The open transaction holding back the xmin horizon the longest (other than this session):
+	 * its xid age (transactions), how long it has been open (seconds), pid and state. Null when none.
+	 * Sessions of other roles are only visible with pg_read_all_stats (or as superuser).
+	 */
+	oldestXmin: { ageXids: number; transactionSeconds: number; pid: number; state: string | null } | null;
+	/** Largest xid age of a replication slot's xmin (also holds the horizon), or null. */
+	replicationSlotXminAge: number | null;
+	/** Prepared (two-phase) transactions still open (they hold the horizon too). */
+	preparedTransactions: number;
 }
 
 export interface QueueStats {
@@ -33,6 +62,10 @@ export interface QueueStats {
 	dead: number;
 	oldestWaitSeconds: number;
 	succeededLastHour: number;
+	/** Seconds since the oldest pending task of the queue was enqueued, over all groups (0 when none). */
+	oldestPendingSeconds: number;
+	/** Table and database figures (dead tuples, vacuum, the oldest open transaction). */
+	table: QueueTableHealth;
 	/** Database time of the measurement (ISO-8601). */
 	measuredAt: string;
 }
@@ -46,6 +79,8 @@ export interface DeadTask {
 	attempts: number;
 	maxAttempts: number;
 	lastError: string | null;
+	/** Why it went dead: max_attempts_reached | gave_up | lease_expired_at_max | attempts_exhausted (null for older rows). */
+	deadReason: string | null;
 	requeues: number;
 	enqueuedAt: string;
 	deadAt: string;
@@ -64,9 +99,29 @@ interface StatsRow {
 	measured_at: Date;
 }
 
+interface HealthRow {
+	groups_oldest_pending: Record<string, number>;
+	live_tuples: string | null;
+	dead_tuples: string | null;
+	last_vacuum: Date | null;
+	last_autovacuum: Date | null;
+	vacuum_count: string | null;
+	autovacuum_count: string | null;
+	autovacuum_on: boolean;
+	xmin_age_xids: number | null;
+	xmin_xact_secs: number | null;
+	xmin_pid: number | null;
+	xmin_state: string | null;
+	slot_xmin_age: number | null;
+	prepared_xacts: string;
+}
+
+const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
+
 /**
- * Reads the queue's depth in one statement (counts over the queue's live rows: linear in the
- * queue's size, so call it from a schedule, not per task). Read-only. Throws QueueInputError.
+ * Reads the queue's depth (one statement: counts over the queue's live rows, linear in the queue's
+ * size, so call it from a schedule, not per task) and its table health (queue_health: statistics
+ * views and one aggregate over the pending rows). Two read-only statements. Throws QueueInputError.
  */
 export async function stats(db: Queryable, schema: string, queue: string): Promise<QueueStats> {
 	checkQueueName(queue);
@@ -81,7 +136,27 @@ export async function stats(db: Queryable, schema: string, queue: string): Promi
 		oldestReadyAt: iso(r.oldest_ready_at),
 		oldestWaitSeconds: Number(r.oldest_wait_secs ?? 0),
 		succeededLastHour: Number(r.succeeded_last_hour),
+		oldestPendingSeconds: 0,
 	}));
+	const { rows: hr } = await db.query<HealthRow>(`SELECT * FROM ${fn(schema, 'queue_health')}($1)`, [queue]);
+	const h = hr[0];
+	const pendingAge = h?.groups_oldest_pending ?? {};
+	for (const g of groups) g.oldestPendingSeconds = Number(pendingAge[g.group] ?? 0);
+	const table: QueueTableHealth = {
+		liveTuples: num(h?.live_tuples ?? null),
+		deadTuples: num(h?.dead_tuples ?? null),
+		lastVacuum: iso(h?.last_vacuum),
+		lastAutovacuum: iso(h?.last_autovacuum),
+		vacuumCount: num(h?.vacuum_count ?? null),
+		autovacuumCount: num(h?.autovacuum_count ?? null),
+		autovacuumOn: h?.autovacuum_on ?? false,
+		oldestXmin:
+			h && h.xmin_age_xids !== null
+				? { ageXids: Number(h.xmin_age_xids), transactionSeconds: Number(h.xmin_xact_secs ?? 0), pid: Number(h.xmin_pid), state: h.xmin_state }
+				: null,
+		replicationSlotXminAge: num(h?.slot_xmin_age ?? null),
+		preparedTransactions: Number(h?.prepared_xacts ?? 0),
+	};
 	const sum = (k: keyof GroupStats) => groups.reduce((a, g) => a + (g[k] as number), 0);
 	return {
 		queue,
@@ -94,6 +169,8 @@ export async function stats(db: Queryable, schema: string, queue: string): Promi
 		dead: sum('dead'),
 		oldestWaitSeconds: groups.reduce((a, g) => Math.max(a, g.oldestWaitSeconds), 0),
 		succeededLastHour: sum('succeededLastHour'),
+		oldestPendingSeconds: groups.reduce((a, g) => Math.max(a, g.oldestPendingSeconds), 0),
+		table,
 		measuredAt: iso(rows[0]?.measured_at ?? new Date()) as string,
 	};
 }
@@ -107,6 +184,7 @@ interface DeadRow {
 	attempts: number;
 	max_attempts: number;
 	last_error: string | null;
+	dead_reason: string | null;
 	requeues: number;
 	enqueued_at: Date;
 	dead_at: Date;
@@ -126,6 +204,7 @@ export async function listDead(db: Queryable, schema: string, queue: string, lim
 		attempts: r.attempts,
 		maxAttempts: r.max_attempts,
 		lastError: r.last_error,
+		deadReason: r.dead_reason ?? null,
 		requeues: r.requeues,
 		enqueuedAt: iso(r.enqueued_at) as string,
 		deadAt: iso(r.dead_at) as string,

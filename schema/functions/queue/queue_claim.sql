@@ -9,7 +9,8 @@
 --   2. When no listed group has a ready task, return at once: no lock, no write, no commit flush.
 --   3. Lock the queue's scheduler row (claims of a queue serialize on it) and read the clock.
 --   4. Read up to p_limit ready tasks per group (FIFO) WITHOUT locking them: claims cannot overlap
---      (step 3), and step 6 re-checks every row it takes.
+--      (step 3), and step 6 re-checks every row it takes. A ready task whose attempts are used up
+--      goes dead here ('attempts_exhausted'), never handed out.
 --   5. Fill the slots by smooth weighted round robin over the positions that have work
 --      (work-conserving), each slot taking the oldest head among the groups competing at that
 --      position (FIFO within a group).
@@ -56,6 +57,7 @@ DECLARE
     got bigint[] := '{}';
     got_ctid tid[];
     missed bigint[];
+    v_exhausted bigint[];
     rounds integer := 0;
     v_expired boolean;
     v_ready boolean;
@@ -83,8 +85,14 @@ BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
         RAISE EXCEPTION 'queue_claim: limit must be between 1 and 10000, got %', p_limit USING ERRCODE = '22023';
     END IF;
-    IF p_lease_secs IS NULL OR p_lease_secs <= 0 THEN
-        RAISE EXCEPTION 'queue_claim: lease seconds must be positive, got %', p_lease_secs USING ERRCODE = '22023';
+    -- Bounds that keep every expression below inside its type (no 22003 / 22008 for any value):
+    -- now() + lease fits a timestamptz, and aging positions are computed in double precision and
+    -- capped at the number of groups before the integer cast. NaN is refused (NaN > 0 is true in SQL).
+    IF p_lease_secs IS NULL OR p_lease_secs <= 0 OR p_lease_secs > 31536000 OR p_lease_secs <> p_lease_secs THEN
+        RAISE EXCEPTION 'queue_claim: lease seconds must be above 0 and at most 31536000, got %', p_lease_secs USING ERRCODE = '22023';
+    END IF;
+    IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR p_aging_secs <> p_aging_secs OR (p_aging_secs > 0 AND p_aging_secs < 0.001) THEN
+        RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
     END IF;
 
     -- 1. and 2. in one statement: is a lease expired (one entry of queue_tasks_lease_idx), is any
@@ -113,22 +121,42 @@ BEGIN
     -- leases (or judge readiness) at an earlier time.
     v_now := clock_timestamp();
 
-    -- 4. Candidates, FIFO per group, groups in priority order, no row locks.
-    WITH h AS MATERIALIZED (
-        SELECT g.gi::integer AS gi, t.id, t.run_at
-          FROM unnest(p_groups) WITH ORDINALITY AS g(name, gi)
-         CROSS JOIN LATERAL (
-                SELECT x.id, x.run_at FROM queue_tasks x
-                 WHERE x.queue = p_queue AND x.priority_group = g.name
-                   AND x.status = 'pending' AND x.run_at <= v_now
-                 ORDER BY x.run_at, x.id
-                 LIMIT p_limit) t
-    )
-    SELECT (SELECT coalesce(array_agg(h.id ORDER BY h.gi, h.run_at, h.id), '{}') FROM h),
-           (SELECT coalesce(array_agg(h.run_at ORDER BY h.gi, h.run_at, h.id), '{}') FROM h),
-           (SELECT coalesce(array_agg(h.gi ORDER BY h.gi, h.run_at, h.id), '{}') FROM h),
-           (SELECT array_agg((SELECT count(*) FROM h WHERE h.gi = s.i)::integer ORDER BY s.i) FROM generate_series(1, k) AS s(i))
-      INTO c_id, c_run, c_grp, g_cnt;
+    -- 4. Candidates, FIFO per group, groups in priority order, no row locks. A candidate whose
+    -- attempts are already used up (attempts >= max_attempts, for example released with its attempt
+    -- counted at the last attempt) is never handed out: it goes dead here, exactly once (the update
+    -- re-checks it under its row lock), with dead_reason 'attempts_exhausted', and the candidates
+    -- are read again (at most 3 reads; a batch can come back short by the tasks sent dead).
+    LOOP
+        rounds := rounds + 1;
+        WITH h AS MATERIALIZED (
+            SELECT g.gi::integer AS gi, t.id, t.run_at, t.exhausted
+              FROM unnest(p_groups) WITH ORDINALITY AS g(name, gi)
+             CROSS JOIN LATERAL (
+                    SELECT x.id, x.run_at, x.attempts >= x.max_attempts AS exhausted FROM queue_tasks x
+                     WHERE x.queue = p_queue AND x.priority_group = g.name
+                       AND x.status = 'pending' AND x.run_at <= v_now
+                     ORDER BY x.run_at, x.id
+                     LIMIT p_limit) t
+        )
+        SELECT (SELECT coalesce(array_agg(h.id ORDER BY h.gi, h.run_at, h.id), '{}') FROM h WHERE NOT h.exhausted),
+               (SELECT coalesce(array_agg(h.run_at ORDER BY h.gi, h.run_at, h.id), '{}') FROM h WHERE NOT h.exhausted),
+               (SELECT coalesce(array_agg(h.gi ORDER BY h.gi, h.run_at, h.id), '{}') FROM h WHERE NOT h.exhausted),
+               (SELECT array_agg((SELECT count(*) FROM h WHERE h.gi = s.i AND NOT h.exhausted)::integer ORDER BY s.i)
+                  FROM generate_series(1, k) AS s(i)),
+               (SELECT coalesce(array_agg(h.id ORDER BY h.id), '{}') FROM h WHERE h.exhausted)
+          INTO c_id, c_run, c_grp, g_cnt, v_exhausted;
+        EXIT WHEN cardinality(v_exhausted) = 0;
+        UPDATE queue_tasks t
+           SET status = 'dead', dead_at = v_now, dead_reason = 'attempts_exhausted', updated_at = v_now,
+               last_error = 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
+                            || coalesce('; last error: ' || t.last_error, '')
+         WHERE t.id IN (SELECT y.id FROM queue_tasks y
+                         WHERE y.id = ANY (v_exhausted) AND y.status = 'pending' AND y.attempts >= y.max_attempts
+                         ORDER BY y.id FOR UPDATE SKIP LOCKED)
+           AND t.status = 'pending' AND t.attempts >= t.max_attempts;
+        EXIT WHEN rounds >= 3;
+    END LOOP;
+    rounds := 0;
     FOR gi IN 1..k LOOP
         cw0[gi] := coalesce((v_state->>p_groups[gi])::bigint, 0);
     END LOOP;
@@ -156,7 +184,7 @@ BEGIN
                 IF g_pos[gi] <= g_end[gi] THEN
                     g_eff[gi] := gi;
                     IF p_aging_secs > 0 THEN
-                        g_eff[gi] := greatest(1, gi - floor(extract(epoch FROM v_now - c_run[g_pos[gi]]) / p_aging_secs)::integer);
+                        g_eff[gi] := greatest(1, gi - least(greatest(floor(extract(epoch FROM v_now - c_run[g_pos[gi]])::double precision / p_aging_secs), 0), k)::integer);
                     END IF;
                     has_work[g_eff[gi]] := true;
                     any_work := true;
@@ -199,7 +227,7 @@ BEGIN
           FROM (SELECT DISTINCT x FROM unnest(chosen) AS x ORDER BY x) AS c(tid)
          CROSS JOIN LATERAL (
                 SELECT t.id, t.ctid FROM queue_tasks t
-                 WHERE t.id = c.tid AND t.status = 'pending' AND t.run_at <= v_now
+                 WHERE t.id = c.tid AND t.status = 'pending' AND t.run_at <= v_now AND t.attempts < t.max_attempts
                    FOR UPDATE SKIP LOCKED) l;
         EXIT WHEN cardinality(got) = cardinality(chosen) OR rounds >= 4;
         missed := ARRAY(SELECT unnest(chosen) EXCEPT SELECT unnest(got));
@@ -227,10 +255,10 @@ BEGIN
     ), claimed AS (
         UPDATE queue_tasks t
            SET status = 'processing', attempts = t.attempts + 1, lease_token = gen_random_uuid(),
-               lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now,
+               lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now, lease_end = NULL,
                updated_at = v_now
           FROM picked p
-         WHERE t.ctid = ANY (got_ctid) AND t.id = p.tid
+         WHERE t.ctid = ANY (got_ctid) AND t.id = p.tid AND t.attempts < t.max_attempts
         RETURNING p.ord, t.id, t.queue, t.priority_group, t.payload, t.dedupe_key, t.attempts, t.max_attempts,
                   t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at, t.last_error
     ), saved AS (

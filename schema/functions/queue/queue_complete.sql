@@ -1,6 +1,7 @@
 -- Complete a batch. p_items: [{"i": item index, "id": task id, "tok": lease token, "res": result json or null}].
 -- Outcomes: completed (moved to the archive as succeeded) | already_settled (this lease token already
--- completed it) | lease_lost (row untouched; detail says why) | not_found.
+-- settled it) | lease_lost (a superseded lease: row untouched; detail says what happened) | not_found.
+-- The misses are decided by queue_settle_miss / queue_settle_verdict (the table in docs/queue.md).
 -- The first item of every task id is completed by one DELETE … RETURNING piped into the archive
 -- INSERT (rows taken in id order); only the items it did not complete (lost leases, repeated ids)
 -- go through the item-by-item path, which says why.
@@ -29,19 +30,25 @@ BEGIN
                    e->>'tok' AS tok, e->'res' AS res
               FROM jsonb_array_elements(p_items) AS e
              ORDER BY (e->>'id')::bigint, (e->>'i')::integer) f;
-    -- Rows are found by id (primary key: one lock order); the lease test is written so that the
-    -- planner never scans the lease index instead.
+    -- Rows are found by id (primary key) and locked in id order first (the one global lock order of
+    -- every statement that locks several task rows); the lease test is written so that the planner
+    -- never scans the lease index instead.
     WITH gone AS (
         DELETE FROM queue_tasks x
-         WHERE x.id = ANY (v_ids) AND x.status = 'processing'
+         WHERE x.id IN (SELECT y.id FROM queue_tasks y
+                         WHERE y.id = ANY (v_ids) AND y.status = 'processing'
+                           AND y.lease_token = (v_map->(y.id::text)->>'tok')::uuid
+                           AND y.lease_expires_at - now() > interval '0'
+                         ORDER BY y.id FOR UPDATE)
+           AND x.status = 'processing'
            AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
            AND x.lease_expires_at - now() > interval '0'
         RETURNING x.*
     ), moved AS (
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, now()
+               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, now(), 'completed'
           FROM gone g
         RETURNING ar.id, ar.attempts, ar.finished_at
     )
@@ -73,9 +80,9 @@ BEGIN
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, now()
+               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, now(), 'completed'
           FROM gone g
         RETURNING ar.* INTO a;
         IF FOUND THEN
@@ -84,28 +91,9 @@ BEGIN
             attempts := a.attempts;
             finished_at := a.finished_at;
         ELSE
-            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid;
-            IF FOUND THEN
-                outcome := 'lease_lost';
-                status := t.status;
-                attempts := t.attempts;
-                detail := queue_lease_lost_reason(t, it.tok);
-            ELSE
-                SELECT * INTO a FROM queue_tasks_archive x WHERE x.id = it.tid;
-                IF FOUND THEN
-                    outcome := CASE WHEN a.lease_token = it.tok AND a.status = 'succeeded' THEN 'already_settled' ELSE 'lease_lost' END;
-                    status := a.status;
-                    attempts := a.attempts;
-                    finished_at := a.finished_at;
-                    detail := CASE WHEN outcome = 'already_settled' THEN 'this lease already completed the task'
-                                   ELSE 'the task is finished (' || a.status || ') under another lease' END;
-                ELSE
-                    outcome := 'not_found';
-                    status := NULL;
-                    attempts := NULL;
-                    detail := 'no task with this id';
-                END IF;
-            END IF;
+            SELECT m.outcome, m.status, m.attempts, m.finished_at, m.detail
+              INTO outcome, status, attempts, finished_at, detail
+              FROM queue_settle_miss('complete', it.tid, it.tok) m;
         END IF;
         RETURN NEXT;
     END LOOP;

@@ -15,6 +15,7 @@
 -- Sends pg_notify(queue_channel(queue), payload) once per queue that gained a task: payload = the
 -- queue name when a task that is claimable now was added, '' when only delayed tasks were (a
 -- listener then only needs to re-read the due time). Like the rows, it is delivered only on commit.
+-- Items with "n": false ask for no notification: a queue all of whose items say so is not notified.
 CREATE OR REPLACE FUNCTION queue_enqueue(p_items jsonb)
 RETURNS TABLE (
     idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
@@ -39,6 +40,7 @@ DECLARE
     v_delayed text[];
     v_q text;
     v_rounds integer := 0;
+    v_quiet text[];
 BEGIN
     SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
            array_agg(coalesce(e->'p', '{}'::jsonb) ORDER BY o), array_agg(nullif(e->>'k', '') ORDER BY o),
@@ -125,11 +127,17 @@ BEGIN
       JOIN queue_tasks t ON t.id = x.id
      ORDER BY x.i;
 
+    -- Notify option: a queue all of whose items say "n": false is not notified here (the caller
+    -- notifies after its commit, or not at all; see "Notifications" in docs/queue.md).
+    v_quiet := ARRAY(SELECT e->>'q' FROM jsonb_array_elements(p_items) AS e
+                      GROUP BY e->>'q' HAVING bool_and((e->>'n')::boolean IS FALSE));
     FOREACH v_q IN ARRAY v_ready LOOP
-        PERFORM pg_notify(queue_channel(v_q), v_q);
+        IF NOT v_q = ANY (v_quiet) THEN
+            PERFORM pg_notify(queue_channel(v_q), v_q);
+        END IF;
     END LOOP;
     FOREACH v_q IN ARRAY v_delayed LOOP
-        IF NOT v_q = ANY (v_ready) THEN
+        IF NOT v_q = ANY (v_ready) AND NOT v_q = ANY (v_quiet) THEN
             PERFORM pg_notify(queue_channel(v_q), '');
         END IF;
     END LOOP;

@@ -1,6 +1,8 @@
 -- Expired leases of one queue (at most p_limit, oldest first): back to pending, or dead when the
--- attempts are used up. p_now: the time to judge expiry by (default: the current clock, not the
--- transaction start). Returns how many rows changed.
+-- attempts are used up (dead_reason 'lease_expired_at_max'). lease_end becomes 'expired', so a late
+-- settle from that lease is told it expired (queue_settle_verdict). p_now: the time to judge expiry
+-- by (default: the current clock, not the transaction start). The rows are locked in id order (the
+-- global lock order) with SKIP LOCKED. Returns how many rows changed.
 CREATE OR REPLACE FUNCTION queue_expire_leases(p_queue text, p_limit integer DEFAULT 1000, p_now timestamptz DEFAULT clock_timestamp())
 RETURNS integer
 LANGUAGE plpgsql
@@ -15,12 +17,17 @@ BEGIN
                              THEN 'lease expired at max attempts (' || t.attempts || ' of ' || t.max_attempts || ')'
                              ELSE 'lease expired (attempt ' || t.attempts || ' of ' || t.max_attempts || ')' END,
            dead_at = CASE WHEN t.attempts >= t.max_attempts THEN p_now END,
+           dead_reason = CASE WHEN t.attempts >= t.max_attempts THEN 'lease_expired_at_max' END,
+           lease_end = 'expired',
            lease_expires_at = NULL,
            updated_at = p_now
-     WHERE t.id IN (SELECT x.id FROM queue_tasks x
-                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
-                     ORDER BY x.lease_expires_at
-                     LIMIT p_limit
+     WHERE t.id IN (SELECT y.id FROM queue_tasks y
+                     WHERE y.id IN (SELECT x.id FROM queue_tasks x
+                                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
+                                     ORDER BY x.lease_expires_at
+                                     LIMIT greatest(coalesce(p_limit, 1000), 0))
+                       AND y.status = 'processing' AND y.lease_expires_at <= p_now
+                     ORDER BY y.id
                      FOR UPDATE SKIP LOCKED)
        AND t.status = 'processing' AND t.lease_expires_at <= p_now;
     GET DIAGNOSTICS n = ROW_COUNT;

@@ -1,5 +1,6 @@
 -- Extend leases (heartbeat). p_items: [{"i", "id", "tok", "secs": new lease length from now, seconds}].
--- Outcomes: extended | lease_lost | not_found.
+-- Outcomes: extended | lease_lost | not_found (misses: queue_settle_miss; a settled lease cannot be
+-- extended, so there is no already_settled here).
 CREATE OR REPLACE FUNCTION queue_extend_lease(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, lease_expires_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -16,8 +17,8 @@ BEGIN
         FROM jsonb_array_elements(p_items) AS e
         ORDER BY (e->>'id')::bigint, (e->>'i')::integer
     LOOP
-        IF it.secs IS NULL OR it.secs <= 0 THEN
-            RAISE EXCEPTION 'queue_extend_lease: lease seconds must be positive (item %)', it.i USING ERRCODE = '22023';
+        IF it.secs IS NULL OR it.secs <= 0 OR it.secs > 31536000 OR it.secs <> it.secs THEN
+            RAISE EXCEPTION 'queue_extend_lease: lease seconds must be above 0 and at most 31536000 (item %)', it.i USING ERRCODE = '22023';
         END IF;
         idx := it.i;
         id := it.tid;
@@ -32,22 +33,8 @@ BEGIN
             lease_expires_at := t.lease_expires_at;
         ELSE
             lease_expires_at := NULL;
-            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid;
-            IF FOUND THEN
-                outcome := 'lease_lost';
-                status := t.status;
-                detail := queue_lease_lost_reason(t, it.tok);
-            ELSE
-                SELECT x.status INTO status FROM queue_tasks_archive x WHERE x.id = it.tid;
-                IF FOUND THEN
-                    outcome := 'lease_lost';
-                    detail := 'the task is finished (' || status || ')';
-                ELSE
-                    outcome := 'not_found';
-                    status := NULL;
-                    detail := 'no task with this id';
-                END IF;
-            END IF;
+            SELECT m.outcome, m.status, m.detail INTO outcome, status, detail
+              FROM queue_settle_miss('extend', it.tid, it.tok) m;
         END IF;
         RETURN NEXT;
     END LOOP;

@@ -3,7 +3,8 @@
 -- retry after b/2 + random() * b/2 ("equal jitter": at least half the backoff). At max attempts (or
 -- giveUp) the task goes dead with the error as last_error; that transition happens once, because it
 -- needs the live lease that it ends.
--- Outcomes: retry_scheduled | dead | already_settled | lease_lost | not_found.
+-- Outcomes: retry_scheduled | dead | already_settled | lease_lost | not_found (misses decided by
+-- queue_settle_miss / queue_settle_verdict, the table in docs/queue.md).
 CREATE OR REPLACE FUNCTION queue_fail(p_items jsonb, p_base_secs double precision, p_cap_secs double precision)
 RETURNS TABLE (
     idx integer, id bigint, outcome text, status text, attempts integer, max_attempts integer,
@@ -19,8 +20,12 @@ DECLARE
     a queue_tasks_archive%ROWTYPE;
     b double precision;
 BEGIN
-    IF p_base_secs IS NULL OR p_base_secs < 0 OR p_cap_secs IS NULL OR p_cap_secs < 0 THEN
-        RAISE EXCEPTION 'queue_fail: backoff seconds must not be negative' USING ERRCODE = '22023';
+    -- Bounded so that now() + backoff always fits a timestamptz (no 22008) and 2^(attempts-1) never
+    -- overflows (no 22003): base and cap 0 to 31,536,000 s (one year), the exponent capped at 60.
+    IF p_base_secs IS NULL OR p_base_secs < 0 OR p_cap_secs IS NULL OR p_cap_secs < 0
+       OR p_base_secs > 31536000 OR p_cap_secs > 31536000 OR p_base_secs <> p_base_secs OR p_cap_secs <> p_cap_secs THEN
+        RAISE EXCEPTION 'queue_fail: backoff seconds must be from 0 to 31536000, got base % and cap %', p_base_secs, p_cap_secs
+            USING ERRCODE = '22023';
     END IF;
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok,
@@ -38,15 +43,17 @@ BEGIN
         IF FOUND THEN
             IF it.give_up OR t.attempts >= t.max_attempts THEN
                 UPDATE queue_tasks x
-                   SET status = 'dead', last_error = it.err, dead_at = now(), lease_expires_at = NULL, updated_at = now()
+                   SET status = 'dead', last_error = it.err, dead_at = now(), lease_expires_at = NULL, updated_at = now(),
+                       lease_end = CASE WHEN it.give_up THEN 'gave_up' ELSE 'failed' END,
+                       dead_reason = CASE WHEN it.give_up THEN 'gave_up' ELSE 'max_attempts_reached' END
                  WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
                 RETURNING x.* INTO t;
                 outcome := 'dead';
                 detail := CASE WHEN it.give_up THEN 'gave up: no retry' ELSE 'max attempts reached' END;
             ELSE
-                b := least(p_cap_secs, p_base_secs * power(2::double precision, t.attempts - 1));
+                b := least(p_cap_secs, p_base_secs * power(2::double precision, least(greatest(t.attempts - 1, 0), 60)));
                 UPDATE queue_tasks x
-                   SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = now(),
+                   SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = now(), lease_end = 'failed',
                        run_at = now() + make_interval(secs => b / 2 + random() * b / 2)
                  WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
                 RETURNING x.* INTO t;
@@ -58,29 +65,9 @@ BEGIN
             max_attempts := t.max_attempts;
             last_error := t.last_error;
         ELSE
-            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid;
-            IF FOUND THEN
-                outcome := CASE WHEN t.lease_token = it.tok AND t.status <> 'processing' THEN 'already_settled' ELSE 'lease_lost' END;
-                status := t.status;
-                attempts := t.attempts;
-                max_attempts := t.max_attempts;
-                last_error := t.last_error;
-                detail := queue_lease_lost_reason(t, it.tok);
-            ELSE
-                SELECT * INTO a FROM queue_tasks_archive x WHERE x.id = it.tid;
-                IF FOUND THEN
-                    outcome := 'lease_lost';
-                    status := a.status;
-                    attempts := a.attempts;
-                    max_attempts := a.max_attempts;
-                    last_error := a.last_error;
-                    detail := 'the task is finished (' || a.status || ')';
-                ELSE
-                    outcome := 'not_found';
-                    status := NULL; attempts := NULL; max_attempts := NULL; last_error := NULL;
-                    detail := 'no task with this id';
-                END IF;
-            END IF;
+            SELECT m.outcome, m.status, m.attempts, m.max_attempts, m.last_error, m.detail
+              INTO outcome, status, attempts, max_attempts, last_error, detail
+              FROM queue_settle_miss('fail', it.tid, it.tok) m;
         END IF;
         RETURN NEXT;
     END LOOP;

@@ -1,29 +1,40 @@
 -- Retention. Dead tasks older than p_dead_after_secs move to the archive (status dead); archive
 -- rows older than p_archive_after_secs are deleted. p_queue null = every queue; null ages = skip
--- that step. At most p_limit rows per step. Returns the counts.
+-- that step. At most p_limit rows per step. Dead rows are locked in id order (the global lock order)
+-- with SKIP LOCKED: a dead task a requeue holds is left for the next run; archive rows likewise (two
+-- purges at once never wait on each other). Returns the counts.
 CREATE OR REPLACE FUNCTION queue_purge(p_queue text, p_dead_after_secs double precision, p_archive_after_secs double precision, p_limit integer)
 RETURNS TABLE (dead_archived integer, archive_deleted integer)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
+DECLARE
+    -- Ages beyond 100 years are clamped (now() - a larger interval could leave the timestamp range).
+    v_dead double precision := least(p_dead_after_secs, 3153600000);
+    v_arch double precision := least(p_archive_after_secs, 3153600000);
+    v_limit integer := least(greatest(coalesce(p_limit, 10000), 0), 1000000);
 BEGIN
     dead_archived := 0;
     archive_deleted := 0;
     IF p_dead_after_secs IS NOT NULL THEN
         WITH gone AS (
             DELETE FROM queue_tasks x
-             WHERE x.id IN (SELECT d.id FROM queue_tasks d
-                             WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
-                               AND d.dead_at <= now() - make_interval(secs => p_dead_after_secs)
-                             ORDER BY d.dead_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
+             WHERE x.id IN (SELECT y.id FROM queue_tasks y
+                             WHERE y.id IN (SELECT d.id FROM queue_tasks d
+                                             WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
+                                               AND d.dead_at <= now() - make_interval(secs => greatest(v_dead, 0))
+                                             ORDER BY d.dead_at LIMIT v_limit)
+                               AND y.status = 'dead'
+                             ORDER BY y.id FOR UPDATE SKIP LOCKED)
                AND x.status = 'dead'
             RETURNING x.*
         ), moved AS (
             INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                             max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at)
+                                             max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
+                                             lease_end, dead_reason)
             SELECT g.id, g.queue, g.priority_group, 'dead', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at
+                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at, g.lease_end, g.dead_reason
               FROM gone g
             RETURNING 1
         )
@@ -32,10 +43,12 @@ BEGIN
     IF p_archive_after_secs IS NOT NULL THEN
         WITH gone AS (
             DELETE FROM queue_tasks_archive x
-             WHERE x.id IN (SELECT a.id FROM queue_tasks_archive a
-                             WHERE (p_queue IS NULL OR a.queue = p_queue)
-                               AND a.archived_at <= now() - make_interval(secs => p_archive_after_secs)
-                             ORDER BY a.archived_at LIMIT p_limit)
+             WHERE x.id IN (SELECT b.id FROM queue_tasks_archive b
+                             WHERE b.id IN (SELECT a.id FROM queue_tasks_archive a
+                                             WHERE (p_queue IS NULL OR a.queue = p_queue)
+                                               AND a.archived_at <= now() - make_interval(secs => greatest(v_arch, 0))
+                                             ORDER BY a.archived_at LIMIT v_limit)
+                             ORDER BY b.id FOR UPDATE SKIP LOCKED)
             RETURNING 1
         )
         SELECT count(*)::integer INTO archive_deleted FROM gone;

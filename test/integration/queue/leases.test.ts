@@ -137,7 +137,7 @@ describe('leases', () => {
 		]) {
 			expect(late.outcome).toBe('lease_lost');
 			expect(late.status).toBe('processing');
-			expect(late.detail).toMatch(/another holder/);
+			expect(late.detail).toMatch(/re-claimed by another lease/);
 		}
 		expect(await row(old.taskId)).toEqual(held);
 		const [done] = await complete(db.pool, db.schema, [fresh]);
@@ -282,7 +282,7 @@ describe('leases', () => {
 		]);
 		expect(res.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5]);
 		expect(res.map((r) => r.outcome)).toEqual(['completed', 'lease_lost', 'completed', 'already_settled', 'not_found', 'completed']);
-		expect(res[1].detail).toMatch(/another holder/);
+		expect(res[1].detail).toMatch(/re-claimed by another lease/);
 		const { rows } = await db.pool.query(
 			`SELECT id::text, result FROM "${db.schema}".queue_tasks_archive WHERE id = ANY($1::bigint[]) ORDER BY id`,
 			[[a.taskId, b.taskId, c.taskId]],

@@ -254,14 +254,38 @@ describe('Priority Dequeue node', () => {
 				{ priority_group: 'high', ready: '3', delayed: '1', in_flight: '2', expired_leases: '0', dead: '1', oldest_ready_at: T0, oldest_wait_secs: 40, succeeded_last_hour: '9', measured_at: T0 },
 				{ priority_group: 'low', ready: '5', delayed: '0', in_flight: '0', expired_leases: '1', dead: '0', oldest_ready_at: T0, oldest_wait_secs: 90, succeeded_last_hour: '0', measured_at: T0 },
 			],
-			[{ id: '9', queue: 'jobs', priority_group: 'high', payload: {}, dedupe_key: null, attempts: 5, max_attempts: 5, last_error: 'boom', requeues: 0, enqueued_at: T0, dead_at: T0 }],
+			[
+				{
+					groups_oldest_pending: { high: 120, low: 30 },
+					live_tuples: '100',
+					dead_tuples: '2500',
+					last_vacuum: null,
+					last_autovacuum: T0,
+					vacuum_count: '0',
+					autovacuum_count: '3',
+					autovacuum_on: true,
+					xmin_age_xids: 4000,
+					xmin_xact_secs: 95.5,
+					xmin_pid: 4242,
+					xmin_state: 'idle in transaction',
+					slot_xmin_age: null,
+					prepared_xacts: '0',
+				},
+			],
+			[{ id: '9', queue: 'jobs', priority_group: 'high', payload: {}, dedupe_key: null, attempts: 5, max_attempts: 5, last_error: 'boom', dead_reason: 'max_attempts_reached', requeues: 0, enqueued_at: T0, dead_at: T0 }],
 		]);
 		conn.pool = pool;
 		const out = await run(queueFakeExecute({ items: [{ json: {} }], params: { operation: 'stats', queue: 'jobs', options: { deadTasks: 5 } } }));
 		expect(pool.calls.map((c) => c.text)).toEqual([
 			'SELECT s.*, now() AS measured_at FROM "ops".queue_stats($1) s',
+			'SELECT * FROM "ops".queue_health($1)',
 			'SELECT * FROM "ops".queue_list_dead($1, $2)',
 		]);
+		expect(out[0][0].json).toMatchObject({
+			oldestPendingSeconds: 120,
+			table: { deadTuples: 2500, autovacuumOn: true, oldestXmin: { ageXids: 4000, transactionSeconds: 95.5, pid: 4242, state: 'idle in transaction' } },
+		});
+		expect((out[0][0].json.deadTasks as Array<{ deadReason: string }>)[0].deadReason).toBe('max_attempts_reached');
 		expect(out[0][0].json).toMatchObject({ depth: 9, ready: 8, inFlight: 2, dead: 1, expiredLeases: 1, oldestWaitSeconds: 90, succeededLastHour: 9 });
 		expect((out[0][0].json.deadTasks as Array<{ lastError: string }>)[0].lastError).toBe('boom');
 		expect(out[0][0].pairedItem).toEqual({ item: 0 });

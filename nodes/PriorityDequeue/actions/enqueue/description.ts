@@ -60,6 +60,31 @@ export const description: INodeProperties[] = [
 				default: '',
 				description: 'The task may not be claimed before this time. With a delay too, the later time wins.',
 			},
+			{
+				displayName: 'Notify Consumers',
+				name: 'notify',
+				type: 'options',
+				options: [
+					{
+						name: 'After Commit',
+						value: 'after',
+						description:
+							'Commit first, then notify in a second statement: many concurrent single-task producers no longer commit one at a time (one more round trip)',
+					},
+					{
+						name: 'None (Consumers Poll)',
+						value: 'none',
+						description: 'No notification: triggers pick the task up at their next poll',
+					},
+					{
+						name: 'On Commit',
+						value: 'commit',
+						description: 'Notify inside the transaction, delivered at its commit (each notifying commit takes a database-wide lock through its WAL flush)',
+					},
+				],
+				default: 'commit',
+				description: 'How listening Priority Dequeue Triggers are woken. Taken from the first item. See docs/queue.md, "Notifications".',
+			},
 		],
 	},
 ];

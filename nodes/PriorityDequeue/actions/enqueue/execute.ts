@@ -1,5 +1,5 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { enqueue, validateEnqueueInput, type EnqueueInput } from '../../../../src/queue';
+import { enqueue, validateEnqueueInput, type EnqueueInput, type NotifyMode } from '../../../../src/queue';
 import { getLedgerConnection } from '../../../shared/connection';
 import { jsonParameter } from '../../../shared/context';
 import { batchFailure, prepareItems } from '../../../shared/items';
@@ -26,7 +26,9 @@ export async function execute(this: IExecuteFunctions, items: INodeExecutionData
 	if (prepared.length === 0) return [out];
 	try {
 		const { pool, config } = await getLedgerConnection(this);
-		const results = await enqueue(pool, config.schema, prepared.map((p) => p.value));
+		const first = this.getNodeParameter('options', prepared[0].index, {}) as IDataObject;
+		const notify = ((first.notify as string) || 'commit') as NotifyMode;
+		const results = await enqueue(pool, config.schema, prepared.map((p) => p.value), { notify });
 		results.forEach((r, k) => out.push({ json: asJson(r, ['index', 'payload']), pairedItem: { item: prepared[k].index } }));
 	} catch (e) {
 		out.push(...batchFailure(this, e, 'Enqueue', prepared.map((p) => p.index)));
