@@ -11,13 +11,13 @@
  *
  * Version 1 keeps its outputs so saved workflows keep working, but an error item goes to the node's
  * last output that is not a go-ahead (e.g. Reserve's Failed Permanently) instead of output 0. A
- * version 1 node whose only output is a go-ahead (Dequeue's Dequeue, Reconcile's Claim) throws
- * under *Continue (regular output)* instead of emitting an error item there. Version 1 cannot keep
- * *Always Output Data*'s empty item off output 0: use version 2.
+ * version 1 node whose only output is a go-ahead (Dequeue's Dequeue, Reconcile's Claim) has nowhere
+ * else to put them. Version 1 cannot keep *Always Output Data*'s empty item off output 0 either
+ * (n8n adds it whenever output 0 is empty): use version 2.
  *
  * n8n's own nodes put error items on output 0; this package deliberately does not.
  */
-import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 /** Display name of output 0 in node version 2. */
 export const NOT_RECORDED = 'Not Recorded';
@@ -59,9 +59,10 @@ export function outputLayout(fns: IExecuteFunctions, v1Count: number, v1ErrorOut
 
 /**
  * Places error items (each carrying `json.error`) on the layout's Not Recorded output. A version 1
- * node without such an output: under *Continue (using error output)* they go to output 0 (n8n
- * moves every item with `json.error` to the error output before anything downstream runs); under
- * *Continue (regular output)* the node throws the first error, since output 0 is a go-ahead.
+ * node without such an output (Dequeue's Dequeue, Reconcile's Claim) can only put them on output
+ * 0: under *Continue (using error output)* n8n moves them to the error output before anything
+ * downstream runs; under *Continue (regular output)* they stay there, recognisable by `json.error`
+ * (throwing instead would be worse: n8n then passes the input items on output 0). Use version 2.
  */
 export function placeErrorItems(
 	fns: IExecuteFunctions,
@@ -69,22 +70,6 @@ export function placeErrorItems(
 	layout: OutputLayout,
 	errorItems: INodeExecutionData[],
 ): void {
-	if (errorItems.length === 0) return;
-	if (layout.notRecorded >= 0) {
-		outputs[layout.notRecorded].push(...errorItems);
-		return;
-	}
-	if (fns.getNode().onError === 'continueErrorOutput') {
-		outputs[0].push(...errorItems);
-		return;
-	}
-	const first = errorItems[0];
-	const paired = first.pairedItem;
-	const itemIndex = typeof paired === 'object' && paired !== null && !Array.isArray(paired) ? paired.item : 0;
-	throw new NodeOperationError(fns.getNode(), String(first.json.error), {
-		itemIndex,
-		description:
-			'This node is version 1, whose only output is a go-ahead, so a failed item is not sent on under "Continue (regular output)". ' +
-			'Use "Continue (using error output)", or replace the node with its version 2, which has a Not Recorded output.',
-	});
+	void fns;
+	outputs[Math.max(layout.notRecorded, 0)].push(...errorItems);
 }

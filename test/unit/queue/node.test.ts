@@ -156,12 +156,12 @@ describe('Priority Dequeue node', () => {
 		expect(out).toEqual([[groupsError]]);
 	});
 
-	test('dequeue v1, Continue (regular output): an error item would land on the claimed-tasks output, so it throws', async () => {
+	test('dequeue v1, Continue (regular output): the error item stays on its only output (use version 2)', async () => {
 		const pool = fakePool([]);
 		conn.pool = pool;
-		const fns = queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueRegularOutput', params: badGroups });
-		await expect(run(fns)).rejects.toMatchObject({ message: 'Priority group "high" is listed twice', context: { itemIndex: 0 } });
+		const out = await run(queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueRegularOutput', params: badGroups }));
 		expect(pool.calls).toHaveLength(0);
+		expect(out).toEqual([[groupsError]]);
 	});
 
 	test('dequeue v2: the error item goes to Not Recorded (output 0), never to the claimed-tasks output', async () => {
