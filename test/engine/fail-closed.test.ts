@@ -444,7 +444,43 @@ describe('what version 2 fixes', () => {
 	});
 });
 
+describe('pinned data', () => {
+	test('pinned output of Reserve goes to Not Recorded in v2 (n8n replays pins on output 0), to Proceed in v1', async () => {
+		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
+		for (const version of [1, 2] as const) {
+			const outs = version === 2 ? ['Not Recorded', 'Proceed'] : ['Proceed'];
+			const { run, received } = await engine.run(
+				[source([{ k: 'pinned' }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, true), ...outs.map(sink)],
+				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
+				{ mode: 'manual', pinData: { UT: [{ json: { ledger: { outcome: 'proceed', leaseToken: 'pinned' } } }] } },
+			);
+			expect(runError(run)).toBeUndefined();
+			if (version === 2) {
+				expect(received['Proceed']).toBeUndefined();
+				expect(received['Not Recorded']).toHaveLength(1);
+			} else expect(received['Proceed']).toHaveLength(1);
+		}
+	});
+});
+
 describe('Retry On Fail never gives a decided item a second go-ahead', () => {
+	test('Confirm [good, bad] under Continue + Retry On Fail: the retry answers "repeated" for the item the first try recorded', async () => {
+		const id = `eng${process.pid}:retry-c2`;
+		const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
+		const outs = ['Not Recorded', 'Succeeded'];
+		const { received } = await engine.run(
+			[
+				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: true }]),
+				pre('Reserve', 'reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }),
+				ut('confirmOperation', { outcomeSource: 'explicit', outcome: "={{ $json.bad ? 'bogus' : 'succeeded' }}", externalReference: 'ref', lineage: 'auto', options: {} }, s, 2, false),
+				...outs.map(sink),
+			],
+			connect({ Source: [['Reserve']], Reserve: [[], ['UT']], UT: outs.map((o) => [o]) }),
+		);
+		expect(received['Succeeded']?.map((it) => (it.json.ledger as { result: string }).result)).toEqual(['repeated']);
+		expect(received['Not Recorded']).toHaveLength(1);
+	});
+
 	// n8n retries a node whose output 0 starts with an error item (and one that throws). Version 2
 	// puts error items on output 0, so a batch with one bad item is retried after the database has
 	// decided the good ones.

@@ -181,7 +181,11 @@ export class Engine {
 	 * Runs a workflow from its node named `start` to the end. Returns n8n's IRun and the sinks'
 	 * records for this run only (`received` is reset first).
 	 */
-	async run(nodes: INode[], connections: IConnections, opts: { start?: string; mode?: WorkflowExecuteMode } = {}): Promise<{ run: IRun; received: Received }> {
+	async run(
+		nodes: INode[],
+		connections: IConnections,
+		opts: { start?: string; mode?: WorkflowExecuteMode; pinData?: Record<string, INodeExecutionData[]> } = {},
+	): Promise<{ run: IRun; received: Received }> {
 		for (const k of Object.keys(this.received)) delete this.received[k];
 		const mode = opts.mode ?? 'trigger';
 		const id = `wf-engine-${++this.execCounter}`;
@@ -189,7 +193,7 @@ export class Engine {
 		const executionId = `exec-${process.pid}-${this.execCounter}`;
 		const additionalData = this.additionalData(executionId, { id, name: id, nodes, connections }, mode);
 		const we = new core.WorkflowExecute(additionalData, mode);
-		const run = await we.run({ workflow, startNode: workflow.getNode(opts.start ?? 'Source') ?? undefined });
+		const run = await we.run({ workflow, startNode: workflow.getNode(opts.start ?? 'Source') ?? undefined, pinData: opts.pinData as never });
 		return { run, received: { ...this.received } };
 	}
 }
