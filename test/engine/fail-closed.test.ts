@@ -18,7 +18,7 @@ import { enqueue } from '../../src/queue';
 import { closeAllPools as closeSrcPools } from '../../src/db/pool';
 import { DATABASE_URL, testDatabase } from '../helpers/db';
 import { testCredentials } from '../helpers/fakeExecute';
-import { Engine, PKG, ROOT, connect, node, runError, sink, source, type Received } from './harness';
+import { Engine, PKG, ROOT, connect, node, runError, runPartial, sink, source, type Received } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -460,6 +460,52 @@ describe('pinned data', () => {
 				expect(received['Not Recorded']).toHaveLength(1);
 			} else expect(received['Proceed']).toHaveLength(1);
 		}
+	});
+});
+
+describe('partial runs from the editor', () => {
+	const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
+	const outs = ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'];
+	const build = (key: string, down: boolean) => ({
+		nodes: [
+			source([{ k: key }]),
+			ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, 2, down),
+			...outs.map(sink),
+		],
+		conns: connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
+	});
+
+	test('Execute step on Reserve after a run: Reserve runs again and answers In Progress, not a second Proceed', async () => {
+		const w = build(`eng${process.pid}:partial:1`, false);
+		const first = await engine.run(w.nodes, w.conns, { mode: 'manual' });
+		expect(first.received['Proceed']).toHaveLength(1);
+		const again = await runPartial(engine, w.nodes, w.conns, first.run, 'UT', ['UT']);
+		expect(runError(again.run)).toBeUndefined();
+		const out = again.run.data.resultData.runData['UT'].at(-1)!.data!.main;
+		expect(out[1]).toEqual([]);
+		expect(out[3]).toHaveLength(1);
+	});
+
+	test('Execute step on Reserve with the database down: the error item is on Not Recorded', async () => {
+		const w = build(`eng${process.pid}:partial:2`, true);
+		const first = await engine.run(w.nodes, w.conns, { mode: 'manual' });
+		const again = await runPartial(engine, w.nodes, w.conns, first.run, 'UT', ['UT']);
+		const out = again.run.data.resultData.runData['UT'].at(-1)!.data!.main;
+		expect(out[0]).toEqual([expect.objectContaining({ json: { error: expect.stringMatching(/database connection failed/) } })]);
+		expect(out.slice(1).every((o) => (o ?? []).length === 0)).toBe(true);
+	});
+
+	// n8n's partial execution reuses the earlier output of nodes that are not dirty: "Execute step"
+	// on a node after Reserve hands it Reserve's earlier Proceed item again, with the same
+	// idempotency key. Nothing in a node can prevent that; the README says so, and it is why the
+	// write must carry ledger.idempotencyKey.
+	test('Execute step on a node after Reserve reuses Reserve\'s earlier output (documented)', async () => {
+		const w = build(`eng${process.pid}:partial:3`, false);
+		const first = await engine.run(w.nodes, w.conns, { mode: 'manual' });
+		const key = (first.received['Proceed'][0].json.ledger as { idempotencyKey: string }).idempotencyKey;
+		const again = await runPartial(engine, w.nodes, w.conns, first.run, 'Proceed');
+		expect(again.run.data.resultData.runData['UT']).toHaveLength(1);
+		expect((again.received['Proceed'][0].json.ledger as { idempotencyKey: string }).idempotencyKey).toBe(key);
 	});
 });
 

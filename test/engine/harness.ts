@@ -177,6 +177,16 @@ export class Engine {
 		} as unknown as IWorkflowExecuteAdditionalData;
 	}
 
+	async runPartial(nodes: INode[], connections: IConnections, earlier: IRun, destination: string, dirty: string[]): Promise<{ run: IRun; received: Received }> {
+		for (const k of Object.keys(this.received)) delete this.received[k];
+		const id = `wf-engine-${++this.execCounter}`;
+		const workflow = new wf.Workflow({ id, name: id, nodes, connections, active: false, nodeTypes: this.nodeTypes(), staticData: {}, settings: { executionOrder: 'v1' } });
+		const additionalData = this.additionalData(`exec-${process.pid}-${this.execCounter}`, { id, name: id, nodes, connections }, 'manual');
+		const we = new core.WorkflowExecute(additionalData, 'manual');
+		const run = await we.runPartialWorkflow2(workflow, earlier.data.resultData.runData, {}, dirty, { nodeName: destination, mode: 'inclusive' });
+		return { run, received: { ...this.received } };
+	}
+
 	/**
 	 * Runs a workflow from its node named `start` to the end. Returns n8n's IRun and the sinks'
 	 * records for this run only (`received` is reset first).
@@ -196,6 +206,21 @@ export class Engine {
 		const run = await we.run({ workflow, startNode: workflow.getNode(opts.start ?? 'Source') ?? undefined, pinData: opts.pinData as never });
 		return { run, received: { ...this.received } };
 	}
+}
+
+/**
+ * The editor's "Execute step" on `destination` after an earlier run: n8n's partial execution, which
+ * reuses the earlier run data of every node that is not dirty and runs the rest.
+ */
+export async function runPartial(
+	e: Engine,
+	nodes: INode[],
+	connections: IConnections,
+	earlier: IRun,
+	destination: string,
+	dirty: string[] = [],
+): Promise<{ run: IRun; received: Received }> {
+	return e.runPartial(nodes, connections, earlier, destination, dirty);
 }
 
 /** Node builders. */
