@@ -111,6 +111,49 @@ interface Scenario {
 
 const bad = (mode: Mode) => mode === 'invalid';
 
+/**
+ * A settle operation (complete, fail, release, extend lease) on the tasks a plain Dequeue claimed.
+ * Its result is not a go-ahead, but it must hold only answers of the database: `outcomes` lists
+ * those this test accepts (a retry replays `already_settled` for a task the first try settled).
+ */
+function settleScenario(op: string, params: INode['parameters'], outcomes: string[]): Scenario {
+	return {
+		name: `Dequeue ${op}`,
+		modes: ['valid', 'invalid', 'down'],
+		invalidItem: 1,
+		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		goAhead: { 2: [1], 1: [] },
+		seed: async (id) => {
+			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
+		},
+		build: (id, mode, s, v) => ({
+			nodes: [
+				source([{ bad: bad(mode) }]),
+				pre('Dequeue', 'priorityDequeue', { resource: 'task', operation: 'dequeue', queue: id, batchSize: 10, leaseSeconds: 300, options: {} }),
+				ut(
+					'priorityDequeue',
+					{
+						resource: 'task',
+						operation: op,
+						taskSource: 'explicit',
+						taskId: '={{ $json.taskId }}',
+						leaseToken: "={{ $('Source').first().json.bad && $itemIndex === 1 ? 'not-a-token' : $json.leaseToken }}",
+						...params,
+					},
+					s,
+					v,
+					mode === 'down',
+				),
+			],
+			feeds: { Source: [['Dequeue']], Dequeue: [[], ['UT']] },
+		}),
+		async decided(item) {
+			expect(outcomes).toContain(item.json.outcome);
+			expect(typeof item.json.taskId).toBe('string');
+		},
+	};
+}
+
 const scenarios: Scenario[] = [
 	{
 		name: 'Reserve',
@@ -278,42 +321,25 @@ const scenarios: Scenario[] = [
 			expect(await q(`SELECT status FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [item.json.taskId])).toEqual([{ status: 'pending' }]);
 		},
 	},
+	settleScenario('complete', {}, ['completed', 'already_settled']),
+	settleScenario('fail', { errorMessage: 'boom', options: { backoffBaseSeconds: 5, backoffCapSeconds: 60 } }, ['retry_scheduled', 'already_settled']),
+	settleScenario('release', { options: {} }, ['released', 'already_settled', 'lease_lost']),
+	settleScenario('extendLease', { leaseSeconds: 600 }, ['extended']),
 	{
-		name: 'Dequeue complete',
+		name: 'Dequeue stats',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
 		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
-		goAhead: { 2: [1], 1: [] },
-		seed: async (id) => {
-			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
-		},
+		goAhead: { 2: [], 1: [] },
 		build: (id, mode, s, v) => ({
 			nodes: [
-				source([{ bad: bad(mode) }]),
-				pre('Dequeue', 'priorityDequeue', { resource: 'task', operation: 'dequeue', queue: id, batchSize: 10, leaseSeconds: 300, options: {} }),
-				ut(
-					'priorityDequeue',
-					{
-						resource: 'task',
-						operation: 'complete',
-						taskSource: 'explicit',
-						taskId: '={{ $json.taskId }}',
-						leaseToken: "={{ $('Source').first().json.bad && $itemIndex === 1 ? 'not-a-token' : $json.leaseToken }}",
-						options: {},
-					},
-					s,
-					v,
-					mode === 'down',
-				),
+				source([{ q: id }, { q: bad(mode) ? '' : id }]),
+				ut('priorityDequeue', { resource: 'queue', operation: 'stats', queue: '={{ $json.q }}', options: {} }, s, v, mode === 'down'),
 			],
-			feeds: { Source: [['Dequeue']], Dequeue: [[], ['UT']] },
+			feeds: { Source: [['UT']] },
 		}),
-		async decided(item) {
-			// A retry (n8n retries a node whose output 0 starts with an error item) replays the
-			// database's answer for a task the first try completed: already_settled, not a second completion.
-			expect(['completed', 'already_settled']).toContain(item.json.outcome);
-			expect(item.json.status).toBe('succeeded');
-			expect(await q(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [item.json.taskId])).toEqual([]);
+		async decided() {
+			// Not a go-ahead output.
 		},
 	},
 ];
