@@ -14,8 +14,11 @@ import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
+import { outputLayout, placeErrorItems, versionedOutputs } from '../shared/outputs';
 
+/** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded). */
 const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
+const OUTPUT_NAMES = ['Succeeded', 'Failed', 'Unknown', 'Stale'];
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
 
 const parseConfirmOverrides = (text: unknown): StatusOverrides => parseStatusOverrides(text) as StatusOverrides;
@@ -26,14 +29,15 @@ export class ConfirmOperation implements INodeType {
 		name: 'confirmOperation',
 		icon: { light: 'file:confirm.svg', dark: 'file:confirm.dark.svg' },
 		group: ['transform'],
-		version: 1,
-		usableAsTool: true,
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ $parameter["outcomeSource"] === "explicit" ? "record " + $parameter["outcome"] : "classify HTTP result" }}',
 		description: 'Record the outcome of an outside write (succeeded, failed or unknown), fenced by the lease token',
 		defaults: { name: 'Confirm Operation' },
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main, NodeConnectionTypes.Main, NodeConnectionTypes.Main],
-		outputNames: ['Succeeded', 'Failed', 'Unknown', 'Stale'],
+		// Version 2: Not Recorded first (see nodes/shared/outputs.ts); version 1 as it was, its error
+		// items on Stale (a result that also records nothing), never on Succeeded.
+		outputs: versionedOutputs(OUTPUT_NAMES, OUTPUT_NAMES),
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
 			{
@@ -175,7 +179,8 @@ export class ConfirmOperation implements INodeType {
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const outputs: INodeExecutionData[][] = [[], [], [], []];
+		const layout = outputLayout(this, OUTPUT_NAMES.length, OUT.stale);
+		const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
 		let reserveNodes: string[] | undefined;
 		const findReserveNodes = (i: number): string[] =>
 			(reserveNodes ??= upstreamNodeNames(this, RESERVE_TYPE_SUFFIX, this.getNodeParameter('options.reserveNode', i, '') as string));
@@ -228,7 +233,7 @@ export class ConfirmOperation implements INodeType {
 				reported: outcome as string,
 			};
 		});
-		outputs[0].push(...errorItems);
+		placeErrorItems(this, outputs, layout, errorItems);
 		if (prepared.length === 0) return outputs;
 
 		let results: ConfirmResultRow[];
@@ -236,7 +241,7 @@ export class ConfirmOperation implements INodeType {
 			const { pool, schemaSql, bounds } = await getLedgerConnection(this);
 			results = await confirmOperations(pool, schemaSql, prepared.map((p) => p.value.item), eventContext(this), bounds);
 		} catch (e) {
-			outputs[0].push(...batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
+			placeErrorItems(this, outputs, layout, batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
 			return outputs;
 		}
 		for (let k = 0; k < results.length; k++) {
@@ -249,7 +254,7 @@ export class ConfirmOperation implements INodeType {
 						? `Operation key "${cutText(p.item.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and confirming it again is safe`
 						: `No reservation exists for operation key "${cutText(p.item.operationKey, 200)}"; nothing was recorded for this item`;
 				if (this.continueOnFail()) {
-					outputs[0].push(errorItem(message, r.index));
+					placeErrorItems(this, outputs, layout, [errorItem(message, r.index)]);
 					continue;
 				}
 				throw new NodeOperationError(this.getNode(), message, {
@@ -272,7 +277,7 @@ export class ConfirmOperation implements INodeType {
 			};
 			const out =
 				r.result === 'stale' ? OUT.stale : r.status === 'succeeded' ? OUT.succeeded : r.status === 'failed' ? OUT.failed : OUT.unknown;
-			outputs[out].push({ json: { ...item.json, ledger }, binary: item.binary, pairedItem: { item: r.index } });
+			outputs[out + layout.offset].push({ json: { ...item.json, ledger }, binary: item.binary, pairedItem: { item: r.index } });
 		}
 		return outputs;
 	}

@@ -1,5 +1,6 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { CREDENTIAL_NAME, ledgerConnectionTest } from '../shared/connection';
+import { versionedOutputs } from '../shared/outputs';
 import { operations, router } from './router';
 
 /** A weighted-fair Postgres task queue: enqueue, dequeue with a lease, settle fenced by the lease token. */
@@ -9,13 +10,14 @@ export class PriorityDequeue implements INodeType {
 		name: 'priorityDequeue',
 		icon: { light: 'file:../shared/ledger.svg', dark: 'file:../shared/ledger.dark.svg' },
 		group: ['transform'],
-		version: 1,
-		usableAsTool: true,
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ $parameter["operation"] + ($parameter["queue"] ? ": " + $parameter["queue"] : "") }}',
 		description: 'Weighted-fair Postgres task queue with priority groups, leases, retries with backoff and a dead letter',
 		defaults: { name: 'Priority Dequeue' },
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
+		// Version 2: [Not Recorded, result] for every operation (see nodes/shared/outputs.ts).
+		outputs: versionedOutputs(['Result'], ['Result']),
 		credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
 			{

@@ -3,6 +3,8 @@
  * line here.
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+import { isErrorItem } from '../shared/items';
+import { isFailClosed, outputLayout, placeErrorItems } from '../shared/outputs';
 import type { OperationName, QueueOperation } from './actions/common';
 import { completeOperation } from './actions/complete';
 import { dequeueOperation } from './actions/dequeue';
@@ -34,5 +36,13 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	const [out] = await op.execute.call(this, items);
 	// Items out in input order (stable: several items of one input keep their order).
 	const pos = (it: INodeExecutionData) => (typeof it.pairedItem === 'object' && !Array.isArray(it.pairedItem) ? it.pairedItem.item : 0);
-	return [out.map((it, k) => [it, k] as const).sort((a, b) => pos(a[0]) - pos(b[0]) || a[1] - b[1]).map(([it]) => it)];
+	const sorted = out.map((it, k) => [it, k] as const).sort((a, b) => pos(a[0]) - pos(b[0]) || a[1] - b[1]).map(([it]) => it);
+	// Version 1: one output, error items in input order among the results (see placeErrorItems).
+	// Version 2: [Not Recorded, result].
+	if (!isFailClosed(this)) return [sorted];
+	const layout = outputLayout(this, 1, -1);
+	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
+	placeErrorItems(this, outputs, layout, sorted.filter(isErrorItem));
+	outputs[layout.offset].push(...sorted.filter((it) => !isErrorItem(it)));
+	return outputs;
 }

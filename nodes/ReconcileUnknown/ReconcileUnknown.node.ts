@@ -1,16 +1,23 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { ledgerConnectionTest } from '../shared/connection';
+import { FAIL_CLOSED_VERSION, NOT_RECORDED } from '../shared/outputs';
 import { claimProperties, executeClaim } from './claim';
 import { executeResolve, resolveProperties } from './resolve';
 
-/** Outputs per operation: Claim has one; Resolve has one per result. */
-const OUTPUTS_EXPRESSION = `={{ $parameter["operation"] === "resolve" ? [
-	{ "type": "main", "displayName": "Succeeded" },
+/**
+ * Outputs per operation and node version: Claim has To Check; Resolve has one per result. Version 2
+ * puts Not Recorded first (see nodes/shared/outputs.ts), so that nothing n8n makes up or an error
+ * item reaches To Check, Succeeded (happened) or Did Not Happen.
+ */
+const RESOLVE_NAMES = `{ "type": "main", "displayName": "Succeeded" },
 	{ "type": "main", "displayName": "Did Not Happen" },
 	{ "type": "main", "displayName": "Still Unknown" },
 	{ "type": "main", "displayName": "Needs Review" },
-	{ "type": "main", "displayName": "Claim Lost" }
-] : [{ "type": "main", "displayName": "To Check" }] }}`;
+	{ "type": "main", "displayName": "Claim Lost" }`;
+const NOT_RECORDED_OUTPUT = `{ "type": "main", "displayName": ${JSON.stringify(NOT_RECORDED)} }`;
+const OUTPUTS_EXPRESSION: `={{${string}}}` = `={{ ($nodeVersion >= ${FAIL_CLOSED_VERSION} ? [${NOT_RECORDED_OUTPUT}] : []).concat($parameter["operation"] === "resolve" ? [
+	${RESOLVE_NAMES}
+] : [{ "type": "main", "displayName": "To Check" }]) }}`;
 
 export class ReconcileUnknown implements INodeType {
 	description: INodeTypeDescription = {
@@ -18,8 +25,8 @@ export class ReconcileUnknown implements INodeType {
 		name: 'reconcileUnknown',
 		icon: { light: 'file:reconcile.svg', dark: 'file:reconcile.dark.svg' },
 		group: ['transform'],
-		version: 1,
-		usableAsTool: true,
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ $parameter["operation"] === "resolve" ? "Resolve" : "Claim" }}',
 		description: 'Settle operations whose outcome is unknown by asking the target system, never by guessing',
 		defaults: { name: 'Reconcile Unknown' },

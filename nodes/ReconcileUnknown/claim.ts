@@ -4,6 +4,7 @@ import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
+import { outputLayout, placeErrorItems } from '../shared/outputs';
 
 const show = { show: { operation: ['claim'] } };
 
@@ -60,12 +61,17 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 			target: fns.getNodeParameter('target', i, ''),
 		}),
 	);
-	if (prepared.length === 0) return [errorItems];
+	// Version 1's only output (To Check) is a go-ahead: placeErrorItems throws rather than put an
+	// error item there under "Continue (regular output)".
+	const layout = outputLayout(fns, 1, -1);
+	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
+	placeErrorItems(fns, outputs, layout, errorItems);
+	if (prepared.length === 0) return outputs;
 	try {
 		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
 		const claimed = await claimUnknown(pool, schemaSql, prepared[0].value, eventContext(fns), bounds);
-		return [
-			claimed.map((c) => ({
+		outputs[layout.offset].push(
+			...claimed.map((c) => ({
 				json: {
 					operationKey: c.operationKey,
 					target: c.target,
@@ -79,8 +85,9 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 				},
 				pairedItem: { item: 0 },
 			})),
-		];
+		);
 	} catch (e) {
-		return [batchFailure(fns, e, 'Reconcile Unknown (claim)', [0])];
+		placeErrorItems(fns, outputs, layout, batchFailure(fns, e, 'Reconcile Unknown (claim)', [0]));
 	}
+	return outputs;
 }

@@ -7,10 +7,11 @@ import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
+import { outputLayout, placeErrorItems } from '../shared/outputs';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
 
-/** Output index per result. */
+/** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded). */
 export const RESOLVE_OUTPUTS = ['succeeded', 'failed', 'unknown', 'review', 'claim_lost'] as const;
 
 export const resolveProperties: INodeProperties[] = [
@@ -141,7 +142,9 @@ const parseLookupOverrides = (text: unknown): Map<number, string> => parseStatus
 
 export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
-	const outputs: INodeExecutionData[][] = RESOLVE_OUTPUTS.map(() => []);
+	// Version 1 has no Not Recorded output: its error items go to Claim Lost, never to a go-ahead.
+	const layout = outputLayout(fns, RESOLVE_OUTPUTS.length, RESOLVE_OUTPUTS.indexOf('claim_lost'));
+	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
 	let claimNodes: string[] | undefined;
 	const { prepared, errorItems } = prepareItems(fns, items, (i, item) => {
 		let operationKey: unknown;
@@ -179,14 +182,14 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 			}),
 		};
 	});
-	outputs[0].push(...errorItems);
+	placeErrorItems(fns, outputs, layout, errorItems);
 	if (prepared.length === 0) return outputs;
 	let results: ResolveResultRow[];
 	try {
 		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
 		results = await resolveUnknown(pool, schemaSql, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns), bounds);
 	} catch (e) {
-		outputs[0].push(...batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
+		placeErrorItems(fns, outputs, layout, batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
 		return outputs;
 	}
 	for (let k = 0; k < results.length; k++) {
@@ -198,7 +201,7 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 					? `Operation key "${cutText(p.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and resolving it again is safe`
 					: `No operation exists for key "${cutText(p.operationKey, 200)}"`;
 			if (fns.continueOnFail()) {
-				outputs[0].push(errorItem(message, r.index));
+				placeErrorItems(fns, outputs, layout, [errorItem(message, r.index)]);
 				continue;
 			}
 			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });
@@ -207,7 +210,7 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 		// refused_early: the database refused "did not happen" because the claim was made before the
 		// operation's settle window ended; it stays unknown and is checked again, so it goes out with
 		// the still-unknown items (result tells them apart).
-		outputs[RESOLVE_OUTPUTS.indexOf(r.result === 'refused_early' ? 'unknown' : r.result)].push({
+		outputs[RESOLVE_OUTPUTS.indexOf(r.result === 'refused_early' ? 'unknown' : r.result) + layout.offset].push({
 			json: {
 				...item.json,
 				reconcile: {

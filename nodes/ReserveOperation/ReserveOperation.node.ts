@@ -14,9 +14,13 @@ import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection'
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
+import { outputLayout, placeErrorItems, versionedOutputs } from '../shared/outputs';
 
-/** Output index per outcome, in the order of RESERVE_OUTCOMES. */
+/** Output index per outcome in node version 1, in the order of RESERVE_OUTCOMES (version 2 adds 1). */
 const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
+const OUTPUT_NAMES = ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
+/** Version 1 has no Not Recorded output: its error items go to Failed Permanently, never to Proceed. */
+const V1_ERROR_OUTPUT = OUTPUT.failed_permanently;
 
 export class ReserveOperation implements INodeType {
 	description: INodeTypeDescription = {
@@ -24,21 +28,14 @@ export class ReserveOperation implements INodeType {
 		name: 'reserveOperation',
 		icon: { light: 'file:reserve.svg', dark: 'file:reserve.dark.svg' },
 		group: ['transform'],
-		version: 1,
-		usableAsTool: true,
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ $parameter["keyMode"] === "custom" ? "custom key" : $parameter["resource"] + ":" + $parameter["action"] }}',
 		description: 'Reserve a business operation key before an outside write, so retries never repeat it',
 		defaults: { name: 'Reserve Operation' },
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [
-			NodeConnectionTypes.Main,
-			NodeConnectionTypes.Main,
-			NodeConnectionTypes.Main,
-			NodeConnectionTypes.Main,
-			NodeConnectionTypes.Main,
-			NodeConnectionTypes.Main,
-		],
-		outputNames: ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'],
+		// Version 2: Not Recorded first (see nodes/shared/outputs.ts); version 1 as it was.
+		outputs: versionedOutputs(OUTPUT_NAMES, OUTPUT_NAMES),
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
 			{
@@ -152,7 +149,8 @@ export class ReserveOperation implements INodeType {
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const outputs: INodeExecutionData[][] = RESERVE_OUTCOMES.map(() => []);
+		const layout = outputLayout(this, RESERVE_OUTCOMES.length, V1_ERROR_OUTPUT);
+		const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
 		const { prepared, errorItems } = prepareItems(this, items, (i) => {
 			const keyMode = this.getNodeParameter('keyMode', i) as string;
 			const operationKey =
@@ -172,7 +170,7 @@ export class ReserveOperation implements INodeType {
 				settleSeconds: this.getNodeParameter('settleSeconds', i, 120),
 			});
 		});
-		outputs[0].push(...errorItems);
+		placeErrorItems(this, outputs, layout, errorItems);
 		if (prepared.length === 0) return outputs;
 
 		let results: ReserveResult[];
@@ -186,9 +184,11 @@ export class ReserveOperation implements INodeType {
 				bounds,
 			);
 		} catch (e) {
-			outputs[0].push(...batchFailure(this, e, 'Reserve Operation', prepared.map((p) => p.index)));
+			placeErrorItems(this, outputs, layout, batchFailure(this, e, 'Reserve Operation', prepared.map((p) => p.index)));
 			return outputs;
 		}
+		const proceeded = results.filter((r) => r.outcome === 'proceed').length;
+		if (proceeded > 0 && this.getMode() === 'manual') addManualRunHint(this, proceeded);
 		for (let k = 0; k < results.length; k++) {
 			const r = results[k];
 			const item = items[r.index];
@@ -197,7 +197,7 @@ export class ReserveOperation implements INodeType {
 				// for this item; the other items of the batch were decided normally.
 				const message = `Reserve Operation could not decide operation key "${cutText(prepared[k].value.operationKey, 200)}": ${r.reason ?? 'the key is locked by another transaction'}`;
 				if (this.continueOnFail()) {
-					outputs[0].push(errorItem(message, r.index));
+					placeErrorItems(this, outputs, layout, [errorItem(message, r.index)]);
 					continue;
 				}
 				throw new NodeOperationError(this.getNode(), message, {
@@ -226,7 +226,7 @@ export class ReserveOperation implements INodeType {
 				ledger.reason = r.reason;
 				ledger.repeatOfItem = r.repeatOfItem;
 			}
-			outputs[OUTPUT[r.outcome]].push({
+			outputs[OUTPUT[r.outcome] + layout.offset].push({
 				json: { ...item.json, ledger },
 				binary: item.binary,
 				pairedItem: { item: r.index },
@@ -234,4 +234,21 @@ export class ReserveOperation implements INodeType {
 		}
 		return outputs;
 	}
+}
+
+/**
+ * A run from the editor (Execute step / Execute workflow, mode "manual") writes to the real ledger.
+ * Shows a hint in the output pane saying so and how to clear a test reservation (README, "Clearing
+ * a test reservation"). `addExecutionHints` exists in n8n-workflow 2.x; older hosts skip the hint.
+ */
+function addManualRunHint(fns: IExecuteFunctions, count: number): void {
+	if (typeof fns.addExecutionHints !== 'function') return;
+	fns.addExecutionHints({
+		type: 'warning',
+		location: 'outputPane',
+		message:
+			`This manual run made ${count} real reservation(s) in the ledger: a later run with the same operation key answers In Progress, ` +
+			'and Needs Reconcile once the lease ends. To clear a test reservation, record its outcome with Confirm Operation ' +
+			'(Outcome: Failed, Retryable on), or use a key with a test Version (e.g. v-test-1). See "Clearing a test reservation" in the README.',
+	});
 }

@@ -2,10 +2,11 @@
  * Item plumbing shared by the nodes: validate every item first (bad input writes nothing), then
  * one database round trip for the valid ones, then route results to outputs with pairedItem set.
  *
- * continueOnFail follows n8n's own nodes: a failed item is emitted on the first output as
- * `{ json: { error: message }, pairedItem: { item: i } }`; with "On Error: Continue (using error
- * output)" n8n moves exactly those items to the error output. Without it, the first bad item
- * throws a NodeOperationError carrying its itemIndex, before anything is written.
+ * continueOnFail: a failed item is emitted as `{ json: { error: message }, pairedItem: { item: i } }`
+ * on the node's Not Recorded output (node version 2: output 0; see outputs.ts), never on a
+ * go-ahead output; with "On Error: Continue (using error output)" n8n moves exactly those items to
+ * the error output. Without continueOnFail, the first bad item throws a NodeOperationError carrying
+ * its itemIndex, before anything is written.
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { cutText } from '../../src/text';
@@ -57,9 +58,23 @@ export function prepareItems<T>(
 	return { prepared, errorItems };
 }
 
-/** The item n8n's own nodes emit for a failed item under continueOnFail. */
+/** Error items made by errorItem() in this process, so a router can tell them from results. */
+const ERROR_ITEMS = new WeakSet<INodeExecutionData>();
+
+/**
+ * A failed item under continueOnFail: `{ json: { error }, pairedItem: { item } }`, the shape n8n
+ * moves to the error output under "Continue (using error output)". Where it goes otherwise is
+ * decided by nodes/shared/outputs.ts (never a go-ahead output).
+ */
 export function errorItem(message: string, index: number): INodeExecutionData {
-	return { json: { error: message }, pairedItem: { item: index } };
+	const item: INodeExecutionData = { json: { error: message }, pairedItem: { item: index } };
+	ERROR_ITEMS.add(item);
+	return item;
+}
+
+/** True for an item made by errorItem() (not for a result that merely has an `error` field). */
+export function isErrorItem(item: INodeExecutionData): boolean {
+	return ERROR_ITEMS.has(item);
 }
 
 /** Removes credentials that a driver or socket error may carry (postgres://user:password@host). */

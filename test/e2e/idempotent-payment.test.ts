@@ -20,9 +20,10 @@ import { embedded, harness, type Json, type N8nInstance, type RunResult } from '
 const ROOT = path.resolve(__dirname, '../..');
 const WORKFLOW_ID = 'idempotent-payment';
 const OPERATION_KEY = 'payment:charge:order-1001:v1';
-// Reserve Operation's outputs, in order; Confirm Operation's outputs, in order.
-const RESERVE = { proceed: 0, alreadySucceeded: 1, inProgress: 2, needsReconcile: 3, conflict: 4, failedPermanently: 5 };
-const CONFIRM = { succeeded: 0, failed: 1, unknown: 2, stale: 3 };
+// Reserve Operation's outputs, in order; Confirm Operation's outputs, in order (node version 2:
+// output 0 is Not Recorded).
+const RESERVE = { notRecorded: 0, proceed: 1, alreadySucceeded: 2, inProgress: 3, needsReconcile: 4, conflict: 5, failedPermanently: 6 };
+const CONFIRM = { notRecorded: 0, succeeded: 1, failed: 2, unknown: 3, stale: 4 };
 
 /** The example workflow with its HTTP Request pointed at `apiUrl` and the business amount set. */
 function workflowFor(apiUrl: string, amount: number): Json {

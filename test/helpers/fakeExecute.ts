@@ -17,6 +17,12 @@ export interface FakeOptions {
 	pairedFrom?: Record<string, (i: number) => INodeExecutionData | undefined>;
 	executionId?: string;
 	workflowId?: string;
+	/** The node's typeVersion (default 1: the original output layout). */
+	typeVersion?: number;
+	/** What getMode() answers (default 'trigger'; 'manual' is a run from the editor). */
+	mode?: string;
+	/** The node's On Error setting. */
+	onError?: INode['onError'];
 }
 
 export function fakeExecute(o: FakeOptions): IExecuteFunctions {
@@ -24,9 +30,10 @@ export function fakeExecute(o: FakeOptions): IExecuteFunctions {
 		id: 'node-1',
 		name: o.nodeName ?? 'Node Under Test',
 		type: 'n8n-nodes-operation-ledger.test',
-		typeVersion: 1,
+		typeVersion: o.typeVersion ?? 1,
 		position: [0, 0],
 		parameters: {},
+		...(o.onError ? { onError: o.onError } : {}),
 	};
 	const read = (name: string, i: number): unknown => {
 		if (name in o.params) {
@@ -50,6 +57,7 @@ export function fakeExecute(o: FakeOptions): IExecuteFunctions {
 			return v;
 		},
 		continueOnFail: () => o.continueOnFail === true,
+		getMode: () => o.mode ?? 'trigger',
 		getCredentials: async () => o.credentials ?? {},
 		getExecutionId: () => o.executionId ?? 'exec-1',
 		getWorkflow: () => ({ id: o.workflowId ?? 'wf-1', name: 'test', active: false }),

@@ -12,6 +12,10 @@ export interface QueueFakeOptions {
 	parents?: Array<{ name: string; type: string; disabled?: boolean }>;
 	/** For `$('<name>').item`: the paired upstream item of input item i. */
 	pairedFrom?: Record<string, (i: number) => INodeExecutionData | undefined>;
+	/** The node's typeVersion (default 1: one output). */
+	typeVersion?: number;
+	/** The node's On Error setting. */
+	onError?: INode['onError'];
 }
 
 export function queueFakeExecute(o: QueueFakeOptions): IExecuteFunctions {
@@ -19,9 +23,10 @@ export function queueFakeExecute(o: QueueFakeOptions): IExecuteFunctions {
 		id: 'pd-1',
 		name: 'Priority Dequeue',
 		type: 'n8n-nodes-operation-ledger.priorityDequeue',
-		typeVersion: 1,
+		typeVersion: o.typeVersion ?? 1,
 		position: [0, 0],
 		parameters: {},
+		...(o.onError ? { onError: o.onError } : {}),
 	};
 	const fns = {
 		getInputData: () => o.items,

@@ -13,7 +13,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
 import { testCredentials } from '../../helpers/fakeExecute';
-import { claim, confirm, queueOp, reserve, resolve, type Creds } from './run';
+import { claim, confirm, queueOp, reserve, resolve, runDefaults, type Creds } from './run';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 let creds: Creds;
@@ -251,7 +251,12 @@ describe('bad input: a clear item-level error, nothing written, continueOnFail r
 		for (const node of ['Reserve', 'Confirm', 'Reconcile', 'Priority Dequeue']) expect(cases.some((c) => c.name.startsWith(node))).toBe(true);
 	});
 
+	afterEach(() => {
+		delete runDefaults.typeVersion;
+	});
+
 	it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+		runDefaults.typeVersion = 2;
 		const before = await snapshot();
 		// Without continueOnFail: the node throws for the bad item; the good item is not written either.
 		const rows = c.single ? [c.bad] : [c.good ?? {}, c.bad];
@@ -267,7 +272,8 @@ describe('bad input: a clear item-level error, nothing written, continueOnFail r
 		if (!c.batchLevel) expect(err.context.itemIndex).toBe(rows.length - 1);
 		expect(await snapshot()).toEqual(before);
 
-		// With continueOnFail: one error item, paired with the bad input item, on output 0.
+		// With continueOnFail (node version 2): one error item, paired with the bad input item, on
+		// output 0 (Not Recorded); nothing on any other output.
 		const out = await c.run([c.bad], true);
 		expect(out[0]).toHaveLength(1);
 		expect(out[0][0].pairedItem).toEqual({ item: 0 });

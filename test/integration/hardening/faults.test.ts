@@ -102,7 +102,7 @@ async function withFault<T>(fnName: string, fault: Fault, step: () => Promise<T>
 	return { result, seen };
 }
 
-/** Asserts the node failed, saying what was not recorded (thrown, or one error item per input). */
+/** Asserts the node (version 2) failed, saying what was not recorded (thrown, or one error item per input on Not Recorded). */
 function expectNotRecorded(
 	result: Awaited<ReturnType<typeof withFault>>['result'],
 	what: string,
@@ -148,7 +148,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 	it('Reserve: fails naming what was not recorded, writes nothing, next execution proceeds', async () => {
 		const prefix = `res-${fault}`;
 		const keys = keysOf(prefix);
-		const { result, seen } = await withFault('reserve_operations', fault, () => reserve(creds, keys, {}, { continueOnFail: cof }));
+		const { result, seen } = await withFault('reserve_operations', fault, () => reserve(creds, keys, {}, { continueOnFail: cof, typeVersion: 2 }));
 		summary.push(`reserve   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reserve Operation', N, cof);
 		expect(await counts(prefix)).toEqual({ ops: 0, events: 0 });
@@ -173,7 +173,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		const prefix = `con-${fault}`;
 		const reserved = (await reserve(creds, keysOf(prefix)))[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 		const rows = reserved.map((l, i) => ({ key: l.operationKey, token: l.leaseToken, ref: `pay-${i}` }));
-		const { result, seen } = await withFault('confirm_operations', fault, () => confirm(creds, rows, {}, { continueOnFail: cof }));
+		const { result, seen } = await withFault('confirm_operations', fault, () => confirm(creds, rows, {}, { continueOnFail: cof, typeVersion: 2 }));
 		summary.push(`confirm   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Confirm Operation', N, cof);
 		const st = await q<{ status: string; n: number; refs: number }>(
@@ -212,7 +212,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		const target = await makeUnknown(prefix);
 		const before = await counts(prefix);
 		const { result, seen } = await withFault('reconcile_claim', fault, () =>
-			claim(creds, { target, batchSize: N }, { continueOnFail: cof }),
+			claim(creds, { target, batchSize: N }, { continueOnFail: cof, typeVersion: 2 }),
 		);
 		summary.push(`claim     ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reconcile Unknown (claim)', 1, cof);
@@ -243,7 +243,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		expect(claimed).toHaveLength(N);
 		const before = await counts(prefix);
 		const rows = claimed.map((c, i) => ({ key: c.operationKey, claimToken: c.claimToken, ref: `found-${i}` }));
-		const { result, seen } = await withFault('reconcile_resolve', fault, () => resolve(creds, rows, {}, { continueOnFail: cof }));
+		const { result, seen } = await withFault('reconcile_resolve', fault, () => resolve(creds, rows, {}, { continueOnFail: cof, typeVersion: 2 }));
 		summary.push(`resolve   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reconcile Unknown (resolve)', N, cof);
 		const [s] = await q<{ unknown: number; refs: number; checks: number }>(
@@ -273,7 +273,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		const queue = `q-${fault}`;
 		const enq = await enqueue(creds, queue, Array.from({ length: N }, (_, i) => ({ i })));
 		expect(enq[0]).toHaveLength(N);
-		const { result, seen } = await withFault('queue_claim', fault, () => dequeue(creds, queue, N, {}, { continueOnFail: cof }));
+		const { result, seen } = await withFault('queue_claim', fault, () => dequeue(creds, queue, N, {}, { continueOnFail: cof, typeVersion: 2 }));
 		summary.push(`dequeue   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Dequeue', 1, cof);
 		const [t] = await q<{ pending: number; attempts: number; tokens: number }>(

@@ -16,7 +16,17 @@ export interface RunOpts {
 	continueOnFail?: boolean;
 	executionId?: string;
 	workflowId?: string;
+	/** Node version (1: original outputs; 2: output 0 is Not Recorded). */
+	typeVersion?: number;
+	onError?: 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
 }
+
+/**
+ * Options every helper applies unless the call overrides them. Version 1 by default (the tests
+ * written for its output indexes); a test file about error items sets typeVersion 2, the default
+ * of new nodes, whose output 0 is Not Recorded.
+ */
+export const runDefaults: RunOpts = {};
 
 const items = (n: number): INodeExecutionData[] => Array.from({ length: n }, (_, i) => ({ json: { n: i } }));
 
@@ -39,6 +49,7 @@ export function reserve(
 		},
 		credentials: creds,
 		nodeName: 'Reserve Operation',
+		...runDefaults,
 		...o,
 	});
 	return new ReserveOperation().execute.call(fns);
@@ -67,6 +78,7 @@ export function confirm(
 		},
 		credentials: creds,
 		nodeName: 'Confirm Operation',
+		...runDefaults,
 		...o,
 	});
 	return new ConfirmOperation().execute.call(fns);
@@ -79,6 +91,7 @@ export function claim(creds: Creds, p: Record<string, Param> = {}, o: RunOpts = 
 		params: { operation: 'claim', batchSize: 100, settleSeconds: 0, claimSeconds: 300, target: '', ...p },
 		credentials: creds,
 		nodeName: 'Reconcile Unknown',
+		...runDefaults,
 		...o,
 	});
 	return new ReconcileUnknown().execute.call(fns);
@@ -109,6 +122,7 @@ export function resolve(
 		},
 		credentials: creds,
 		nodeName: 'Reconcile Resolve',
+		...runDefaults,
 		...o,
 	});
 	return new ReconcileUnknown().execute.call(fns);
@@ -121,6 +135,7 @@ export function queueOp(creds: Creds, n: number, p: Record<string, Param>, o: Ru
 		params: { resource: 'task', options: {}, dedupeKey: '', ...p },
 		credentials: creds,
 		nodeName: 'Priority Dequeue',
+		...runDefaults,
 		...o,
 	});
 	return new PriorityDequeue().execute.call(fns);

@@ -145,18 +145,51 @@ describe('Priority Dequeue node', () => {
 		]);
 	});
 
-	test('dequeue: bad group weights are an error on item 0', async () => {
+	const badGroups = { operation: 'dequeue', queue: 'jobs', batchSize: 5, leaseSeconds: 60, options: { groupWeights: 'high:5, high:1' } };
+	const groupsError = { json: { error: 'Priority group "high" is listed twice' }, pairedItem: { item: 0 } };
+
+	test('dequeue v1, Continue (using error output): bad group weights are an error item on item 0 (n8n moves it)', async () => {
+		const pool = fakePool([]);
+		conn.pool = pool;
+		const out = await run(queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueErrorOutput', params: badGroups }));
+		expect(pool.calls).toHaveLength(0);
+		expect(out).toEqual([[groupsError]]);
+	});
+
+	test('dequeue v1, Continue (regular output): the error item stays on its only output (use version 2)', async () => {
+		const pool = fakePool([]);
+		conn.pool = pool;
+		const out = await run(queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueRegularOutput', params: badGroups }));
+		expect(pool.calls).toHaveLength(0);
+		expect(out).toEqual([[groupsError]]);
+	});
+
+	test('dequeue v2: the error item goes to Not Recorded (output 0), never to the claimed-tasks output', async () => {
 		const pool = fakePool([]);
 		conn.pool = pool;
 		const out = await run(
-			queueFakeExecute({
-				items: [{ json: {} }],
-				continueOnFail: true,
-				params: { operation: 'dequeue', queue: 'jobs', batchSize: 5, leaseSeconds: 60, options: { groupWeights: 'high:5, high:1' } },
-			}),
+			queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueRegularOutput', typeVersion: 2, params: badGroups }),
 		);
 		expect(pool.calls).toHaveLength(0);
-		expect(out).toEqual([[{ json: { error: 'Priority group "high" is listed twice' }, pairedItem: { item: 0 } }]]);
+		expect(out).toEqual([[groupsError], []]);
+	});
+
+	test('enqueue v2: error items on Not Recorded, results on output 1, each in input order', async () => {
+		const pool = fakePool([
+			[{ idx: 0, id: '11', deduplicated: false, queue: 'jobs', priority_group: 'low', status: 'pending', payload: {}, dedupe_key: null, run_at: T0, attempts: 0, max_attempts: 3, enqueued_at: T0 }],
+		]);
+		conn.pool = pool;
+		const out = await run(
+			queueFakeExecute({
+				items: [{ json: {} }, { json: {} }],
+				continueOnFail: true,
+				typeVersion: 2,
+				params: { operation: 'enqueue', queue: 'jobs', priorityGroup: 'low', payload: (i: number) => (i === 0 ? '{bad' : '{}'), dedupeKey: '', options: {} },
+			}),
+		);
+		expect(out).toHaveLength(2);
+		expect(out[0]).toEqual([{ json: { error: expect.stringMatching(/The payload is not valid JSON/) }, pairedItem: { item: 0 } }]);
+		expect(out[1].map((it) => it.json.taskId)).toEqual(['11']);
 	});
 
 	test('complete: task id and lease token come from the upstream dequeue item through lineage; lease lost says so', async () => {

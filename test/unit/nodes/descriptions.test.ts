@@ -1,0 +1,54 @@
+/**
+ * Node descriptions: version 2 is the default and puts Not Recorded first; no node is an AI tool.
+ * (test/engine/ proves the behaviour in n8n's engine; this checks the descriptions without a build.)
+ */
+import { Workflow, type INode, type INodeType, type INodeTypes } from 'n8n-workflow';
+import { ReserveOperation } from '../../../nodes/ReserveOperation/ReserveOperation.node';
+import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperation.node';
+import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
+import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
+import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
+
+const nodes: Record<string, INodeType> = {
+	reserveOperation: new ReserveOperation(),
+	confirmOperation: new ConfirmOperation(),
+	reconcileUnknown: new ReconcileUnknown(),
+	priorityDequeue: new PriorityDequeue(),
+};
+
+/** Output display names n8n computes for a node of this type, version and parameters. */
+function outputNames(type: string, typeVersion: number, parameters: INode['parameters'] = {}): string[] {
+	const nodeTypes = { getByName: () => nodes[type], getByNameAndVersion: () => nodes[type], getKnownTypes: () => ({}) } as unknown as INodeTypes;
+	const node: INode = { id: '1', name: 'N', type: `x.${type}`, typeVersion, position: [0, 0], parameters };
+	const workflow = new Workflow({ nodes: [node], connections: {}, active: false, nodeTypes });
+	const outputs = workflow.expression.getSimpleParameterValue(node, nodes[type].description.outputs as string, 'internal', {}) as Array<{ displayName: string }>;
+	return outputs.map((o) => o.displayName);
+}
+
+describe('node descriptions', () => {
+	test('no node of the package is usable as an AI tool', () => {
+		for (const n of [...Object.values(nodes), new PriorityDequeueTrigger()]) expect(n.description.usableAsTool).toBeUndefined();
+	});
+
+	test('Reserve, Confirm, Reconcile and Dequeue have versions 1 and 2, default 2', () => {
+		for (const n of Object.values(nodes)) {
+			expect(n.description.version).toEqual([1, 2]);
+			expect(n.description.defaultVersion).toBe(2);
+		}
+	});
+
+	test('version 2 puts Not Recorded first; version 1 keeps its outputs', () => {
+		const v1Reserve = ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
+		expect(outputNames('reserveOperation', 1)).toEqual(v1Reserve);
+		expect(outputNames('reserveOperation', 2)).toEqual(['Not Recorded', ...v1Reserve]);
+		expect(outputNames('confirmOperation', 1)).toEqual(['Succeeded', 'Failed', 'Unknown', 'Stale']);
+		expect(outputNames('confirmOperation', 2)).toEqual(['Not Recorded', 'Succeeded', 'Failed', 'Unknown', 'Stale']);
+		expect(outputNames('reconcileUnknown', 1, { operation: 'claim' })).toEqual(['To Check']);
+		expect(outputNames('reconcileUnknown', 2, { operation: 'claim' })).toEqual(['Not Recorded', 'To Check']);
+		const resolve = ['Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'];
+		expect(outputNames('reconcileUnknown', 1, { operation: 'resolve' })).toEqual(resolve);
+		expect(outputNames('reconcileUnknown', 2, { operation: 'resolve' })).toEqual(['Not Recorded', ...resolve]);
+		expect(outputNames('priorityDequeue', 1)).toEqual(['Result']);
+		expect(outputNames('priorityDequeue', 2)).toEqual(['Not Recorded', 'Result']);
+	});
+});
