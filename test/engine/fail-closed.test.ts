@@ -72,6 +72,8 @@ async function seedUnknown(t: string) {
 		const key = `${t}:${k}`;
 		const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target: t })]);
 		await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
+		// Its settle window (issue 11) has passed, so Claim may take it now.
+		await q(`UPDATE ${db.schemaSql}.operations SET settle_until = now() - interval '1 second' WHERE operation_key = $1`, [key]);
 	}
 }
 
@@ -174,8 +176,9 @@ const scenarios: Scenario[] = [
 		async decided(item) {
 			const ledger = item.json.ledger as { operationKey: string; leaseToken: string; outcome: string };
 			expect(ledger.outcome).toBe('proceed');
-			const rows = await q(`SELECT status, lease_token::text AS t FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [ledger.operationKey]);
-			expect(rows).toEqual([{ status: 'reserved', t: ledger.leaseToken }]);
+			// Tokens are stored only as SHA-256 hashes (issue 11).
+			const rows = await q(`SELECT status, lease_token_hash = sha256(uuid_send($2::uuid)) AS t FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [ledger.operationKey, ledger.leaseToken]);
+			expect(rows).toEqual([{ status: 'reserved', t: true }]);
 		},
 	},
 	{
@@ -226,8 +229,8 @@ const scenarios: Scenario[] = [
 		}),
 		async decided(item) {
 			const rec = item.json.reconcile as { operationKey: string; claimToken: string };
-			const rows = await q(`SELECT status, claim_token::text AS t FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [rec.operationKey]);
-			expect(rows).toEqual([{ status: 'unknown', t: rec.claimToken }]);
+			const rows = await q(`SELECT status, claim_token_hash = sha256(uuid_send($2::uuid)) AS t FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [rec.operationKey, rec.claimToken]);
+			expect(rows).toEqual([{ status: 'unknown', t: true }]);
 		},
 	},
 	{
