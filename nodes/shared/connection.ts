@@ -10,6 +10,7 @@ import type {
 	INodeCredentialTestResult,
 } from 'n8n-workflow';
 import type { Pool as PgPool } from 'pg';
+import type { LedgerPool } from '../../src/db/pool';
 import { Client } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
@@ -36,7 +37,7 @@ export function toConnectionConfig(c: ICredentialDataDecryptedObject): Connectio
 }
 
 export interface LedgerConnection {
-	pool: PgPool;
+	pool: LedgerPool;
 	config: ConnectionConfig;
 	/** The quoted schema name, safe to put in SQL text. */
 	schemaSql: string;
