@@ -8,7 +8,7 @@
 -- recorded in <schema>.schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 fc86b7b234d580ba44f4650b0b7813596585ea8eb811c39a20165d9cc491caa8.
+-- Package version 0.1.0; function set SHA-256 f13b3fd8d4010bcc214dcda80d45bdd7cbdb87f4ece2f119e6da5079a460db5b.
 
 \set ON_ERROR_STOP on
 CREATE SCHEMA IF NOT EXISTS :"schema";
@@ -66,8 +66,9 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
 \ir functions/queue/queue_stats.sql
+\ir functions/queue/queue_wake_state.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'fc86b7b234d580ba44f4650b0b7813596585ea8eb811c39a20165d9cc491caa8')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'f13b3fd8d4010bcc214dcda80d45bdd7cbdb87f4ece2f119e6da5079a460db5b')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
