@@ -18,8 +18,8 @@
  *      Reserve or the provider;
  *   5. a high-risk proposal waits for a human, decided only by a POST of the approval form: a bot
  *      GETting the approval link and the old-style approve/reject links decides nothing; reject →
- *      nothing written (a later approve submission is refused); approve → written once, a second
- *      submission refused; two submissions at once → written once.
+ *      nothing written (a later approve submission changes nothing); approve → written once, a
+ *      second submission changes nothing; two submissions at once → written once.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -138,11 +138,17 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 	const postsOf = (customerId: string) => provider.requests().filter((r) => r.path === '/refunds' && r.method === 'POST' && r.body?.customerId === customerId);
 
 	async function ledgerRows(customerId: string) {
-		const { rows } = await pg.query(
-			`SELECT operation_key, status, attempt, external_ref, idempotency_key FROM "${schema}".operations WHERE operation_key LIKE $1 ORDER BY operation_key`,
-			[`refund:issue:${customerId}/%`],
-		);
-		return rows;
+		try {
+			const { rows } = await pg.query(
+				`SELECT operation_key, status, attempt, external_ref, idempotency_key FROM "${schema}".operations WHERE operation_key LIKE $1 ORDER BY operation_key`,
+				[`refund:issue:${customerId}/%`],
+			);
+			return rows;
+		} catch (e) {
+			// No Reserve has run yet in this n8n (the schema is applied on first use): no rows.
+			if ((e as { code?: string }).code === '42P01' || (e as { code?: string }).code === '3F000') return [];
+			throw e;
+		}
 	}
 
 	const keyOf = (customerId: string, orderId: string, amount: string) => `refund:issue:${customerId}/${orderId}/${amount}/EUR:v1`;
@@ -328,7 +334,7 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		expect(events.rows[0].n).toBe(0);
 	}, 120_000);
 
-	test('5a. a high-risk proposal waits for a human; rejected by form → nothing written, a later approve submission is refused', async () => {
+	test('5a. a high-risk proposal waits for a human; rejected by form → nothing written, a later approve submission changes nothing', async () => {
 		const c = customer('reject');
 		const finishedBefore = await finishedApprovals();
 		const answer = await ask(c, 'ord-5a', [proposal(c, 120)]);
@@ -342,11 +348,12 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		expect(await executionFinished(note.executionId)).toBe('success');
 		expect(await finishedApprovals()).toBe(finishedBefore + 1);
 
-		// The first decision wins: approving afterwards is refused and writes nothing.
+		// The first decision wins: approving afterwards changes nothing (n8n answers with a page
+		// saying the form is no longer available) and writes nothing.
 		const late = await submitDecision(note.approvalUrl, 'Approve');
 		log(`an approve submission after the rejection answered ${late}`);
-		expect(late).not.toBe(200);
 		await sleep(1000);
+		expect(await finishedApprovals()).toBe(finishedBefore + 1);
 		expect(postsOf(c)).toHaveLength(0);
 		expect(await ledgerRows(c)).toEqual([]);
 	}, 180_000);
@@ -374,12 +381,14 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 			expect.objectContaining({ operation_key: keyOf(c, 'ord-5b', '150.00'), status: 'succeeded', external_ref: refunds[0].id }),
 		]);
 		// Once: a second submission, and the bot again, change nothing.
+		const finished = await finishedApprovals();
 		const again = await submitDecision(note.approvalUrl, 'Approve');
 		log(`a second approve submission answered ${again}`);
-		expect(again).not.toBe(200);
 		await botOpens(linksABotMightOpen(note.approvalUrl));
 		await sleep(1000);
+		expect(await finishedApprovals()).toBe(finished);
 		expect(postsOf(c)).toHaveLength(1);
+		expect(await ledgerRows(c)).toHaveLength(1);
 	}, 180_000);
 
 	test('5c. two approve submissions at the same moment → written once', async () => {
