@@ -10,11 +10,10 @@ import type {
 	INodeCredentialTestResult,
 } from 'n8n-workflow';
 import type { Pool as PgPool } from 'pg';
-import type { LedgerPool } from '../../src/db/pool';
 import { Client } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
-import { getPool, toPgConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
+import { getPool, toPgConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
 
 export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
 
