@@ -2,9 +2,10 @@
  * The Priority Dequeue Trigger in a real n8n 2.33.7 process (issue 10, items 3 and 4), with the
  * package packed and installed as the Community Nodes UI installs it:
  *   - lifetime: n8n runs with the pool idle timeout shortened by environment
- *     (OPERATION_LEDGER_POOL_IDLE_MS=1000, _SWEEP_MS=250; defaults 5 min and 30 s); a Claim Tasks
- *     trigger (polling every hour, so only LISTEN/NOTIFY or a reconnect can wake it) claims after
- *     idling past several sweeps, and again after every backend of the package was killed with
+ *     (OPERATION_LEDGER_POOL_IDLE_MS=1000, _SWEEP_MS=250; defaults 5 min and 30 s) and one pool per
+ *     process (OPERATION_LEDGER_MAX_POOLS=1, default 32), so the pools of its two credentials evict
+ *     each other all the time; a Claim Tasks trigger on its own credential (polling every hour, so
+ *     only LISTEN/NOTIFY or a reconnect can wake it) claims after idling past several sweeps, and again after every backend of the package was killed with
  *     pg_terminate_backend (as by a Postgres restart);
  *   - rate: a Wake Up trigger (version 2, Groups high/normal/low) with one due task in group
  *     `urgent` starts no execution; a version-1 Wake Up trigger whose workflow claims nothing
@@ -19,8 +20,10 @@ import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n
 const DB_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const log = (m: string) => process.stdout.write(`[e2e trigger] ${m}\n`);
 const CRED = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Operation Ledger Postgres' } };
+/** A second credential (another pool): the Claim Tasks trigger's pool is idle while the others poll. */
+const CRED_2 = { operationLedgerPostgresApi: { id: 'ledger-pg-2', name: 'Operation Ledger Postgres 2' } };
 
-function triggerWorkflow(id: string, typeVersion: 1 | 2, parameters: Json): Json {
+function triggerWorkflow(id: string, typeVersion: 1 | 2, parameters: Json, credentials: Json = CRED): Json {
 	return {
 		id,
 		name: `Trigger ${id}`,
@@ -33,7 +36,7 @@ function triggerWorkflow(id: string, typeVersion: 1 | 2, parameters: Json): Json
 				type: 'n8n-nodes-operation-ledger.priorityDequeueTrigger',
 				typeVersion,
 				position: [0, 0],
-				credentials: CRED,
+				credentials,
 				parameters,
 			},
 			{ id: `${id}-n`, name: 'Done', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [220, 0], parameters: {} },
@@ -60,21 +63,35 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		await enqueue(ledger, schema, [{ queue: Q.empty, group: 'high', payload: { n: 'never-claimed' } }]);
 		const tarball = await harness.packPackage();
 		n8n = await harness.createN8nInstance({ databaseUrl: DB_URL, tarball });
-		await n8n.importCredentials({
-			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
-			type: 'operationLedgerPostgresApi',
-			data: { connectionType: 'connectionString', connectionString: DB_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 3 },
-		});
+		await n8n.importCredentials([
+			{
+				id: 'ledger-pg',
+				name: 'Operation Ledger Postgres',
+				type: 'operationLedgerPostgresApi',
+				data: { connectionType: 'connectionString', connectionString: DB_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 3 },
+			},
+			{
+				id: 'ledger-pg-2',
+				name: 'Operation Ledger Postgres 2',
+				type: 'operationLedgerPostgresApi',
+				data: { connectionType: 'connectionString', connectionString: DB_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 2 },
+			},
+		]);
 		await n8n.importWorkflow([
-			triggerWorkflow(WF.claim, 2, { queue: Q.claim, mode: 'claim', batchSize: 10, leaseSeconds: 300, useListen: true, pollSeconds: 3600, maxInFlight: 1, options: {} }),
+			triggerWorkflow(
+				WF.claim,
+				2,
+				{ queue: Q.claim, mode: 'claim', batchSize: 10, leaseSeconds: 300, useListen: true, pollSeconds: 3600, maxInFlight: 1, options: {} },
+				CRED_2,
+			),
 			triggerWorkflow(WF.other, 2, { queue: Q.other, mode: 'wakeUp', groups: 'high:5, normal:2, low:1', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
 			triggerWorkflow(WF.empty, 1, { queue: Q.empty, mode: 'wakeUp', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
 		]);
 		for (const id of Object.values(WF)) await n8n.cli(['publish:workflow', `--id=${id}`]);
 		await n8n.start({
 			readyPattern: /Editor is now accessible/,
-			env: { OPERATION_LEDGER_POOL_IDLE_MS: '1000', OPERATION_LEDGER_POOL_SWEEP_MS: '250' },
+			// Short idle timeout, and one pool per process: the two credentials' pools evict each other.
+			env: { OPERATION_LEDGER_POOL_IDLE_MS: '1000', OPERATION_LEDGER_POOL_SWEEP_MS: '250', OPERATION_LEDGER_MAX_POOLS: '1' },
 		});
 		n8nDb = new Client({ connectionString: n8n.database.url });
 		await n8nDb.connect();
