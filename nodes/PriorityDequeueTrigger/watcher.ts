@@ -261,7 +261,9 @@ export class QueueWatcher {
 					this.backoffUntil = 0;
 				}
 			}
-			this.wake('finished');
+			// Through the event loop: an execution that finishes at once must not turn check → fire →
+			// finish into a chain of microtasks that starves timers and I/O.
+			setImmediate(() => this.wake('finished'));
 		};
 		const timer = setTimeout(() => free(undefined), this.deps.inFlightTimeoutMs);
 		timer.unref?.();
