@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 1f867349acc9d4f8540d9d9d7322cc53bd02b1521309cdfb4f193b42733ba7d3.
+-- Package version 0.1.0; function set SHA-256 c44b7d743acbd54c1b99b5d7b0a356e406576315f6cefc176834b45dd2a5ad6b.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -93,9 +93,10 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_settle_miss.sql
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
+\ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1f867349acc9d4f8540d9d9d7322cc53bd02b1521309cdfb4f193b42733ba7d3')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c44b7d743acbd54c1b99b5d7b0a356e406576315f6cefc176834b45dd2a5ad6b')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

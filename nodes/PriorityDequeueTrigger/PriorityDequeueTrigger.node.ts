@@ -10,7 +10,7 @@ import {
 } from 'n8n-workflow';
 import { ensureSchema } from '../../src/db/migrate';
 import { getPool } from '../../src/db/pool';
-import { checkGroups, checkInt, checkQueueName, checkSeconds, dequeue, nextDue, queueChannel } from '../../src/queue';
+import { checkGroups, checkInt, checkQueueName, checkSeconds, dequeue, nextDueFor, queueChannel } from '../../src/queue';
 import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
 import { connectListener } from './listen';
 import { QueueWatcher, type WakeReason } from './watcher';
@@ -23,7 +23,10 @@ export class PriorityDequeueTrigger implements INodeType {
 		name: 'priorityDequeueTrigger',
 		icon: { light: 'file:../shared/ledger.svg', dark: 'file:../shared/ledger.dark.svg' },
 		group: ['trigger'],
-		version: 1,
+		// Version 2: Wake Up mode watches only the groups its consumer claims ("Groups"); version 1
+		// (saved workflows) watches every group. Both: backoff and "Max Executions per Minute".
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ ($parameter["mode"] === "claim" ? "claim: " : "wake up: ") + $parameter["queue"] }}',
 		description: 'Starts a consumer execution as soon as a Priority Dequeue queue has ready work',
 		defaults: { name: 'Priority Dequeue Trigger' },
@@ -56,6 +59,15 @@ export class PriorityDequeueTrigger implements INodeType {
 					},
 				],
 				default: 'wakeUp',
+			},
+			{
+				displayName: 'Groups',
+				name: 'groups',
+				type: 'string',
+				default: 'high:5, normal:2, low:1',
+				description:
+					'The groups the consumer\'s Dequeue claims: paste its "Groups and Weights" (weights are ignored here) or list names (high, normal, low). Only work of these groups starts an execution; tasks of other groups wait for a consumer that claims them.',
+				displayOptions: { show: { mode: ['wakeUp'], '@version': [2] } },
 			},
 			{
 				displayName: 'Batch Size',
@@ -99,6 +111,15 @@ export class PriorityDequeueTrigger implements INodeType {
 				typeOptions: { minValue: 1, maxValue: 100 },
 				default: 1,
 				description: 'Executions this trigger may have running at once; more work waits until one finishes',
+			},
+			{
+				displayName: 'Max Executions per Minute',
+				name: 'maxPerMinute',
+				type: 'number',
+				typeOptions: { minValue: 1, maxValue: 6000 },
+				default: 120,
+				description:
+					'Upper bound of executions this trigger starts in any 60-second window. Besides this cap, after an execution that fails or claims nothing it waits 1 s, doubling up to 60 s, until an execution makes progress.',
 			},
 			{
 				displayName: 'Options',
@@ -155,6 +176,13 @@ export class PriorityDequeueTrigger implements INodeType {
 						groups: checkGroups(parseGroupWeights(options.groupWeights)),
 					}
 				: undefined;
+		// Wake Up, version 2: only work of the consumer's groups counts (version 1: every group).
+		const version = this.getNode().typeVersion;
+		const watchGroups =
+			!claim && version >= 2 ? checkGroups(parseGroupNames(this.getNodeParameter('groups', 'high:5, normal:2, low:1'))).map((g) => g.name) : null;
+		const maxPerMinute = checkInt(this.getNodeParameter('maxPerMinute', 120), 'Max executions per minute', 1, 6000);
+		// A handle that holds no pool between calls: the idle sweeper or eviction may end the pool
+		// underneath, and the next call simply uses a new one (src/db/pool.ts).
 		const pool = getPool(config);
 		await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
 
@@ -162,7 +190,8 @@ export class PriorityDequeueTrigger implements INodeType {
 		const emitAndWait = (items: INodeExecutionData[]): { finished: Promise<unknown> } => {
 			const done = this.helpers.createDeferredPromise<IRun>();
 			this.emit([items], undefined, done);
-			return { finished: done.promise };
+			// The execution's result tells the watcher whether to back off (a failed run).
+			return { finished: done.promise.then((run) => ({ failed: runFailed(run) })) };
 		};
 		const fire = async (reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined> => {
 			if (claim) {
@@ -177,7 +206,10 @@ export class PriorityDequeueTrigger implements INodeType {
 			pollMs,
 			maxInFlight: manual ? 1 : maxInFlight,
 			inFlightTimeoutMs,
-			check: () => nextDue(pool, config.schema, queue),
+			check: () => nextDueFor(pool, config.schema, queue, watchGroups),
+			// With a group list, a notification (which does not say the group) is checked first.
+			directOnNotify: watchGroups === null,
+			maxPerMinute: manual ? undefined : maxPerMinute,
 			fire,
 			// Claim mode: claim at once on every wake-up; read the due time only when nothing was claimed.
 			claimFirst: claim !== undefined,
@@ -190,4 +222,18 @@ export class PriorityDequeueTrigger implements INodeType {
 			manualTriggerFunction: async () => watcher.wake('manual'),
 		};
 	}
+}
+
+/** A finished run counts as failed when n8n marks it so or it carries an error. */
+function runFailed(run: IRun | undefined): boolean {
+	if (!run) return false;
+	if (run.status === 'error' || run.status === 'crashed' || run.status === 'canceled') return true;
+	return Boolean(run.data?.resultData?.error);
+}
+
+/** "high:5, normal:2" or "high, normal": the names, with weights validated when given. */
+function parseGroupNames(text: unknown): Array<{ name: string; weight: number }> {
+	const s = typeof text === 'string' ? text.trim() : '';
+	if (s === '' || s.includes(':')) return parseGroupWeights(s);
+	return s.split(',').map((n) => ({ name: n.trim(), weight: 1 }));
 }

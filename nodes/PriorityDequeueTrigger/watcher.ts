@@ -14,6 +14,12 @@
  *   are busy is remembered and checked again when one finishes (or after `inFlightTimeoutMs`).
  * - The LISTEN connection is its own client (never a pooled one); when it drops, it reconnects
  *   with capped exponential backoff and jitter (1 s doubling to 30 s).
+ * - Rate (all bounded): after an execution that FAILED (its `finished` rejects or resolves to
+ *   `{ failed: true }`), or that claimed nothing (wake-up mode: the check after it finds work still
+ *   due and the queue's claim counter unchanged), it waits before firing again: backoffBaseMs
+ *   (1 s) doubling per further such execution up to backoffCapMs (60 s); an execution that made
+ *   progress resets it. Independently, at most `maxPerMinute` executions start in any 60 s window.
+ *   Waiting never drops work: the check runs again when the wait ends.
  * - Several mains or workers may run watchers on one queue: a wake-up only starts a consumer that
  *   claims with FOR UPDATE SKIP LOCKED, and in claim mode the watcher claims with the same
  *   statement, so no task is handed out twice.
@@ -30,12 +36,16 @@ export interface ListenConnection {
 }
 
 export interface WatcherDeps {
-	/** Is work due now, and if not, in how many ms (null: nothing pending)? */
-	check(): Promise<{ due: boolean; inMs: number | null }>;
+	/**
+	 * Is work due now, and if not, in how many ms (null: nothing pending)? `claims`, when given: the
+	 * queue's claim counter, compared after an execution to tell whether it claimed anything.
+	 */
+	check(): Promise<{ due: boolean; inMs: number | null; claims?: string }>;
 	/**
 	 * Starts one execution. Returns `finished`, a promise settling when that execution finishes
 	 * (wrapped, so awaiting fire() does not wait for it), or undefined when nothing was started
-	 * (claim mode found no task). Called only when work is due.
+	 * (claim mode found no task). Called only when work is due. `finished` rejecting or resolving
+	 * to `{ failed: true }` means the execution failed (the watcher then backs off).
 	 */
 	fire(reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined>;
 	/**
@@ -44,6 +54,16 @@ export interface WatcherDeps {
 	 * ready work.
 	 */
 	claimFirst?: boolean;
+	/**
+	 * Whether a notification of ready work may fire without the due check (default true). False
+	 * when the consumer claims only some groups: the notification does not say which group.
+	 */
+	directOnNotify?: boolean;
+	/** At most this many executions start in any 60 s window (default: no cap). */
+	maxPerMinute?: number;
+	/** Backoff after a failed or empty execution, ms (defaults 1000 doubling to 60000). */
+	backoffBaseMs?: number;
+	backoffCapMs?: number;
 	/** Opens a LISTEN connection; omitted when LISTEN/NOTIFY is switched off. */
 	connect?: () => Promise<ListenConnection>;
 	channel: string;
@@ -68,8 +88,13 @@ export class QueueWatcher {
 	private reconnectTimer: NodeJS.Timeout | undefined;
 	private conn: ListenConnection | undefined;
 	private reconnectAttempt = 0;
+	private backoffLevel = 0;
+	private backoffUntil = 0;
+	private readonly fireTimes: number[] = [];
+	/** Claim counter at the start of the last finished, not failed, wake-up execution; judged by the next check. */
+	private judge: string | undefined;
 	/** Counters for tests and diagnostics. */
-	readonly counters = { checks: 0, fired: 0, notifications: 0, connects: 0, lost: 0 };
+	readonly counters = { checks: 0, fired: 0, notifications: 0, connects: 0, lost: 0, backoffs: 0, capped: 0, failed: 0, empty: 0 };
 
 	constructor(private readonly deps: WatcherDeps) {}
 
@@ -117,13 +142,26 @@ export class QueueWatcher {
 		let retried = false;
 		try {
 			while (!this.closed && this.inFlight < this.deps.maxInFlight) {
+				let hold = this.holdMs();
+				if (hold > 0) {
+					nextMs = Math.min(nextMs, hold);
+					break;
+				}
+				let marker: string | undefined;
 				if (!skipCheck) {
 					this.counters.checks++;
 					const due = await this.deps.check();
+					this.judgeProgress(due);
 					if (!due.due) {
 						if (due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
 						break;
 					}
+					hold = this.holdMs();
+					if (hold > 0) {
+						nextMs = Math.min(nextMs, hold);
+						break;
+					}
+					marker = due.claims;
 				}
 				skipCheck = claimFirst;
 				const started = await this.deps.fire(reason);
@@ -144,7 +182,8 @@ export class QueueWatcher {
 					break;
 				}
 				this.counters.fired++;
-				this.track(started.finished);
+				this.fireTimes.push(Date.now());
+				this.track(started.finished, marker);
 			}
 		} catch (e) {
 			this.deps.log?.('warn', `Priority Dequeue Trigger: checking the queue failed (${(e as Error).message}); trying again at the next poll`);
@@ -162,19 +201,76 @@ export class QueueWatcher {
 		}
 	}
 
-	private track(finished: Promise<unknown>): void {
+	/** Ms to wait before the next execution may start: backoff or the per-minute cap (0: none). */
+	private holdMs(): number {
+		const now = Date.now();
+		let hold = Math.max(0, this.backoffUntil - now);
+		const cap = this.deps.maxPerMinute;
+		if (cap !== undefined && cap > 0) {
+			while (this.fireTimes.length > 0 && this.fireTimes[0] <= now - 60_000) this.fireTimes.shift();
+			if (this.fireTimes.length >= cap) {
+				this.counters.capped++;
+				hold = Math.max(hold, this.fireTimes[this.fireTimes.length - cap] + 60_000 - now);
+			}
+		} else if (this.fireTimes.length > 1000) {
+			this.fireTimes.splice(0, this.fireTimes.length - 1000);
+		}
+		return hold;
+	}
+
+	/** After a wake-up execution: work still due and nobody claimed since it started = it claimed nothing. */
+	private judgeProgress(due: { due: boolean; claims?: string }): void {
+		const judge = this.judge;
+		if (judge === undefined || due.claims === undefined) return;
+		this.judge = undefined;
+		if (due.due && due.claims === judge) {
+			this.counters.empty++;
+			this.backOff('an execution claimed nothing though work is due (does the consumer Dequeue the same queue and groups?)');
+		} else {
+			this.backoffLevel = 0;
+			this.backoffUntil = 0;
+		}
+	}
+
+	private backOff(why: string): void {
+		const base = this.deps.backoffBaseMs ?? 1000;
+		const cap = this.deps.backoffCapMs ?? 60_000;
+		this.backoffLevel = Math.min(this.backoffLevel + 1, 30);
+		const delay = Math.min(cap, base * 2 ** (this.backoffLevel - 1));
+		this.backoffUntil = Date.now() + delay;
+		this.counters.backoffs++;
+		this.deps.log?.('debug', `Priority Dequeue Trigger: ${why}; waiting ${delay} ms before the next execution`);
+	}
+
+	private track(finished: Promise<unknown>, marker: string | undefined): void {
 		this.inFlight++;
 		let freed = false;
-		const free = () => {
+		const free = (failed: boolean | undefined) => {
 			if (freed) return;
 			freed = true;
 			clearTimeout(timer);
 			this.inFlight--;
-			this.wake('finished');
+			if (failed === true) {
+				this.counters.failed++;
+				this.judge = undefined;
+				this.backOff('an execution failed');
+			} else if (failed === false) {
+				if (marker !== undefined) this.judge = marker;
+				else {
+					this.backoffLevel = 0;
+					this.backoffUntil = 0;
+				}
+			}
+			// Through the event loop: an execution that finishes at once must not turn check → fire →
+			// finish into a chain of microtasks that starves timers and I/O.
+			setImmediate(() => this.wake('finished'));
 		};
-		const timer = setTimeout(free, this.deps.inFlightTimeoutMs);
+		const timer = setTimeout(() => free(undefined), this.deps.inFlightTimeoutMs);
 		timer.unref?.();
-		finished.then(free, free);
+		finished.then(
+			(v) => free((v as { failed?: unknown } | undefined)?.failed === true),
+			() => free(true),
+		);
 	}
 
 	private schedulePoll(ms: number): void {
@@ -194,7 +290,7 @@ export class QueueWatcher {
 			conn.onNotification((payload) => {
 				this.counters.notifications++;
 				// '' = only delayed tasks were added: re-read the due time; anything else: ready work.
-				this.wake('notify', payload !== '');
+				this.wake('notify', payload !== '' && this.deps.directOnNotify !== false);
 			});
 			conn.onLost((e) => {
 				if (lost) return;

@@ -13,7 +13,7 @@ import type { Pool as PgPool } from 'pg';
 import { IsolatedClient } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
-import { getPool, toClientConfig, type ConnectionConfig, type SslMode } from '../../src/db/pool';
+import { getPool, toClientConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
 import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
 
@@ -40,7 +40,7 @@ export function toConnectionConfig(c: ICredentialDataDecryptedObject): Connectio
 }
 
 export interface LedgerConnection {
-	pool: PgPool;
+	pool: LedgerPool;
 	config: ConnectionConfig;
 	/** The quoted schema name, safe to put in SQL text. */
 	schemaSql: string;

@@ -19,7 +19,7 @@ DECLARE
         -- queue
         'queue_enqueue', 'queue_claim', 'queue_complete', 'queue_fail', 'queue_release',
         'queue_extend_lease', 'queue_stats', 'queue_list_dead', 'queue_requeue_dead', 'queue_purge',
-        'queue_next_due'
+        'queue_next_due', 'queue_wake_state', 'queue_health'
     ];
     v_ns oid := (SELECT oid FROM pg_namespace WHERE nspname = current_schema());
     f record;

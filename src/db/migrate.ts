@@ -21,6 +21,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool as PgPool } from 'pg';
+import type { LedgerPool } from './pool';
 import { quoteSchema } from './identifiers';
 import { withClient } from './pool';
 
@@ -295,7 +296,7 @@ const RACE_CODES = new Set(['42P06', '42P07', '42710', '42723', '3F000', '42P01'
  *   does, so files need no order) and record the set; RESET search_path; COMMIT. A race error
  *   from a concurrent migrator (duplicate object) is retried once.
  */
-export async function migrate(pool: PgPool, schema: string, autoApply: boolean): Promise<number> {
+export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApply: boolean): Promise<number> {
 	const before = await readSchemaState(pool, schema);
 	const gap = schemaGap(before);
 	if (gap === null) return before.version;
@@ -346,12 +347,12 @@ export async function migrate(pool: PgPool, schema: string, autoApply: boolean):
 	});
 }
 
-const ready = new WeakMap<PgPool, Map<string, Promise<number>>>();
+const ready = new WeakMap<object, Map<string, Promise<number>>>();
 /**
  * Memoised migrate(): the check runs once per pool and schema per process. A failed check is
  * forgotten so the next execution tries again (e.g. after a DBA applied the schema).
  */
-export function ensureSchema(pool: PgPool, schema: string, autoApply: boolean): Promise<number> {
+export function ensureSchema(pool: PgPool | LedgerPool, schema: string, autoApply: boolean): Promise<number> {
 	let perPool = ready.get(pool);
 	if (!perPool) ready.set(pool, (perPool = new Map()));
 	const key = `${schema}\u0000${autoApply}`;

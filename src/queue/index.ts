@@ -15,4 +15,4 @@ export { release, type ReleaseInput, type ReleaseResult } from './release';
 export { requeueDead, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, type PurgeOptions, type PurgeResult } from './purge';
-export { nextDue, type NextDue } from './nextDue';
+export { nextDue, nextDueFor, type NextDue } from './nextDue';

@@ -10,6 +10,11 @@ export interface NextDue {
 	due: boolean;
 	/** Milliseconds from the database's now until dueAt (0 when due, null when nothing is pending). */
 	inMs: number | null;
+	/**
+	 * Only from nextDueFor(): the queue's claim counter (decimal string; tasks claimed so far).
+	 * The same value before and after an execution means that execution claimed nothing.
+	 */
+	claims?: string;
 }
 
 /** Reads the first entry per group of the ready index and the earliest lease expiry. Read-only. */
@@ -19,8 +24,25 @@ export async function nextDue(db: Queryable, schema: string, queue: string): Pro
 		`SELECT ${fn(schema, 'queue_next_due')}($1) AS due_at, now() AS now`,
 		[queue],
 	);
-	const dueAt = rows[0]?.due_at ?? null;
+	return toNextDue(rows[0]?.due_at ?? null, rows[0].now);
+}
+
+/**
+ * Like nextDue, restricted to work of `groups` (the groups a consumer's Dequeue claims; null or
+ * omitted: every group), plus the queue's claim counter. One round trip to queue_wake_state.
+ * Read-only. Throws QueueInputError on an invalid queue name.
+ */
+export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null): Promise<NextDue> {
+	checkQueueName(queue);
+	const { rows } = await db.query<{ due_at: Date | null; claims: string; now: Date }>(
+		`SELECT due_at, claims, now FROM ${fn(schema, 'queue_wake_state')}($1, $2::text[])`,
+		[queue, groups && groups.length > 0 ? groups : null],
+	);
+	return { ...toNextDue(rows[0]?.due_at ?? null, rows[0].now), claims: String(rows[0].claims) };
+}
+
+function toNextDue(dueAt: Date | null, now: Date): NextDue {
 	if (!dueAt) return { dueAt: null, due: false, inMs: null };
-	const inMs = Math.max(0, dueAt.getTime() - rows[0].now.getTime());
+	const inMs = Math.max(0, dueAt.getTime() - now.getTime());
 	return { dueAt: iso(dueAt), due: inMs === 0, inMs };
 }

@@ -16,8 +16,10 @@
  *   3. two different proposals in one answer are two operations with two keys, never merged;
  *   4. proposals over the hard limit, for another customer or with a forbidden action never reach
  *      Reserve or the provider;
- *   5. a high-risk proposal waits for a human: reject → nothing written (a later approve click is
- *      refused); approve → written once; the approve link opened twice at once → written once.
+ *   5. a high-risk proposal waits for a human, decided only by a POST of the approval form: a bot
+ *      GETting the approval link and the old-style approve/reject links decides nothing; reject →
+ *      nothing written (a later approve submission changes nothing); approve → written once, a
+ *      second submission changes nothing; two submissions at once → written once.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -136,11 +138,17 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 	const postsOf = (customerId: string) => provider.requests().filter((r) => r.path === '/refunds' && r.method === 'POST' && r.body?.customerId === customerId);
 
 	async function ledgerRows(customerId: string) {
-		const { rows } = await pg.query(
-			`SELECT operation_key, status, attempt, external_ref, idempotency_key FROM "${schema}".operations WHERE operation_key LIKE $1 ORDER BY operation_key`,
-			[`refund:issue:${customerId}/%`],
-		);
-		return rows;
+		try {
+			const { rows } = await pg.query(
+				`SELECT operation_key, status, attempt, external_ref, idempotency_key FROM "${schema}".operations WHERE operation_key LIKE $1 ORDER BY operation_key`,
+				[`refund:issue:${customerId}/%`],
+			);
+			return rows;
+		} catch (e) {
+			// No Reserve has run yet in this n8n (the schema is applied on first use): no rows.
+			if ((e as { code?: string }).code === '42P01' || (e as { code?: string }).code === '3F000') return [];
+			throw e;
+		}
 	}
 
 	const keyOf = (customerId: string, orderId: string, amount: string) => `refund:issue:${customerId}/${orderId}/${amount}/EUR:v1`;
@@ -165,7 +173,7 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 	/** Waits until the approval execution of this customer is parked in its Wait node. */
 	async function waitingApproval(customerId: string): Promise<Json> {
 		const note = await approvalFor(customerId);
-		const executionId = new URL(note.approveUrl).pathname.split('/').filter(Boolean).pop();
+		const executionId = new URL(note.approvalUrl).pathname.split('/').filter(Boolean).pop();
 		await until(
 			`approval execution ${executionId} to wait`,
 			async () => {
@@ -186,6 +194,44 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 			},
 			60_000,
 		);
+	}
+
+	/** The approver's form submission: a multipart POST of the Decision field, as the form page sends it. */
+	async function submitDecision(approvalUrl: string, decision: 'Approve' | 'Reject'): Promise<number> {
+		const body = new FormData();
+		body.append('field-0', decision);
+		const r = await fetch(approvalUrl, { method: 'POST', body });
+		await r.arrayBuffer();
+		return r.status;
+	}
+
+	/** What a link preview or mail scanner does: GET every link it can find, read the page. */
+	async function botOpens(urls: string[]): Promise<number[]> {
+		const statuses: number[] = [];
+		for (const url of urls) {
+			const r = await fetch(url, { headers: { 'user-agent': 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)' } });
+			await r.arrayBuffer();
+			statuses.push(r.status);
+		}
+		return statuses;
+	}
+
+	/** The approval link, plus the approve/reject links the old workflow sent (resume URL + ?decision=). */
+	function linksABotMightOpen(approvalUrl: string): string[] {
+		const withQuery = (u: string, q: string) => u + (u.includes('?') ? '&' : '?') + q;
+		const webhookStyle = approvalUrl.replace('/form-waiting/', '/webhook-waiting/');
+		return [
+			approvalUrl,
+			withQuery(approvalUrl, 'decision=approve'),
+			withQuery(approvalUrl, 'decision=reject'),
+			withQuery(webhookStyle, 'decision=approve'),
+			withQuery(webhookStyle, 'decision=reject'),
+		];
+	}
+
+	async function executionStatus(executionId: string): Promise<string | undefined> {
+		const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
+		return rows[0]?.status;
 	}
 
 	// --- the cases ---
@@ -288,40 +334,45 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		expect(events.rows[0].n).toBe(0);
 	}, 120_000);
 
-	test('5a. a high-risk proposal waits for a human; rejected → nothing written, a later approve click is refused', async () => {
+	test('5a. a high-risk proposal waits for a human; rejected by form → nothing written, a later approve submission changes nothing', async () => {
 		const c = customer('reject');
 		const finishedBefore = await finishedApprovals();
 		const answer = await ask(c, 'ord-5a', [proposal(c, 120)]);
 		expect(answer.results).toEqual([expect.objectContaining({ result: 'pending_approval', amount: 120 })]);
 		const note = await waitingApproval(c);
 		expect(note.text).toContain('120.00 EUR');
-		expect(note.rejectUrl).toContain('decision=reject');
+		expect(note.approveUrl).toBeUndefined();
+		expect(note.rejectUrl).toBeUndefined();
 
-		const rejected = await fetch(note.rejectUrl);
-		expect(rejected.status).toBe(200);
-		await rejected.arrayBuffer();
+		expect(await submitDecision(note.approvalUrl, 'Reject')).toBe(200);
 		expect(await executionFinished(note.executionId)).toBe('success');
 		expect(await finishedApprovals()).toBe(finishedBefore + 1);
 
-		// The first decision wins: approving afterwards is refused and writes nothing.
-		const late = await fetch(note.approveUrl);
-		expect(late.status).toBe(409);
-		await late.arrayBuffer();
+		// The first decision wins: approving afterwards changes nothing (n8n answers with a page
+		// saying the form is no longer available) and writes nothing.
+		const late = await submitDecision(note.approvalUrl, 'Approve');
+		log(`an approve submission after the rejection answered ${late}`);
 		await sleep(1000);
+		expect(await finishedApprovals()).toBe(finishedBefore + 1);
 		expect(postsOf(c)).toHaveLength(0);
 		expect(await ledgerRows(c)).toEqual([]);
 	}, 180_000);
 
-	test('5b. approved → written once', async () => {
+	test('5b. a bot GETs every link first → nothing decided; then the approver\'s POST decides, once', async () => {
 		const c = customer('approve');
 		const answer = await ask(c, 'ord-5b', [proposal(c, 150)]);
 		expect(answer.results.map((r: Json) => r.result)).toEqual(['pending_approval']);
 		const note = await waitingApproval(c);
-		// Nothing is written before the decision.
+		const bot = await botOpens(linksABotMightOpen(note.approvalUrl));
+		log(`bot GETs of the approval link and the old-style links answered ${bot.join(', ')}`);
+		// The approval link itself shows the form (200) and decides nothing.
+		expect(bot[0]).toBe(200);
+		await sleep(1500);
+		expect(await executionStatus(note.executionId)).toBe('waiting');
 		expect(postsOf(c)).toHaveLength(0);
-		const approved = await fetch(note.approveUrl);
-		expect(approved.status).toBe(200);
-		await approved.arrayBuffer();
+		expect(await ledgerRows(c)).toEqual([]);
+
+		expect(await submitDecision(note.approvalUrl, 'Approve')).toBe(200);
 		expect(await executionFinished(note.executionId)).toBe('success');
 		const refunds = refundsOf(c);
 		expect(refunds).toHaveLength(1);
@@ -329,26 +380,25 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		expect(await ledgerRows(c)).toEqual([
 			expect.objectContaining({ operation_key: keyOf(c, 'ord-5b', '150.00'), status: 'succeeded', external_ref: refunds[0].id }),
 		]);
+		// Once: a second submission, and the bot again, change nothing.
+		const finished = await finishedApprovals();
+		const again = await submitDecision(note.approvalUrl, 'Approve');
+		log(`a second approve submission answered ${again}`);
+		await botOpens(linksABotMightOpen(note.approvalUrl));
+		await sleep(1000);
+		expect(await finishedApprovals()).toBe(finished);
+		expect(postsOf(c)).toHaveLength(1);
+		expect(await ledgerRows(c)).toHaveLength(1);
 	}, 180_000);
 
-	test('5c. the approve link opened twice at once (a mail scanner and the approver) → written once', async () => {
+	test('5c. two approve submissions at the same moment → written once', async () => {
 		const c = customer('scanner');
 		await ask(c, 'ord-5c', [proposal(c, 180)]);
 		const note = await waitingApproval(c);
-		const answers = await Promise.all(
-			[1, 2].map(async () => {
-				const r = await fetch(note.approveUrl);
-				await r.arrayBuffer();
-				return r.status;
-			}),
-		);
-		log(`two simultaneous opens of the approve link answered ${answers.join(' and ')}`);
+		const answers = await Promise.all([1, 2].map(() => submitDecision(note.approvalUrl, 'Approve')));
+		log(`two simultaneous approve submissions answered ${answers.join(' and ')}`);
 		expect(answers).toContain(200);
 		expect(await executionFinished(note.executionId)).toBe('success');
-		// And once more after it finished, as a scanner re-checking the link would.
-		const third = await fetch(note.approveUrl);
-		await third.arrayBuffer();
-		expect(third.status).toBe(409);
 		await sleep(1000);
 		expect(postsOf(c)).toHaveLength(1);
 		expect(refundsOf(c)).toHaveLength(1);

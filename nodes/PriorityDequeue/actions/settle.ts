@@ -3,7 +3,7 @@
  * items, one round trip for the batch, one output item per input item with the outcome on it.
  */
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
+import type { LedgerPool as Pool } from '../../../src/db/pool';
 import type { SettleResult } from '../../../src/queue';
 import { getLedgerConnection } from '../../shared/connection';
 import { batchFailure, prepareItems } from '../../shared/items';

@@ -1,4 +1,4 @@
-import { closeAllPools, getPool, openPoolCount, toPgConfig } from '../../../src/db/pool';
+import { acquirePool, closeAllPools, getPool, leaseCount, openPoolCount, poolCounters, toPgConfig } from '../../../src/db/pool';
 import { DATABASE_URL } from '../../helpers/db';
 
 afterEach(async () => {
@@ -25,12 +25,91 @@ describe('connection pools', () => {
 		expect(c).toMatchObject({ idleTimeoutMillis: 10_000, allowExitOnIdle: true, max: 5, ssl: false });
 	});
 
-	it('bounds the number of pools: the least recently used one is closed', async () => {
-		const first = getPool(cfg({ maxConnections: 1 }));
-		await first.query('SELECT 1');
-		for (let i = 2; i <= 40; i++) getPool(cfg({ maxConnections: i }));
+	it('bounds the number of pools: the least recently used one without leases is closed', async () => {
+		const first = acquirePool(cfg({ maxConnections: 1 }));
+		await first.pool.query('SELECT 1');
+		first.release();
+		const held = acquirePool(cfg({ maxConnections: 2 }));
+		for (let i = 3; i <= 40; i++) acquirePool(cfg({ maxConnections: i })).release();
 		expect(openPoolCount()).toBe(32);
-		expect(first.ended).toBe(true);
+		expect(first.pool.ended).toBe(true);
+		// The leased pool was never the one closed, though it is the oldest but one.
+		expect(held.pool.ended).toBe(false);
+		await expect(held.pool.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+		held.release();
+		held.release(); // idempotent
+		expect(leaseCount(cfg({ maxConnections: 2 }))).toBe(0);
+	});
+
+	it('a pool evicted while every pool is leased ends only when its last lease is released', async () => {
+		process.env.OPERATION_LEDGER_MAX_POOLS = '3';
+		try {
+			const leases = [1, 2, 3].map((i) => acquirePool(cfg({ maxConnections: i })));
+			const deferred = poolCounters.deferredEnds;
+			const fourth = acquirePool(cfg({ maxConnections: 4 }));
+			expect(openPoolCount()).toBe(3);
+			expect(poolCounters.deferredEnds).toBe(deferred + 1);
+			// The evicted pool (the first) still serves its holder.
+			expect(leases[0].pool.ended).toBe(false);
+			await expect(leases[0].pool.query('SELECT 2 AS two')).resolves.toMatchObject({ rows: [{ two: 2 }] });
+			leases[0].release();
+			expect(leases[0].pool.ended).toBe(true);
+			for (const l of [...leases.slice(1), fourth]) l.release();
+		} finally {
+			delete process.env.OPERATION_LEDGER_MAX_POOLS;
+		}
+	});
+
+	it('an execution that holds a client keeps working when its pool is evicted mid-run; the handle then uses a new pool', async () => {
+		process.env.OPERATION_LEDGER_MAX_POOLS = '2';
+		try {
+			const h = getPool(cfg({ maxConnections: 1 }));
+			const client = await h.connect();
+			await client.query('BEGIN');
+			// Two other credentials are used meanwhile: the map holds 2, so h's pool is evicted.
+			for (const i of [2, 3]) await getPool(cfg({ maxConnections: i })).query('SELECT 1');
+			expect(openPoolCount()).toBe(2);
+			const r = await client.query('SELECT 3 AS three');
+			expect(r.rows).toEqual([{ three: 3 }]);
+			await client.query('COMMIT');
+			client.release();
+			// Its next statement (as the next execution's) gets a fresh pool instead of an ended one.
+			await expect(h.query('SELECT 4 AS four')).resolves.toMatchObject({ rows: [{ four: 4 }] });
+			expect(leaseCount(cfg({ maxConnections: 1 }))).toBe(0);
+		} finally {
+			delete process.env.OPERATION_LEDGER_MAX_POOLS;
+		}
+	});
+
+	it('the idle sweeper (timeouts shortened by env) skips leased pools and ends unleased idle ones', async () => {
+		process.env.OPERATION_LEDGER_POOL_IDLE_MS = '150';
+		process.env.OPERATION_LEDGER_POOL_SWEEP_MS = '50';
+		try {
+			const held = acquirePool(cfg({ maxConnections: 7 }));
+			const idle = acquirePool(cfg({ maxConnections: 8 }));
+			idle.release();
+			await new Promise((r) => setTimeout(r, 600));
+			expect(idle.pool.ended).toBe(true);
+			expect(held.pool.ended).toBe(false);
+			await expect(held.pool.query('SELECT 5 AS five')).resolves.toMatchObject({ rows: [{ five: 5 }] });
+			held.release();
+			await new Promise((r) => setTimeout(r, 600));
+			expect(held.pool.ended).toBe(true);
+			expect(openPoolCount()).toBe(0);
+			// The handle outlives sweeps: its next query opens a new pool.
+			await expect(getPool(cfg({ maxConnections: 7 })).query('SELECT 6 AS six')).resolves.toMatchObject({ rows: [{ six: 6 }] });
+		} finally {
+			delete process.env.OPERATION_LEDGER_POOL_IDLE_MS;
+			delete process.env.OPERATION_LEDGER_POOL_SWEEP_MS;
+		}
+	});
+
+	it('without env the defaults are the production values (5 min idle, 30 s sweep, 32 pools)', () => {
+		expect(process.env.OPERATION_LEDGER_POOL_IDLE_MS).toBeUndefined();
+		const src = require('node:fs').readFileSync(require.resolve('../../../src/db/pool.ts'), 'utf8') as string;
+		expect(src).toMatch(/OPERATION_LEDGER_POOL_IDLE_MS', 5 \* 60_000\)/);
+		expect(src).toMatch(/OPERATION_LEDGER_POOL_SWEEP_MS', 30_000\)/);
+		expect(src).toMatch(/OPERATION_LEDGER_MAX_POOLS', 32\)/);
 	});
 
 	it('maps SSL modes without touching global pg settings', () => {

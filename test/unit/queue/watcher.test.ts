@@ -275,4 +275,99 @@ describe('QueueWatcher', () => {
 		expect(state.fired).toEqual([]);
 		expect(state.conns[0].closed).toBe(true);
 	});
+
+	test('a failed execution backs off: 1, 2, 4 … times the base, capped; a good one resets it', async () => {
+		const outcomes: boolean[] = [];
+		const times: number[] = [];
+		let failing = true;
+		const { state, watcher } = track(
+			setup({
+				pollMs: 10,
+				backoffBaseMs: 40,
+				backoffCapMs: 160,
+				connect: undefined,
+				fire: async () => {
+					times.push(Date.now());
+					outcomes.push(failing);
+					return { finished: Promise.resolve({ failed: failing }) };
+				},
+			}),
+		);
+		state.due = true;
+		await watcher.start();
+		await tick(700);
+		const gaps = times.slice(1, 6).map((t, i) => t - times[i]);
+		// Waits after each failure: 40, 80, 160, 160 (capped) ms, each at least that long.
+		expect(gaps.slice(0, 4).map((g, i) => g >= [40, 80, 160, 160][i] - 5)).toEqual([true, true, true, true]);
+		expect(watcher.counters.failed).toBeGreaterThanOrEqual(4);
+		failing = false;
+		await tick(200);
+		const n = times.length;
+		await tick(60);
+		// Succeeding executions with work still due: no more waiting (poll every 10 ms).
+		expect(times.length - n).toBeGreaterThanOrEqual(3);
+	});
+
+	test('wake-up: an execution after which work is still due and the claim counter did not move counts as empty', async () => {
+		let claims = 0;
+		let claimsPerRun = 0;
+		const times: number[] = [];
+		const { state, watcher } = track(
+			setup({
+				pollMs: 10,
+				backoffBaseMs: 50,
+				backoffCapMs: 50,
+				connect: undefined,
+				check: async () => ({ due: state.due, inMs: state.due ? 0 : null, claims: String(claims) }),
+				fire: async () => {
+					times.push(Date.now());
+					claims += claimsPerRun;
+					return { finished: Promise.resolve({ failed: false }) };
+				},
+			}),
+		);
+		state.due = true;
+		await watcher.start();
+		await tick(330);
+		// Claims nothing: one start per 50 ms backoff, about 6 in 330 ms (not one per 10 ms poll).
+		expect(times.length).toBeGreaterThanOrEqual(3);
+		expect(times.length).toBeLessThanOrEqual(8);
+		expect(watcher.counters.empty).toBeGreaterThanOrEqual(2);
+		claimsPerRun = 1;
+		await tick(60);
+		const n = times.length;
+		await tick(100);
+		expect(times.length - n).toBeGreaterThanOrEqual(5);
+	});
+
+	test('at most maxPerMinute executions start in 60 s; a notification with a group filter checks first', async () => {
+		let checks = 0;
+		const { state, watcher } = track(
+			setup({
+				pollMs: 10,
+				maxPerMinute: 3,
+				directOnNotify: false,
+				check: async () => {
+					checks++;
+					return { due: state.due, inMs: state.due ? 0 : null };
+				},
+				fire: async (reason) => {
+					state.fired.push(reason);
+					return { finished: Promise.resolve({ failed: false }) };
+				},
+			}),
+		);
+		await watcher.start();
+		await tick();
+		const before = checks;
+		state.conns[0].notify?.('ready');
+		await tick();
+		// Not due (another group's work): the notification was checked, nothing fired.
+		expect(checks).toBeGreaterThan(before);
+		expect(state.fired).toEqual([]);
+		state.due = true;
+		await tick(200);
+		expect(state.fired).toHaveLength(3);
+		expect(watcher.counters.capped).toBeGreaterThan(0);
+	});
 });

@@ -1,0 +1,30 @@
+-- What the trigger needs to decide whether to start a consumer: when work its consumer can claim
+-- is next due, and the queue's claim counter (to tell afterwards whether that consumer claimed).
+--   p_groups: the groups the consumer's Dequeue lists; null = every group (as queue_next_due).
+-- Returns one row:
+--   due_at  the earliest head run_at among the listed groups' pending tasks, or the earliest lease
+--           expiry among the listed groups' processing tasks, whichever is first; null when none.
+--   claims  queue_scheduler.claims of the queue (tasks claimed so far, 0 before the first claim);
+--           unchanged between two calls = nobody claimed from this queue in between.
+--   now     the database's now(), to turn due_at into a delay.
+-- Reads the first entry per listed group of the ready index and the lease index; writes nothing.
+CREATE OR REPLACE FUNCTION queue_wake_state(p_queue text, p_groups text[])
+RETURNS TABLE (due_at timestamptz, claims bigint, now timestamptz)
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $$
+    SELECT CASE WHEN p_groups IS NULL THEN queue_next_due(p_queue) ELSE least(
+               (SELECT min(h.run_at)
+                  FROM unnest(p_groups) AS g(name)
+                 CROSS JOIN LATERAL (SELECT t.run_at FROM queue_tasks t
+                                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group = g.name
+                                      ORDER BY t.run_at, t.id LIMIT 1) h),
+               (SELECT min(l.lease_expires_at)
+                  FROM unnest(p_groups) AS g(name)
+                 CROSS JOIN LATERAL (SELECT t.lease_expires_at FROM queue_tasks t
+                                      WHERE t.queue = p_queue AND t.status = 'processing' AND t.priority_group = g.name
+                                      ORDER BY t.lease_expires_at LIMIT 1) l))
+           END,
+           coalesce((SELECT s.claims FROM queue_scheduler s WHERE s.queue = p_queue), 0),
+           now()
+$$;

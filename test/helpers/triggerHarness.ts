@@ -1,0 +1,75 @@
+/**
+ * Runs the Priority Dequeue Trigger node's own trigger() (the built-in-process class, not the
+ * watcher alone) against real Postgres with a minimal ITriggerFunctions stand-in: credentials and
+ * parameters from plain objects, emit() hands the items to a test "consumer" and resolves the
+ * done promise with an IRun-shaped result ({status: 'success' | 'error'}), as n8n does when the
+ * execution ends. Unit-of-integration only: the real-engine runs are in test/e2e.
+ */
+import type { IDataObject, INodeExecutionData, IRun, ITriggerFunctions, ITriggerResponse } from 'n8n-workflow';
+import { PriorityDequeueTrigger } from '../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
+
+export type Consumer = (items: INodeExecutionData[]) => Promise<'success' | 'error'>;
+
+export interface ActiveTrigger {
+	response: ITriggerResponse;
+	/** Start times (ms since epoch) of every execution the trigger started. */
+	executions: number[];
+	/** Items emitted, per execution. */
+	emitted: INodeExecutionData[][];
+	warnings: string[];
+	close(): Promise<void>;
+}
+
+export async function activateTrigger(opts: {
+	credentials: IDataObject;
+	parameters: IDataObject;
+	typeVersion: 1 | 2;
+	consumer: Consumer;
+	mode?: 'trigger' | 'manual';
+}): Promise<ActiveTrigger> {
+	const executions: number[] = [];
+	const emitted: INodeExecutionData[][] = [];
+	const warnings: string[] = [];
+	const log = (m: string) => warnings.push(m);
+	const fns = {
+		getCredentials: async () => opts.credentials,
+		getNodeParameter: (name: string, fallback?: unknown) => (name in opts.parameters ? opts.parameters[name] : fallback),
+		getNode: () => ({ name: 'Priority Dequeue Trigger', typeVersion: opts.typeVersion, type: 'priorityDequeueTrigger', parameters: opts.parameters }),
+		getMode: () => opts.mode ?? 'trigger',
+		logger: { debug: () => undefined, info: () => undefined, warn: log, error: log },
+		helpers: {
+			createDeferredPromise: <T>() => {
+				let resolve!: (v: T) => void;
+				let reject!: (e: Error) => void;
+				const promise = new Promise<T>((res, rej) => {
+					resolve = res;
+					reject = rej;
+				});
+				return { promise, resolve, reject };
+			},
+		},
+		emit: (data: INodeExecutionData[][], _response?: unknown, done?: { resolve: (r: IRun) => void }) => {
+			executions.push(Date.now());
+			emitted.push(data[0]);
+			void opts
+				.consumer(data[0])
+				.catch(() => 'error' as const)
+				.then((status) => done?.resolve({ status, data: { resultData: { runData: {} } } } as unknown as IRun));
+		},
+	} as unknown as ITriggerFunctions;
+	const response = await new PriorityDequeueTrigger().trigger.call(fns);
+	return {
+		response,
+		executions,
+		emitted,
+		warnings,
+		close: async () => {
+			await response.closeFunction?.();
+		},
+	};
+}
+
+/** Executions started within [from, from + ms). */
+export function countIn(executions: number[], from: number, ms: number): number {
+	return executions.filter((t) => t >= from && t < from + ms).length;
+}

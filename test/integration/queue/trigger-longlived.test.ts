@@ -1,0 +1,151 @@
+/**
+ * The trigger lives as long as n8n (issue 10, item 3), in real time against real Postgres, with
+ * the node's own trigger(): the pool idle timeout is shortened through the environment
+ * (OPERATION_LEDGER_POOL_IDLE_MS / _SWEEP_MS; the defaults are 5 min / 30 s), the trigger idles
+ * past it, and still claims; its LISTEN backend and pool connections are killed (as by a Postgres
+ * restart or pg_terminate_backend) and it recovers; its pool is evicted under the pool limit
+ * between and during executions, and it keeps claiming.
+ */
+import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
+import { closeAllPools, getPool, openPoolCount, poolCounters } from '../../../src/db/pool';
+import { complete, enqueue, queueChannel } from '../../../src/queue';
+import { activateTrigger, type ActiveTrigger } from '../../helpers/triggerHarness';
+import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+
+let db: QueueTestDb;
+const active: ActiveTrigger[] = [];
+beforeAll(async () => {
+	process.env.OPERATION_LEDGER_POOL_IDLE_MS = '300';
+	process.env.OPERATION_LEDGER_POOL_SWEEP_MS = '100';
+	db = await queueTestDb();
+});
+afterEach(async () => {
+	await Promise.all(active.splice(0).map((t) => t.close()));
+	await closeAllPools();
+	delete process.env.OPERATION_LEDGER_MAX_POOLS;
+});
+afterAll(async () => {
+	delete process.env.OPERATION_LEDGER_POOL_IDLE_MS;
+	delete process.env.OPERATION_LEDGER_POOL_SWEEP_MS;
+	await db.drop();
+});
+
+const credentials = (extra: IDataObject = {}): IDataObject => ({
+	connectionType: 'connectionString',
+	connectionString: QUEUE_DATABASE_URL,
+	schema: db.schema,
+	autoApplySchema: true,
+	maxConnections: 3,
+	...extra,
+});
+
+async function until(cond: () => boolean | Promise<boolean>, ms = 8000): Promise<void> {
+	const end = Date.now() + ms;
+	while (Date.now() < end) {
+		if (await cond()) return;
+		await sleep(25);
+	}
+}
+
+/** Completes every claimed task of an execution (the consumer's settle step). */
+const completeAll = async (items: INodeExecutionData[]) => {
+	await complete(
+		db.pool,
+		db.schema,
+		items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })),
+	);
+	return 'success' as const;
+};
+
+async function claimTrigger(queue: string, consumer = completeAll): Promise<ActiveTrigger> {
+	const t = await activateTrigger({
+		credentials: credentials(),
+		typeVersion: 2,
+		// Polling every hour: whatever is claimed below came through LISTEN/NOTIFY (or a reconnect).
+		parameters: { queue, mode: 'claim', batchSize: 10, leaseSeconds: 60, useListen: true, pollSeconds: 3600, maxInFlight: 1, options: {} },
+		consumer,
+	});
+	active.push(t);
+	return t;
+}
+
+const payloads = (t: ActiveTrigger) => t.emitted.flat().map((i) => i.json.payload);
+
+describe('the trigger outlives pool sweeps, evictions and lost connections', () => {
+	test('idles past the pool idle timeout (pool ended by the sweeper), then claims new work', async () => {
+		const queue = db.queueName('idle');
+		const t = await claimTrigger(queue);
+		const swept = poolCounters.sweptIdle;
+		await until(() => poolCounters.sweptIdle > swept && openPoolCount() === 0);
+		expect(poolCounters.sweptIdle).toBeGreaterThan(swept);
+		expect(openPoolCount()).toBe(0);
+		// Several idle timeouts more.
+		await sleep(1000);
+		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
+		await until(() => t.emitted.length > 0);
+		expect(payloads(t)).toEqual([{ n: 1 }]);
+		// And again after the next sweep.
+		await until(() => openPoolCount() === 0);
+		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { n: 2 } }]);
+		await until(() => t.emitted.length > 1);
+		expect(payloads(t)).toEqual([{ n: 1 }, { n: 2 }]);
+		expect(t.warnings.filter((w) => /after calling end/.test(w))).toEqual([]);
+	});
+
+	test('its LISTEN backend and pool connections killed (as by a Postgres restart): it reconnects and claims', async () => {
+		const queue = db.queueName('killed');
+		const t = await claimTrigger(queue);
+		const listening = async () => {
+			const { rows } = await db.pool.query(
+				`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
+				[`LISTEN ${queueChannel(db.schema, queue)}`],
+			);
+			return rows[0].n > 0;
+		};
+		await until(listening);
+		expect(await listening()).toBe(true);
+		const { rows } = await db.pool.query(
+			`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+			  WHERE datname = current_database() AND application_name LIKE 'n8n-nodes-operation-ledger%'`,
+		);
+		expect(rows[0].n).toBeGreaterThanOrEqual(1);
+		await until(async () => !(await listening()), 3000);
+		// The watcher reconnects with backoff (first retry after 0.5 to 1 s).
+		await until(listening, 10_000);
+		expect(await listening()).toBe(true);
+		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { n: 'after-restart' } }]);
+		await until(() => t.emitted.length > 0, 5000);
+		expect(payloads(t)).toEqual([{ n: 'after-restart' }]);
+		expect(t.warnings.some((w) => /LISTEN connection lost/.test(w))).toBe(true);
+	});
+
+	test('its pool is evicted under the pool limit between and during executions; it keeps claiming', async () => {
+		// One pool per process: every execution of the consumer (another credential) evicts the
+		// trigger's pool, and the trigger's next claim evicts the consumer's.
+		process.env.OPERATION_LEDGER_MAX_POOLS = '1';
+		const queue = db.queueName('evict');
+		const other = getPool({ connectionString: QUEUE_DATABASE_URL, schema: db.schema, maxConnections: 4 });
+		const evictedBefore = poolCounters.evicted;
+		const t = await claimTrigger(queue, async (items) => {
+			// Mid-run: a client held across a pause, while the trigger's claim path and other
+			// executions create pools.
+			const client = await other.connect();
+			try {
+				await client.query('BEGIN');
+				await sleep(50);
+				await client.query('SELECT 1');
+				await client.query('COMMIT');
+			} finally {
+				client.release();
+			}
+			return completeAll(items);
+		});
+		for (let n = 1; n <= 5; n++) {
+			await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n } }]);
+			await until(() => t.emitted.length >= n);
+		}
+		expect(payloads(t)).toEqual([1, 2, 3, 4, 5].map((n) => ({ n })));
+		expect(poolCounters.evicted - evictedBefore).toBeGreaterThanOrEqual(4);
+		expect(t.warnings).toEqual([]);
+	});
+});
