@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 c44b7d743acbd54c1b99b5d7b0a356e406576315f6cefc176834b45dd2a5ad6b.
+-- Package version 0.1.0; function set SHA-256 1f5e137ae4c3949fce5025480b4eda989af4aef8e656b303df666e18e501d30e.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -96,7 +96,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c44b7d743acbd54c1b99b5d7b0a356e406576315f6cefc176834b45dd2a5ad6b')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1f5e137ae4c3949fce5025480b4eda989af4aef8e656b303df666e18e501d30e')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -22,11 +22,11 @@
 
 SET search_path TO :"schema";
 
-ALTER TABLE queue_tasks ADD COLUMN lease_end text
+ALTER TABLE queue_tasks ADD COLUMN IF NOT EXISTS lease_end text
     CHECK (lease_end IN ('completed', 'failed', 'gave_up', 'released', 'expired', 'requeued'));
-ALTER TABLE queue_tasks ADD COLUMN dead_reason text
+ALTER TABLE queue_tasks ADD COLUMN IF NOT EXISTS dead_reason text
     CHECK (dead_reason IN ('max_attempts_reached', 'gave_up', 'lease_expired_at_max', 'attempts_exhausted'));
-ALTER TABLE queue_tasks_archive ADD COLUMN lease_end text;
-ALTER TABLE queue_tasks_archive ADD COLUMN dead_reason text;
+ALTER TABLE queue_tasks_archive ADD COLUMN IF NOT EXISTS lease_end text;
+ALTER TABLE queue_tasks_archive ADD COLUMN IF NOT EXISTS dead_reason text;
 
 INSERT INTO ol_schema_migrations (version, name) VALUES (6, 'queue_lease_end') ON CONFLICT (version) DO NOTHING;

@@ -102,7 +102,10 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
  * statement_timeout applies to each statement; a retry re-runs every chunk.
  */
 export async function boundedStatements<R extends object>(db: Runner, text: string, valueSets: unknown[][], bounds: Bounds = toBounds()): Promise<R[]> {
-	if (typeof db.connect !== 'function' || typeof db.release === 'function') {
+	// A pool (pg's Pool or the nodes' LedgerPool, both with totalCount) gets its own bounded
+	// transaction; a client (checked out, or a plain pg Client) runs in the caller's transaction.
+	const isPool = typeof db.connect === 'function' && typeof db.release !== 'function' && 'totalCount' in db;
+	if (!isPool) {
 		const out: R[] = [];
 		for (const values of valueSets) out.push(...(await (db as Pick<Pool, 'query'>).query<R>(text, values)).rows);
 		return out;

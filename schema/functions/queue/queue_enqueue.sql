@@ -30,12 +30,16 @@ DECLARE
     v_seq regclass := pg_get_serial_sequence('queue_tasks', 'id')::regclass;
     -- The batch, unpacked once.
     a_i integer[]; a_q text[]; a_g text[]; a_p jsonb[]; a_k text[]; a_at timestamptz[]; a_m integer[];
-    -- Answers: item index, task id, deduplicated.
+    -- Answers: item index, task id, deduplicated, and the task's row as this call saw it (kept
+    -- here, not read again at the end: a worker may complete and archive the task meanwhile).
     r_i integer[] := '{}'; r_id bigint[] := '{}'; r_dup boolean[] := '{}';
+    r_q text[] := '{}'; r_g text[] := '{}'; r_st text[] := '{}'; r_p jsonb[] := '{}'; r_k text[] := '{}';
+    r_run timestamptz[] := '{}'; r_att integer[] := '{}'; r_m integer[] := '{}'; r_enq timestamptz[] := '{}';
     -- Keyed items still without an answer, and the ids drawn for the first item of each key.
     w_i integer[]; w_q text[]; w_g text[]; w_p jsonb[]; w_k text[]; w_at timestamptz[]; w_m integer[];
     w_tid bigint[];
     n_i integer[]; n_id bigint[]; n_dup boolean[];
+    n_q text[]; n_g text[]; n_st text[]; n_p jsonb[]; n_k text[]; n_run timestamptz[]; n_att integer[]; n_m integer[]; n_enq timestamptz[];
     v_ready text[];
     v_delayed text[];
     v_q text;
@@ -62,11 +66,14 @@ BEGIN
         INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts)
         OVERRIDING SYSTEM VALUE
         SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m FROM u
-        RETURNING t.id
+        RETURNING t.*
     )
-    SELECT coalesce(array_agg(u.i), '{}'), coalesce(array_agg(u.tid), '{}'), coalesce(array_agg(false), '{}')
-      INTO r_i, r_id, r_dup
-      FROM u;
+    SELECT coalesce(array_agg(u.i), '{}'), coalesce(array_agg(s.id), '{}'), coalesce(array_agg(false), '{}'),
+           coalesce(array_agg(s.queue), '{}'), coalesce(array_agg(s.priority_group), '{}'), coalesce(array_agg(s.status), '{}'),
+           coalesce(array_agg(s.payload), '{}'), coalesce(array_agg(s.dedupe_key), '{}'), coalesce(array_agg(s.run_at), '{}'),
+           coalesce(array_agg(s.attempts), '{}'), coalesce(array_agg(s.max_attempts), '{}'), coalesce(array_agg(s.enqueued_at), '{}')
+      INTO r_i, r_id, r_dup, r_q, r_g, r_st, r_p, r_k, r_run, r_att, r_m, r_enq
+      FROM ins s JOIN u ON u.tid = s.id;
 
     -- Items with a dedupe key: all of them wait for an answer.
     SELECT array_agg(x.i), array_agg(x.q), array_agg(x.g), array_agg(x.p), array_agg(x.k), array_agg(x.at), array_agg(x.m)
@@ -100,31 +107,40 @@ BEGIN
         SELECT coalesce(array_agg(w.i) FILTER (WHERE t.id IS NOT NULL), '{}'),
                coalesce(array_agg(t.id) FILTER (WHERE t.id IS NOT NULL), '{}'),
                coalesce(array_agg(t.id IS DISTINCT FROM w.tid) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.queue) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.priority_group) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.status) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.payload) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.dedupe_key) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.run_at) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.attempts) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.max_attempts) FILTER (WHERE t.id IS NOT NULL), '{}'),
+               coalesce(array_agg(t.enqueued_at) FILTER (WHERE t.id IS NOT NULL), '{}'),
                array_agg(w.i) FILTER (WHERE t.id IS NULL), array_agg(w.q) FILTER (WHERE t.id IS NULL),
                array_agg(w.g) FILTER (WHERE t.id IS NULL), array_agg(w.p) FILTER (WHERE t.id IS NULL),
                array_agg(w.k) FILTER (WHERE t.id IS NULL), array_agg(w.at) FILTER (WHERE t.id IS NULL),
                array_agg(w.m) FILTER (WHERE t.id IS NULL)
-          INTO n_i, n_id, n_dup, w_i, w_q, w_g, w_p, w_k, w_at, w_m
+          INTO n_i, n_id, n_dup, n_q, n_g, n_st, n_p, n_k, n_run, n_att, n_m, n_enq, w_i, w_q, w_g, w_p, w_k, w_at, w_m
           FROM unnest(w_i, w_q, w_g, w_p, w_k, w_at, w_m, w_tid) AS w(i, q, g, p, k, at, m, tid)
           LEFT JOIN queue_tasks t ON t.queue = w.q AND t.dedupe_key = w.k AND t.status IN ('pending', 'processing');
         r_i := r_i || n_i;
         r_id := r_id || n_id;
         r_dup := r_dup || n_dup;
+        r_q := r_q || n_q; r_g := r_g || n_g; r_st := r_st || n_st; r_p := r_p || n_p; r_k := r_k || n_k;
+        r_run := r_run || n_run; r_att := r_att || n_att; r_m := r_m || n_m; r_enq := r_enq || n_enq;
         -- Keys whose live task settled in between are still waiting: insert again.
     END LOOP;
 
     -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
-    SELECT coalesce(array_agg(DISTINCT t.queue) FILTER (WHERE NOT x.dup AND t.run_at <= now()), '{}'),
-           coalesce(array_agg(DISTINCT t.queue) FILTER (WHERE NOT x.dup AND t.run_at > now()), '{}')
+    SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= now()), '{}'),
+           coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run > now()), '{}')
       INTO v_ready, v_delayed
-      FROM unnest(r_id, r_dup) AS x(id, dup)
-      JOIN queue_tasks t ON t.id = x.id;
+      FROM unnest(r_dup, r_q, r_run) AS x(dup, q, run);
 
     RETURN QUERY
-    SELECT x.i, t.id, x.dup, t.queue, t.priority_group, t.status, t.payload, t.dedupe_key, t.run_at,
-           t.attempts, t.max_attempts, t.enqueued_at
-      FROM unnest(r_i, r_id, r_dup) AS x(i, id, dup)
-      JOIN queue_tasks t ON t.id = x.id
+    SELECT x.i, x.id, x.dup, x.q, x.g, x.st, x.p, x.k, x.run, x.att, x.m, x.enq
+      FROM unnest(r_i, r_id, r_dup, r_q, r_g, r_st, r_p, r_k, r_run, r_att, r_m, r_enq)
+           AS x(i, id, dup, q, g, st, p, k, run, att, m, enq)
      ORDER BY x.i;
 
     -- Notify option: a queue all of whose items say "n": false is not notified here (the caller

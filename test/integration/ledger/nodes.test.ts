@@ -152,7 +152,9 @@ describe('Confirm Operation node', () => {
 		expect(again[0][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });
 		// A malformed override is an item error; nothing is written.
 		const bad = await runConfirm([{ json: { id: 'x' }, pairedItem: { item: 0 } }], again[0], { continueOnFail: true, params: { options: { statusOverrides: '409=maybe' } } });
-		expect(String(bad[0][0].json.error)).toMatch(/Status code override "409=maybe"/);
+		// Node version 1: error items go to Stale, never to Succeeded (issue 10).
+		expect(bad[0]).toHaveLength(0);
+		expect(String(bad.flat().find((i) => i.json.error)?.json.error)).toMatch(/Status code override "409=maybe"/);
 	});
 
 	it('after an HTTP Request node, finds the reservation through paired items and classifies the result', async () => {
@@ -300,7 +302,9 @@ describe('issue 11 at the node layer', () => {
 
 	it('Reserve: a key part with trailing white space is an item error, not trimmed into another key', async () => {
 		const out = await runReserve([{ json: { orderId: 'ent-X ', amount: 1 } }, { json: { orderId: 'ent-Y', amount: 1 } }], { continueOnFail: true });
-		expect(out[0].map((i) => i.json.error ?? (i.json.ledger as { outcome: string }).outcome)).toEqual([expect.stringMatching(/white space/), 'proceed']);
+		// Node version 1: the error item goes to Failed Permanently, never to Proceed (issue 10).
+		expect(out[0].map((i) => (i.json.ledger as { outcome: string }).outcome)).toEqual(['proceed']);
+		expect(out.flat().filter((i) => i.json.error).map((i) => i.json.error)).toEqual([expect.stringMatching(/white space/)]);
 		expect(await count('operations', 'payment:charge:ent-X%')).toBe(0);
 	});
 
@@ -326,7 +330,8 @@ describe('issue 11 at the node layer', () => {
 			const t0 = Date.now();
 			const out = await new ReserveOperation().execute.call(fns);
 			expect(Date.now() - t0).toBeLessThan(3000);
-			const errors = out[0].filter((i) => i.json.error);
+			expect(out[0].filter((i) => i.json.error)).toHaveLength(0);
+			const errors = out.flat().filter((i) => i.json.error);
 			expect(errors).toHaveLength(1);
 			expect(errors[0].pairedItem).toEqual({ item: 0 });
 			expect(String(errors[0].json.error)).toMatch(/locked by another transaction.*running it again is safe/);
