@@ -17,31 +17,21 @@
 
 SET search_path TO :"schema";
 
--- Who settled the operation by hand (null when a Confirm or a reconciler settled it).
-ALTER TABLE operations ADD COLUMN settled_by text;
--- When compaction dropped the bodies and old events of this operation (null: not compacted).
-ALTER TABLE operations ADD COLUMN compacted_at timestamptz;
+-- Who settled the operation by hand, and which attempt that decision was about: a retryable
+-- failure that is reserved again gets a new attempt number, so the mark no longer applies to it
+-- (nothing needs to clear it). NULL when a Confirm or a reconciler settled it.
+ALTER TABLE operations ADD COLUMN IF NOT EXISTS settled_by text;
+ALTER TABLE operations ADD COLUMN IF NOT EXISTS settled_by_attempt integer;
+-- Compaction: when it dropped the bodies and old events, and of which attempt. A compacted
+-- retryable failure that is retried is live again (attempt + 1) and compacted anew once settled.
+ALTER TABLE operations ADD COLUMN IF NOT EXISTS compacted_at timestamptz;
+ALTER TABLE operations ADD COLUMN IF NOT EXISTS compacted_attempt integer;
 
--- What compaction and hard delete scan: settled, not yet compacted, oldest settlement first.
-CREATE INDEX operations_compactable_idx ON operations (settled_at)
-    WHERE compacted_at IS NULL AND status IN ('succeeded', 'failed');
+-- What compaction scans: settled, this attempt not compacted yet, oldest settlement first.
+CREATE INDEX IF NOT EXISTS operations_compactable_idx ON operations (settled_at)
+    WHERE status IN ('succeeded', 'failed') AND compacted_attempt IS DISTINCT FROM attempt;
 -- What "List failed" pages through, oldest settlement first.
-CREATE INDEX operations_failed_idx ON operations (settled_at, operation_key) WHERE status = 'failed';
-
--- A retryable failure (compacted, or settled by hand as "did not happen") that is reserved again
--- is a live operation once more: it leaves the compacted set (so its next settlement is compacted
--- in turn) and no longer names the person who settled the previous attempt.
-CREATE FUNCTION operations_reset_operator_marks() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.compacted_at := NULL;
-    NEW.settled_by := NULL;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER operations_reset_operator_marks_on_retry
-    BEFORE UPDATE ON operations
-    FOR EACH ROW WHEN (NEW.status = 'reserved' AND (OLD.compacted_at IS NOT NULL OR OLD.settled_by IS NOT NULL))
-    EXECUTE FUNCTION operations_reset_operator_marks();
+CREATE INDEX IF NOT EXISTS operations_failed_idx ON operations (settled_at, operation_key) WHERE status = 'failed';
 
 -- The event log stays append-only: UPDATE is always refused, and DELETE only inside the retention
 -- functions (ops_compact_batch, ops_hard_delete_batch), which switch the transaction-local

@@ -1,5 +1,5 @@
 -- Retention, one batch: compact up to p_limit operations settled (succeeded or failed) more than
--- p_older_than_days days ago and not compacted yet, oldest settlement first. Rows another
+-- p_older_than_days days ago whose current attempt is not compacted yet, oldest settlement first. Rows another
 -- transaction holds (a Reserve retrying a failure, a Confirm) are skipped, never waited for.
 -- Compaction drops the response body, the request body (kept for retryable failures: a retry
 -- needs it for its own reconcile lookup) and the operation's events older than the cutoff. It
@@ -21,7 +21,8 @@ BEGIN
     END IF;
     WITH picked AS (
         SELECT o.operation_key FROM operations o
-         WHERE o.compacted_at IS NULL AND o.status IN ('succeeded', 'failed') AND o.settled_at < v_cut
+         WHERE o.status IN ('succeeded', 'failed') AND o.compacted_attempt IS DISTINCT FROM o.attempt
+           AND o.settled_at < v_cut
          ORDER BY o.settled_at
          LIMIT p_limit
          FOR UPDATE SKIP LOCKED
@@ -29,7 +30,7 @@ BEGIN
         UPDATE operations o
            SET response = NULL,
                request = CASE WHEN o.status = 'failed' AND o.retryable THEN o.request END,
-               compacted_at = now()
+               compacted_at = now(), compacted_attempt = o.attempt
           FROM picked p
          WHERE o.operation_key = p.operation_key
         RETURNING o.operation_key, o.settled_at

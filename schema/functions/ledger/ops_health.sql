@@ -21,7 +21,7 @@ AS $$
         'review', (SELECT jsonb_build_object('count', count(*), 'oldestSince', min(o.updated_at),
                                              'oldestKey', (array_agg(o.operation_key ORDER BY o.updated_at))[1])
                      FROM operations o WHERE o.status = 'review'),
-        'compacted', (SELECT count(*) FROM operations o WHERE o.compacted_at IS NOT NULL),
+        'compacted', (SELECT count(*) FROM operations o WHERE o.compacted_attempt = o.attempt),
         'eventsPerDay', (SELECT coalesce(jsonb_agg(jsonb_build_object('day', d.day, 'events', d.n) ORDER BY d.day), '[]'::jsonb)
                            FROM (SELECT to_char(date_trunc('day', e.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, count(*) AS n
                                    FROM operation_events e

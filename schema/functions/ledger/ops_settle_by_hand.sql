@@ -50,7 +50,8 @@ BEGIN
                external_ref = CASE WHEN it.d = 'happened' THEN it.ref ELSE o.external_ref END,
                retryable = CASE WHEN it.d = 'happened' THEN NULL ELSE true END,
                reason = CASE WHEN it.d = 'happened' THEN NULL ELSE 'settled by hand: ' || it.reason END,
-               next_check_at = NULL, settled_by = it.who, settled_at = now(), updated_at = now()
+               next_check_at = NULL, settled_by = it.who, settled_by_attempt = o.attempt,
+               settled_at = now(), updated_at = now()
          WHERE o.operation_key = it.k AND o.status IN ('unknown', 'review')
         RETURNING o.* INTO op;
         IF FOUND THEN
@@ -64,7 +65,8 @@ BEGIN
             SELECT * INTO op FROM operations o WHERE o.operation_key = it.k;
             PERFORM append_event(op.operation_key, 'settle_by_hand_refused', op.status, op.status, op.attempt, NULL, p_ctx, it.i,
                                  jsonb_build_object('decision', it.d, 'decidedBy', it.who, 'reason', it.reason,
-                                                    'externalRef', it.ref, 'settledBy', op.settled_by));
+                                                    'externalRef', it.ref,
+                                                    'settledBy', CASE WHEN op.settled_by_attempt = op.attempt THEN op.settled_by END));
             result := 'refused';
             -- What settled it: the person, else the last event that moved it to its status.
             SELECT e.event, e.node_name, e.execution_id, e.detail->>'decision'
@@ -72,8 +74,11 @@ BEGIN
               FROM operation_events e
              WHERE e.operation_key = op.operation_key AND e.to_status = op.status AND e.from_status IS DISTINCT FROM e.to_status
              ORDER BY e.event_id DESC LIMIT 1;
-            decision := CASE WHEN v_ev_event = 'settled_by_hand' THEN v_ev_decision ELSE v_ev_event END;
-            decided_by := coalesce(op.settled_by,
+            decision := CASE WHEN op.settled_by_attempt = op.attempt AND op.status IN ('succeeded', 'failed')
+                                  THEN CASE op.status WHEN 'succeeded' THEN 'happened' ELSE 'not_happened' END
+                             WHEN v_ev_event = 'settled_by_hand' THEN v_ev_decision
+                             ELSE v_ev_event END;
+            decided_by := coalesce(CASE WHEN op.settled_by_attempt = op.attempt THEN op.settled_by END,
                                    CASE WHEN op.status IN ('succeeded', 'failed') THEN
                                        coalesce('node "' || v_ev_node || '"', 'a workflow')
                                        || coalesce(' in execution ' || v_ev_exec, '') END);

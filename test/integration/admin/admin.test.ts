@@ -135,8 +135,10 @@ describe('Settle by hand', () => {
 		expect(r).toMatchObject({ result: 'settled', status: 'failed', retryable: true, decidedBy: 'bob' });
 		const again = await reserve('s:nothappened');
 		expect(again).toMatchObject({ outcome: 'proceed', attempt: 2 });
-		// The person named the previous attempt's outcome, not this one's.
-		expect((await row('s:nothappened')).settled_by).toBeNull();
+		// The person decided the previous attempt, not this one: once it succeeds, a refusal names its Confirm.
+		await confirm('s:nothappened', again.leaseToken, 'succeeded', { externalRef: 'pay_2' });
+		const late = await settle('s:nothappened', 'not_happened', 'carol');
+		expect(late).toMatchObject({ result: 'refused', status: 'succeeded', decision: 'confirmed_succeeded', decidedBy: 'node "Test" in execution exec-1' });
 	});
 
 	it('the first decision wins; later ones are refused naming who decided, and are recorded', async () => {
@@ -238,8 +240,14 @@ describe('Retention', () => {
 		expect(retry.compacted_at).not.toBeNull();
 		expect(retry.request).toEqual({ amount: 5 });
 		// Retried: a live operation again, out of the compacted set.
-		expect(await reserve('c:retry', { amount: 5 })).toMatchObject({ outcome: 'proceed', attempt: 2 });
-		expect((await row('c:retry')).compacted_at).toBeNull();
+		const again = await reserve('c:retry', { amount: 5 });
+		expect(again).toMatchObject({ outcome: 'proceed', attempt: 2 });
+		expect(await row('c:retry')).toMatchObject({ compacted_attempt: 1, attempt: 2 });
+		// Its next settlement is compacted in turn.
+		await confirm('c:retry', again.leaseToken, 'succeeded', { externalRef: 'pay_retry', response: { id: 'pay_retry' } });
+		await age('c:retry', 40);
+		await compact(30);
+		expect(await row('c:retry')).toMatchObject({ compacted_attempt: 2, response: null, request: null, external_ref: 'pay_retry' });
 	});
 
 	it('is batched and bounded: max batches stops it, and a later run finishes', async () => {
