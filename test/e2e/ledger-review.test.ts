@@ -127,17 +127,26 @@ describe('ledger review: a person settles operations in review through n8n forms
 		return { waitingUrl, html };
 	}
 
-	/** Submits the decision page and returns the completion page's HTML. */
+	/**
+	 * Submits the decision page and returns the completion page's HTML. A Form Ending is itself a
+	 * form page the execution waits on (status "form-waiting"), so the page is polled until it is no
+	 * longer the decision page.
+	 */
 	async function decide(waitingUrl: string, values: [string, 'Happened' | 'Did Not Happen', string, string]): Promise<string> {
 		const res = await fetch(waitingUrl, { method: 'POST', body: multipart(values) });
 		if (res.status >= 400) throw new Error(`decision page answered ${res.status}: ${await res.text()}\n${n8n.logTail(60)}`);
 		await res.text();
-		const st = await until('the decision to be processed', async () => {
-			const x = await status(waitingUrl);
-			return x === 'success' || x === 'error' ? x : undefined;
-		}, 60_000);
-		if (st === 'error') throw new Error(`the execution failed\n${n8n.logTail(80)}`);
-		return (await fetch(waitingUrl)).text();
+		return until(
+			'the completion page',
+			async () => {
+				const st = await status(waitingUrl);
+				if (st === 'error') throw new Error(`the execution failed\n${n8n.logTail(80)}`);
+				if (st !== 'form-waiting' && st !== 'success') return undefined;
+				const html = await (await fetch(waitingUrl)).text();
+				return html.includes('Record my decision') ? undefined : html;
+			},
+			60_000,
+		);
 	}
 
 	it('lists the review queue, records a decision with who and why, and the next Reserve answers from it', async () => {
