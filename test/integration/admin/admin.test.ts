@@ -183,6 +183,14 @@ describe('Settle by hand', () => {
 		expect(await row('s:claimed')).toMatchObject({ status: 'succeeded', external_ref: 'pay_c' });
 	});
 
+	it("a late Confirm from the original holder cannot overwrite a person's decision, and a contradicting success is flagged", async () => {
+		const r = await makeUnknown('s:late');
+		await settle('s:late', 'not_happened', 'dora', null, 'nothing at the provider');
+		const late = await confirm('s:late', r.leaseToken, 'succeeded', { externalRef: 'pay_late' });
+		expect(late).toMatchObject({ result: 'stale', possibleDuplicate: true, status: 'failed' });
+		expect(await row('s:late')).toMatchObject({ status: 'failed', retryable: true, settled_by: 'dora', external_ref: null });
+	});
+
 	it('bad input writes nothing', () => {
 		const base = { operationKey: 'k', decision: 'happened', externalRef: 'x', reason: 'r', decidedBy: 'a' };
 		expect(() => prepareSettleItem(0, { ...base, decidedBy: ' ' })).toThrow(/Decided By/);
