@@ -82,5 +82,11 @@ describe('Operation Ledger Admin node', () => {
 		await expect(run({ operation: 'hardDelete', acknowledge: false, olderThanDays: 30 })).rejects.toThrow(/acknowledgement/);
 		const [out] = await run({ operation: 'compact', olderThanDays: 30, batchSize: 10, maxBatches: 5, maxDurationSeconds: 10, statementTimeoutMs: 5000 });
 		expect(out[0].json).toMatchObject({ mode: 'compact', batches: 1, operations: 0, stoppedBecause: 'done', more: false });
+		// With the acknowledgement, hard delete removes settled operations older than N days, and only those.
+		await db.pool.query(`UPDATE ${db.schemaSql}.operations SET settled_at = now() - interval '40 days' WHERE operation_key = 'n:1'`);
+		const [del] = await run({ operation: 'hardDelete', acknowledge: true, olderThanDays: 30, batchSize: 10, maxBatches: 5, maxDurationSeconds: 10, statementTimeoutMs: 5000 });
+		expect(del[0].json).toMatchObject({ mode: 'hard_delete', operations: 1, stoppedBecause: 'done' });
+		const left = await db.pool.query(`SELECT operation_key FROM ${db.schemaSql}.operations ORDER BY 1`);
+		expect(left.rows.map((r) => r.operation_key)).toEqual(['n:2', 'n:3']);
 	});
 });
