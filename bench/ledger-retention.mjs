@@ -46,12 +46,13 @@ async function freeSpace() {
 let t = now();
 await db.query(
 	`INSERT INTO ${s}.operations (operation_key, status, fingerprint, fingerprint_alg, target, request, attempt, idempotency_key,
-	     lease_token, lease_expires_at, external_ref, response, settled_at, created_at, updated_at)
+	     lease_token_hash, lease_expires_at, external_ref, response, settled_at, created_at, updated_at)
 	 SELECT 'payment:charge:order-ret-' || g || ':v1', 'succeeded',
 	        encode(sha256(convert_to(format('{"amount":%s,"currency":"EUR","orderId":"order-ret-%s"}', 1000 + g % 5000, g), 'UTF8')), 'hex'),
 	        'sha256-jcs-rfc8785', 'payments-api',
 	        jsonb_build_object('orderId', 'order-ret-' || g, 'amount', 1000 + g % 5000, 'currency', 'EUR'),
-	        1, ${s}.downstream_idempotency_key('payment:charge:order-ret-' || g || ':v1', 1), gen_random_uuid(), ts + interval '5 minutes',
+	        1, ${s}.downstream_idempotency_key('payment:charge:order-ret-' || g || ':v1', 1),
+	        ${s}.ledger_token_hash(gen_random_uuid()), ts + interval '5 minutes',
 	        'pay_' || g,
 	        jsonb_build_object('id', 'pay_' || g, 'status', 'succeeded', 'amount', 1000 + g % 5000, 'currency', 'EUR',
 	                           'receipt', repeat(md5(g::text), 28)),
@@ -62,8 +63,8 @@ await db.query(
 	[N],
 );
 await db.query(
-	`INSERT INTO ${s}.operation_events (operation_key, event, from_status, to_status, attempt, lease_token, execution_id, workflow_id, node_name, item_index, detail, created_at)
-	 SELECT o.operation_key, e.event, e.f, e.t, 1, o.lease_token, 'load', 'load', 'Reserve Operation', 0, e.d, o.created_at
+	`INSERT INTO ${s}.operation_events (operation_key, event, from_status, to_status, attempt, lease_token_hash, execution_id, workflow_id, node_name, item_index, detail, created_at)
+	 SELECT o.operation_key, e.event, e.f, e.t, 1, o.lease_token_hash, 'load', 'load', 'Reserve Operation', 0, e.d, o.created_at
 	   FROM ${s}.operations o,
 	        LATERAL (VALUES ('reserved', NULL, 'reserved', NULL::jsonb),
 	                        ('confirmed_succeeded', 'reserved', 'succeeded', jsonb_build_object('externalRef', o.external_ref, 'late', false))) e(event, f, t, d)`,

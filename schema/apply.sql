@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 c10bdaab3d1010e2dce58e5c1739485e726eac2c2742422627cd8e7c2804bc63.
+-- Package version 0.1.0; function set SHA-256 eae400574729455d530ddc0cc44da59840785443bfa92e09c20260aef17ddd1d.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -105,7 +105,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_stats.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c10bdaab3d1010e2dce58e5c1739485e726eac2c2742422627cd8e7c2804bc63')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'eae400574729455d530ddc0cc44da59840785443bfa92e09c20260aef17ddd1d')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

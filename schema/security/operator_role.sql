@@ -21,17 +21,19 @@ GRANT SELECT ON :"schema".schema_migrations, :"schema".function_set TO :"role";
 
 -- Get, List, Health: read the ledger.
 GRANT SELECT ON :"schema".operations, :"schema".operation_events TO :"role";
+-- The ledger's clock, read by every ops_* function.
+GRANT EXECUTE ON FUNCTION :"schema".ledger_now() TO :"role";
 GRANT EXECUTE ON FUNCTION :"schema".ops_get_operation(text, integer),
                           :"schema".ops_list_operations(text, integer, text, integer, timestamptz, text),
                           :"schema".ops_health(integer) TO :"role";
 
 -- Settle by Hand: change only the settlement columns, and append (never rewrite) events.
-GRANT UPDATE (status, external_ref, retryable, reason, next_check_at, settled_by, settled_by_attempt,
-              settled_at, updated_at) ON :"schema".operations TO :"role";
+GRANT UPDATE (status, external_ref, retryable, reason, next_check_at, claim_token_hash, claim_expires_at,
+              claimed_at, settled_by, settled_by_attempt, settled_at, updated_at) ON :"schema".operations TO :"role";
 GRANT INSERT ON :"schema".operation_events TO :"role";
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA :"schema" TO :"role";
 GRANT EXECUTE ON FUNCTION :"schema".ops_settle_by_hand(jsonb, jsonb),
-                          :"schema".append_event(text, text, text, text, integer, uuid, jsonb, integer, jsonb) TO :"role";
+                          :"schema".append_event(text, text, text, text, integer, bytea, jsonb, integer, jsonb) TO :"role";
 
 -- Compact: drop bodies (request, response) and old events of long-settled operations.
 GRANT UPDATE (request, response, compacted_at, compacted_attempt) ON :"schema".operations TO :"role";

@@ -7,6 +7,7 @@
  * schema/security/operator_role.sql (Apply Schema Automatically off), not as a superuser.
  *
  * Asserted, reading the ledger table directly:
+ * (The ledger clock is moved only while claiming, to pass each operation's settle window.)
  *   1. the form's second page lists every operation in review;
  *   2. "Happened" with a reference settles one: succeeded, settled_by the person, an event with
  *      who and why, and the next Reserve of that key answers Already Succeeded;
@@ -23,6 +24,7 @@ import { migrate } from '../../src/db/migrate';
 import { prepareReserveItem, reserveOperations } from '../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../src/ledger/confirm';
 import { claimUnknown, prepareResolveItem, resolveUnknown } from '../../src/ledger/reconcile';
+import { setLedgerClock } from '../helpers/db';
 import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n8nHarness';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -43,7 +45,9 @@ describe('ledger review: a person settles operations in review through n8n forms
 	async function makeReview(k: string) {
 		const [r] = await reserveOperations(admin, q, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, target: 'payments-api' })]);
 		await confirmOperations(admin, q, [prepareConfirmItem(0, { operationKey: k, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
-		const [c] = await claimUnknown(admin, q, { limit: 1, settleSeconds: 0, claimSeconds: 30, target: 'payments-api' });
+		// Past the operation's settle window (moving the ledger clock for the claim only).
+		await setLedgerClock(admin, schema, 600);
+		const [c] = await claimUnknown(admin, q, { limit: 1, settleSeconds: 0, claimSeconds: 3600, target: 'payments-api' }).finally(() => setLedgerClock(admin, schema, 0));
 		expect(c.operationKey).toBe(k);
 		const [res] = await resolveUnknown(
 			admin,

@@ -13,7 +13,7 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_cut timestamptz := now() - make_interval(days => p_older_than_days);
+    v_cut timestamptz := ledger_now() - make_interval(days => p_older_than_days);
     v_keys text[];
 BEGIN
     IF p_older_than_days IS NULL OR p_older_than_days < 0 OR p_limit IS NULL OR p_limit < 1 THEN
@@ -30,7 +30,7 @@ BEGIN
         UPDATE operations o
            SET response = NULL,
                request = CASE WHEN o.status = 'failed' AND o.retryable THEN o.request END,
-               compacted_at = now(), compacted_attempt = o.attempt
+               compacted_at = ledger_now(), compacted_attempt = o.attempt
           FROM picked p
          WHERE o.operation_key = p.operation_key
         RETURNING o.operation_key, o.settled_at

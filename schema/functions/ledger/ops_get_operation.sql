@@ -10,7 +10,7 @@ STABLE
 SET search_path FROM CURRENT
 AS $$
     SELECT jsonb_build_object(
-        'operation', to_jsonb(o) - 'lease_token' - 'claim_token',
+        'operation', to_jsonb(o) - 'lease_token_hash' - 'claim_token_hash',
         'eventsTotal', (SELECT count(*) FROM operation_events e WHERE e.operation_key = o.operation_key),
         'events', coalesce((
             SELECT jsonb_agg(jsonb_build_object(

@@ -10,7 +10,7 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_cut timestamptz := now() - make_interval(days => p_older_than_days);
+    v_cut timestamptz := ledger_now() - make_interval(days => p_older_than_days);
     v_keys text[];
 BEGIN
     IF p_acknowledge IS DISTINCT FROM 'forget these keys: a retry will run the write again' THEN

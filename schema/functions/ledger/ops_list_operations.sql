@@ -29,18 +29,18 @@ BEGIN
     CASE p_kind
         WHEN 'unknown' THEN v_col := 'unknown_since'; v_where := $w$o.status = 'unknown'$w$;
         WHEN 'review' THEN v_col := 'updated_at'; v_where := $w$o.status = 'review'$w$;
-        WHEN 'expired_lease' THEN v_col := 'lease_expires_at'; v_where := $w$o.status = 'reserved' AND o.lease_expires_at <= now()$w$;
+        WHEN 'expired_lease' THEN v_col := 'lease_expires_at'; v_where := $w$o.status = 'reserved' AND o.lease_expires_at <= ledger_now()$w$;
         WHEN 'failed' THEN v_col := 'settled_at'; v_where := $w$o.status = 'failed'$w$;
         ELSE RAISE EXCEPTION 'unknown list kind %', p_kind USING ERRCODE = '22023';
     END CASE;
-    v_where := v_where || format(' AND o.%I <= now() - make_interval(secs => $1) AND ($2::text IS NULL OR o.target = $2)', v_col);
+    v_where := v_where || format(' AND o.%I <= ledger_now() - make_interval(secs => $1) AND ($2::text IS NULL OR o.target = $2)', v_col);
     EXECUTE format('SELECT count(*) FROM operations o WHERE %s', v_where) INTO v_total USING p_min_age_seconds, p_target;
     EXECUTE format(
         $q$WITH page AS (
                SELECT o.%1$I AS age_at, o.operation_key, to_jsonb(o) AS j FROM operations o
                 WHERE %2$s AND ($3::timestamptz IS NULL OR (o.%1$I, o.operation_key) > ($3, $4::text))
                 ORDER BY o.%1$I, o.operation_key LIMIT $5)
-           SELECT coalesce(jsonb_agg((j - 'lease_token' - 'claim_token' - 'request' - 'response')
+           SELECT coalesce(jsonb_agg((j - 'lease_token_hash' - 'claim_token_hash' - 'request' - 'response')
                                      || jsonb_build_object('ageSince', age_at) ORDER BY age_at, operation_key), '[]'::jsonb),
                   count(*)::integer,
                   (array_agg(to_jsonb(age_at) #>> '{}' ORDER BY age_at DESC, operation_key DESC))[1],

@@ -9,6 +9,8 @@
 -- Results: settled (this call decided) | refused (the row is not unknown or review any more;
 -- decided_by / decided_at / status say who or what settled it; the attempt is recorded as an
 -- event) | not_found. Items are handled in key order (no deadlocks between concurrent calls).
+-- Times come from ledger_now(); a reconciler's claim on the row is released (its Resolve then gets
+-- claim_lost).
 CREATE OR REPLACE FUNCTION ops_settle_by_hand(p_items jsonb, p_ctx jsonb)
 RETURNS TABLE (
     idx integer, result text, status text, attempt integer, external_ref text, retryable boolean,
@@ -25,6 +27,7 @@ DECLARE
     v_ev_node text;
     v_ev_exec text;
     v_ev_decision text;
+    v_now timestamptz := ledger_now();
 BEGIN
     FOR it IN
         SELECT (e->>'i')::integer AS i, e->>'k' AS k, e->>'d' AS d, e->>'ref' AS ref,
@@ -50,8 +53,9 @@ BEGIN
                external_ref = CASE WHEN it.d = 'happened' THEN it.ref ELSE o.external_ref END,
                retryable = CASE WHEN it.d = 'happened' THEN NULL ELSE true END,
                reason = CASE WHEN it.d = 'happened' THEN NULL ELSE 'settled by hand: ' || it.reason END,
-               next_check_at = NULL, settled_by = it.who, settled_by_attempt = o.attempt,
-               settled_at = now(), updated_at = now()
+               next_check_at = NULL, claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL,
+               settled_by = it.who, settled_by_attempt = o.attempt,
+               settled_at = v_now, updated_at = v_now
          WHERE o.operation_key = it.k AND o.status IN ('unknown', 'review')
         RETURNING o.* INTO op;
         IF FOUND THEN

@@ -14,7 +14,7 @@ import {
 	settleByHand,
 } from '../../../src/ledger/admin';
 import { closeAllPools } from '../../../src/db/pool';
-import { testDatabase } from '../../helpers/db';
+import { setLedgerClock, testDatabase } from '../../helpers/db';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -36,9 +36,18 @@ async function makeUnknown(key: string, target = 'pay') {
 	await confirm(key, r.leaseToken, 'unknown', { reason: 'HTTP 504' });
 	return r;
 }
+/** Claims due unknown operations of `target` once their settle window (120 s by default) has passed, by moving the ledger clock for the claim only. */
+async function claimDue(target: string, limit = 1) {
+	await setLedgerClock(db.pool, db.schema, 600);
+	try {
+		return await claimUnknown(db.pool, db.schemaSql, { limit, settleSeconds: 0, claimSeconds: 3600, target });
+	} finally {
+		await setLedgerClock(db.pool, db.schema, 0);
+	}
+}
 async function makeReview(key: string) {
 	await makeUnknown(key, 'rev');
-	const [c] = await claimUnknown(db.pool, db.schemaSql, { limit: 1, settleSeconds: 0, claimSeconds: 30, target: 'rev' });
+	const [c] = await claimDue('rev');
 	expect(c.operationKey).toBe(key);
 	const [res] = await resolveUnknown(
 		db.pool,
@@ -171,7 +180,7 @@ describe('Settle by hand', () => {
 
 	it('a reconciler whose claim was overtaken by a person cannot overwrite the decision', async () => {
 		await makeUnknown('s:claimed', 'claimed');
-		const [c] = await claimUnknown(db.pool, db.schemaSql, { limit: 1, settleSeconds: 0, claimSeconds: 60, target: 'claimed' });
+		const [c] = await claimDue('claimed');
 		await settle('s:claimed', 'happened', 'alice', 'pay_c');
 		const [res] = await resolveUnknown(
 			db.pool,
