@@ -92,7 +92,7 @@ async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[]>
 	}
 	for (const p of prepared) {
 		try {
-			const r = await getOperation(conn.pool, conn.schemaSql, p.value.key, p.value.maxEvents);
+			const r = await getOperation(conn.pool, conn.schemaSql, p.value.key, p.value.maxEvents, conn.bounds);
 			out.push({
 				json: r ? ({ found: true, ...r } as unknown as IDataObject) : { found: false, operationKey: String(p.value.key) },
 				pairedItem: { item: p.index },
@@ -128,7 +128,7 @@ async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]
 	}
 	for (const p of prepared) {
 		try {
-			const page = await listOperations(conn.pool, conn.schemaSql, p.value.options);
+			const page = await listOperations(conn.pool, conn.schemaSql, p.value.options, conn.bounds);
 			const pageInfo = { kind: p.value.options.kind, total: page.total, count: page.items.length, nextCursor: page.nextCursor };
 			if (p.value.output === 'page') {
 				out.push({ json: { ...pageInfo, items: page.items as IDataObject[] }, pairedItem: { item: p.index } });
@@ -164,8 +164,8 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 	if (prepared.length === 0) return [settled, refused];
 	let results: SettleResultRow[];
 	try {
-		const { pool, schemaSql } = await getLedgerConnection(fns);
-		results = await settleByHand(pool, schemaSql, prepared.map((p) => p.value), eventContext(fns));
+		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
+		results = await settleByHand(pool, schemaSql, prepared.map((p) => p.value), eventContext(fns), bounds);
 	} catch (e) {
 		settled.push(...batchFailure(fns, e, 'Operation Ledger Admin (settle by hand)', prepared.map((p) => p.index)));
 		return [settled, refused];
@@ -202,8 +202,8 @@ async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData
 	const { prepared, errorItems } = prepareItems(fns, [{ json: {} }], (i) => Number(fns.getNodeParameter('days', i, 7)));
 	if (prepared.length === 0) return errorItems;
 	try {
-		const { pool, schemaSql } = await getLedgerConnection(fns);
-		const h = await ledgerHealth(pool, schemaSql, prepared[0].value);
+		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
+		const h = await ledgerHealth(pool, schemaSql, prepared[0].value, bounds);
 		return [{ json: h as unknown as IDataObject, pairedItem: { item: 0 } }];
 	} catch (e) {
 		return batchFailure(fns, e, 'Operation Ledger Admin (health)', [0]);

@@ -4,11 +4,15 @@
  * (compaction, and hard delete as an explicit choice). The SQL is in
  * schema/functions/ledger/ops_*.sql; docs/operations.md explains each tool and its grants.
  *
+ * Every statement is bounded: Get, List, Health and Settle by Hand run through boundedQuery (the
+ * credential's statement and lock timeouts, default 30 s and 5 s); retention sets its own per batch.
+ *
  * Safety: settling by hand and retention change what later Reserves answer. A decision is only
  * reported as settled when the database made it in this call (result "settled"); retention
  * reports exactly the batches that committed.
  */
 import type { Pool } from 'pg';
+import { boundedQuery, type Bounds } from '../db/bounds';
 import type { Queryable } from './reserve';
 import { LIMITS, type EventContext, type OperationStatus } from './states';
 import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
@@ -62,10 +66,16 @@ export interface OperationWithHistory {
  * Reads one operation by key with its newest `maxEvents` events (1..10000), in order. Returns
  * null when no operation has the key. Throws LedgerInputError for a bad key.
  */
-export async function getOperation(db: Queryable, schemaSql: string, key: unknown, maxEvents: unknown = 500): Promise<OperationWithHistory | null> {
+export async function getOperation(
+	db: Queryable,
+	schemaSql: string,
+	key: unknown,
+	maxEvents: unknown = 500,
+	bounds?: Bounds,
+): Promise<OperationWithHistory | null> {
 	const k = checkOperationKey(key);
 	const max = checkInt(maxEvents, 'Max events', 1, 10000);
-	const { rows } = await db.query<{ r: OperationWithHistory | null }>(`SELECT ${schemaSql}.ops_get_operation($1, $2) AS r`, [k, max]);
+	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${schemaSql}.ops_get_operation($1, $2) AS r`, [k, max], bounds);
 	const r = rows[0]?.r ?? null;
 	if (r) r.eventsTotal = Number(r.eventsTotal);
 	return r;
@@ -128,11 +138,13 @@ function decodeCursor(cursor: string): { at: string; key: string } {
 }
 
 /** One page of operations of `kind`, oldest first (one round trip). */
-export async function listOperations(db: Queryable, schemaSql: string, o: ListOptions): Promise<ListPage> {
+export async function listOperations(db: Queryable, schemaSql: string, o: ListOptions, bounds?: Bounds): Promise<ListPage> {
 	const after = o.cursor ? decodeCursor(o.cursor) : null;
-	const { rows } = await db.query<{ r: { total: number | string; items: Array<Record<string, unknown>>; next: { at: string; key: string } | null } }>(
+	const rows = await boundedQuery<{ r: { total: number | string; items: Array<Record<string, unknown>>; next: { at: string; key: string } | null } }>(
+		db,
 		`SELECT ${schemaSql}.ops_list_operations($1, $2, $3, $4, $5::timestamptz, $6) AS r`,
 		[o.kind, o.minAgeSeconds, o.target, o.limit, after?.at ?? null, after?.key ?? null],
+		bounds,
 	);
 	const r = rows[0].r;
 	return { total: Number(r.total), items: r.items, nextCursor: r.next ? encodeCursor(r.next) : null };
@@ -193,10 +205,16 @@ export function prepareSettleItem(
 }
 
 /** Applies decisions in one round trip and one transaction; one result per item, in order. */
-export async function settleByHand(db: Queryable, schemaSql: string, items: SettleItem[], ctx: EventContext = {}): Promise<SettleResultRow[]> {
+export async function settleByHand(
+	db: Queryable,
+	schemaSql: string,
+	items: SettleItem[],
+	ctx: EventContext = {},
+	bounds?: Bounds,
+): Promise<SettleResultRow[]> {
 	if (items.length === 0) return [];
 	const doc = JSON.stringify(items.map((it) => ({ i: it.index, k: it.operationKey, d: it.decision, ref: it.externalRef, reason: it.reason, by: it.decidedBy })));
-	const { rows } = await db.query<{
+	const rows = await boundedQuery<{
 		idx: number;
 		result: SettleResult;
 		status: OperationStatus | null;
@@ -206,7 +224,7 @@ export async function settleByHand(db: Queryable, schemaSql: string, items: Sett
 		decided_by: string | null;
 		decided_at: Date | null;
 		decision: string | null;
-	}>(`SELECT * FROM ${schemaSql}.ops_settle_by_hand($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)]);
+	}>(db, `SELECT * FROM ${schemaSql}.ops_settle_by_hand($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds);
 	const byIndex = new Map(rows.map((r) => [r.idx, r]));
 	return items.map((it) => {
 		const r = byIndex.get(it.index);
@@ -248,9 +266,9 @@ export interface LedgerHealth {
 }
 
 /** Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes. */
-export async function ledgerHealth(db: Queryable, schemaSql: string, days: unknown = 7): Promise<LedgerHealth> {
+export async function ledgerHealth(db: Queryable, schemaSql: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
 	const d = checkInt(days, 'Days of events', 1, 366);
-	const { rows } = await db.query<{ r: LedgerHealth }>(`SELECT ${schemaSql}.ops_health($1) AS r`, [d]);
+	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${schemaSql}.ops_health($1) AS r`, [d], bounds);
 	return rows[0].r;
 }
 
@@ -341,6 +359,12 @@ export async function runRetention(pool: Pool, schemaSql: string, o: RetentionOp
 	if (o.mode === 'hard_delete') params.push(HARD_DELETE_ACKNOWLEDGEMENT);
 	const client = await pool.connect();
 	let broken = false;
+	// A checked-out client whose server goes away emits 'error'; without a listener that would
+	// crash the process. The failing query rejects as well, and the client is then discarded.
+	const onError = () => {
+		broken = true;
+	};
+	client.on('error', onError);
 	try {
 		for (;;) {
 			if (report.batches >= o.maxBatches) {
@@ -364,9 +388,12 @@ export async function runRetention(pool: Pool, schemaSql: string, o: RetentionOp
 				await client.query('ROLLBACK').catch(() => {
 					broken = true;
 				});
+				const code = (e as { code?: string }).code ?? '';
+				if (!code || /^(08|57P0)/.test(code)) broken = true;
 				report.durationMs = Date.now() - started;
 				throw new RetentionError(
-					`${o.mode === 'compact' ? 'Compaction' : 'Hard delete'} batch ${report.batches + 1} failed and was rolled back: ${(e as Error).message}. ` +
+					`${o.mode === 'compact' ? 'Compaction' : 'Hard delete'} batch ${report.batches + 1} failed and was rolled back` +
+						`${broken ? ' (the connection broke: unless that happened in the instant after COMMIT)' : ''}: ${(e as Error).message}. ` +
 						`${report.batches} earlier batch(es) committed (${report.operations} operation(s), ${report.eventsDeleted} event(s)).`,
 					{ ...report },
 					e,
@@ -378,6 +405,7 @@ export async function runRetention(pool: Pool, schemaSql: string, o: RetentionOp
 			if (n < o.batchSize) break;
 		}
 	} finally {
+		client.off('error', onError);
 		client.release(broken);
 	}
 	report.durationMs = Date.now() - started;

@@ -200,6 +200,27 @@ describe('Settle by hand', () => {
 		expect(await row('s:late')).toMatchObject({ status: 'failed', retryable: true, settled_by: 'dora', external_ref: null });
 	});
 
+	it('waits for a row another transaction holds no longer than the lock timeout, and records nothing then', async () => {
+		await makeUnknown('s:held');
+		const holder = await db.pool.connect();
+		try {
+			await holder.query('BEGIN');
+			await holder.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = 's:held' FOR UPDATE`);
+			const t = Date.now();
+			await expect(
+				settleByHand(db.pool, db.schemaSql, [prepareSettleItem(0, { operationKey: 's:held', decision: 'happened', externalRef: 'p', reason: 'r', decidedBy: 'a' })], ctx, {
+					statementTimeoutMs: 5000,
+					lockTimeoutMs: 200,
+				}),
+			).rejects.toThrow(/did not answer in time.*lock timeout \(200 ms\)/);
+			expect(Date.now() - t).toBeLessThan(3000);
+		} finally {
+			await holder.query('ROLLBACK');
+			holder.release();
+		}
+		expect(await row('s:held')).toMatchObject({ status: 'unknown', settled_by: null });
+	});
+
 	it('bad input writes nothing', () => {
 		const base = { operationKey: 'k', decision: 'happened', externalRef: 'x', reason: 'r', decidedBy: 'a' };
 		expect(() => prepareSettleItem(0, { ...base, decidedBy: ' ' })).toThrow(/Decided By/);
