@@ -24,13 +24,21 @@ import { checkOperationKey } from '../../src/ledger/validate';
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { NOT_RECORDED } from '../shared/outputs';
 import { adminProperties } from './properties';
 
-/** Settle by Hand has two outputs (only "Settled" is a go-ahead); the others have one. */
+/**
+ * Fail closed from the first version (as the other nodes' version 2, nodes/shared/outputs.ts):
+ * output 0 is Not Recorded, where every item the database did not decide goes (bad input, a
+ * missing key, a failed batch, n8n's own empty item of Always Output Data). It must lead to
+ * nothing that acts on a decision. Settle by Hand then has Settled (the go-ahead) and Refused; the
+ * other operations have Result.
+ */
 const OUTPUTS_EXPRESSION = `={{ $parameter["operation"] === "settle" ? [
+	{ "type": "main", "displayName": "${NOT_RECORDED}" },
 	{ "type": "main", "displayName": "Settled" },
 	{ "type": "main", "displayName": "Refused" }
-] : [{ "type": "main", "displayName": "Result" }] }}`;
+] : [{ "type": "main", "displayName": "${NOT_RECORDED}" }, { "type": "main", "displayName": "Result" }] }}`;
 
 // Deliberately not usableAsTool: settling by hand must be a named person's decision and hard
 // delete an explicit choice, not an AI agent's.
@@ -57,24 +65,24 @@ export class OperationLedgerAdmin implements INodeType {
 		const operation = this.getNodeParameter('operation', 0) as string;
 		switch (operation) {
 			case 'get':
-				return [await executeGet(this)];
+				return executeGet(this);
 			case 'list':
-				return [await executeList(this)];
+				return executeList(this);
 			case 'settle':
 				return executeSettle(this);
 			case 'health':
-				return [await executeHealth(this)];
+				return executeHealth(this);
 			case 'compact':
 			case 'hardDelete':
-				return [await executeRetention(this, operation)];
+				return executeRetention(this, operation);
 			default:
 				throw new NodeOperationError(this.getNode(), `Unknown operation "${operation}"`);
 		}
 	}
 }
 
-/** One look-up per input item. */
-async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[]> {
+/** One look-up per input item. Returns [Not Recorded, Result]. */
+async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
 	const { prepared, errorItems } = prepareItems(fns, items, (i) => {
 		// Checked here too, so a bad key is an item error before any round trip.
@@ -82,13 +90,14 @@ async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[]>
 		const maxEvents = fns.getNodeParameter('maxEvents', i, 500);
 		return { key, maxEvents };
 	});
-	const out: INodeExecutionData[] = [...errorItems];
-	if (prepared.length === 0) return out;
+	const failed: INodeExecutionData[] = [...errorItems];
+	const out: INodeExecutionData[] = [];
+	if (prepared.length === 0) return [failed, out];
 	let conn;
 	try {
 		conn = await getLedgerConnection(fns);
 	} catch (e) {
-		return [...out, ...batchFailure(fns, e, 'Operation Ledger Admin (get)', prepared.map((p) => p.index))];
+		return [[...failed, ...batchFailure(fns, e, 'Operation Ledger Admin (get)', prepared.map((p) => p.index))], out];
 	}
 	for (const p of prepared) {
 		try {
@@ -98,14 +107,14 @@ async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[]>
 				pairedItem: { item: p.index },
 			});
 		} catch (e) {
-			out.push(...batchFailure(fns, e, 'Operation Ledger Admin (get)', [p.index]));
+			failed.push(...batchFailure(fns, e, 'Operation Ledger Admin (get)', [p.index]));
 		}
 	}
-	return out;
+	return [failed, out];
 }
 
-/** One page per input item (usually one). */
-async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]> {
+/** One page per input item (usually one). Returns [Not Recorded, Result]. */
+async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const input = fns.getInputData();
 	const items = input.length ? input : [{ json: {} }];
 	const { prepared, errorItems } = prepareItems(fns, items, (i) => ({
@@ -118,13 +127,14 @@ async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]
 		}),
 		output: fns.getNodeParameter('listOutput', i, 'items') as string,
 	}));
-	const out: INodeExecutionData[] = [...errorItems];
-	if (prepared.length === 0) return out;
+	const failed: INodeExecutionData[] = [...errorItems];
+	const out: INodeExecutionData[] = [];
+	if (prepared.length === 0) return [failed, out];
 	let conn;
 	try {
 		conn = await getLedgerConnection(fns);
 	} catch (e) {
-		return [...out, ...batchFailure(fns, e, 'Operation Ledger Admin (list)', prepared.map((p) => p.index))];
+		return [[...failed, ...batchFailure(fns, e, 'Operation Ledger Admin (list)', prepared.map((p) => p.index))], out];
 	}
 	for (const p of prepared) {
 		try {
@@ -136,21 +146,24 @@ async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]
 				for (const row of page.items) out.push({ json: { ...(row as IDataObject), page: pageInfo }, pairedItem: { item: p.index } });
 			}
 		} catch (e) {
-			out.push(...batchFailure(fns, e, 'Operation Ledger Admin (list)', [p.index]));
+			failed.push(...batchFailure(fns, e, 'Operation Ledger Admin (list)', [p.index]));
 		}
 	}
-	return out;
+	return [failed, out];
 }
 
 /**
  * Settle by Hand: every item validated first (bad input writes nothing), then one statement for
  * all. Only items the database settled in this call reach "Settled"; refusals go to "Refused"
- * with who decided; a missing key or a failed batch is an item error, never Settled.
+ * with who decided; bad input, a missing key or a failed batch go to Not Recorded (or throw
+ * without continueOnFail), never to Settled. Returns [Not Recorded, Settled, Refused].
  */
 async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
+	const notRecorded: INodeExecutionData[] = [];
 	const settled: INodeExecutionData[] = [];
 	const refused: INodeExecutionData[] = [];
+	const outputs = [notRecorded, settled, refused];
 	const { prepared, errorItems } = prepareItems(fns, items, (i) =>
 		prepareSettleItem(i, {
 			operationKey: fns.getNodeParameter('operationKey', i),
@@ -160,15 +173,15 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 			decidedBy: fns.getNodeParameter('decidedBy', i, ''),
 		}),
 	);
-	settled.push(...errorItems);
-	if (prepared.length === 0) return [settled, refused];
+	notRecorded.push(...errorItems);
+	if (prepared.length === 0) return outputs;
 	let results: SettleResultRow[];
 	try {
 		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
 		results = await settleByHand(pool, schemaSql, prepared.map((p) => p.value), eventContext(fns), bounds);
 	} catch (e) {
-		settled.push(...batchFailure(fns, e, 'Operation Ledger Admin (settle by hand)', prepared.map((p) => p.index)));
-		return [settled, refused];
+		notRecorded.push(...batchFailure(fns, e, 'Operation Ledger Admin (settle by hand)', prepared.map((p) => p.index)));
+		return outputs;
 	}
 	for (let k = 0; k < results.length; k++) {
 		const r = results[k];
@@ -176,7 +189,7 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 		if (r.result === 'not_found') {
 			const message = `No operation exists for key "${p.operationKey.slice(0, 200)}": nothing was settled`;
 			if (fns.continueOnFail()) {
-				settled.push(errorItem(message, r.index));
+				notRecorded.push(errorItem(message, r.index));
 				continue;
 			}
 			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });
@@ -195,23 +208,27 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 		};
 		(r.result === 'settled' ? settled : refused).push({ json: { ...items[r.index].json, ledger }, pairedItem: { item: r.index } });
 	}
-	return [settled, refused];
+	return outputs;
 }
 
-async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData[]> {
+/** Once per execution. Returns [Not Recorded, Result]. */
+async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const { prepared, errorItems } = prepareItems(fns, [{ json: {} }], (i) => Number(fns.getNodeParameter('days', i, 7)));
-	if (prepared.length === 0) return errorItems;
+	if (prepared.length === 0) return [errorItems, []];
 	try {
 		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
 		const h = await ledgerHealth(pool, schemaSql, prepared[0].value, bounds);
-		return [{ json: h as unknown as IDataObject, pairedItem: { item: 0 } }];
+		return [[], [{ json: h as unknown as IDataObject, pairedItem: { item: 0 } }]];
 	} catch (e) {
-		return batchFailure(fns, e, 'Operation Ledger Admin (health)', [0]);
+		return [batchFailure(fns, e, 'Operation Ledger Admin (health)', [0]), []];
 	}
 }
 
-/** Compact / Hard Delete: runs once per execution, with the first item's parameters. */
-async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | 'hardDelete'): Promise<INodeExecutionData[]> {
+/**
+ * Compact / Hard Delete: runs once per execution, with the first item's parameters. Returns
+ * [Not Recorded, Result]; a failed batch goes to Not Recorded with what earlier batches committed.
+ */
+async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | 'hardDelete'): Promise<INodeExecutionData[][]> {
 	const what = `Operation Ledger Admin (${operation === 'compact' ? 'compact' : 'hard delete'})`;
 	const { prepared, errorItems } = prepareItems(fns, [{ json: {} }], (i) =>
 		checkRetentionOptions({
@@ -224,20 +241,20 @@ async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | '
 			statementTimeoutMs: fns.getNodeParameter('statementTimeoutMs', i, 30000),
 		}),
 	);
-	if (prepared.length === 0) return errorItems;
+	if (prepared.length === 0) return [errorItems, []];
 	let conn;
 	try {
 		conn = await getLedgerConnection(fns);
 	} catch (e) {
-		return batchFailure(fns, e, what, [0]);
+		return [batchFailure(fns, e, what, [0]), []];
 	}
 	try {
 		const report = await runRetention(conn.pool, conn.schemaSql, prepared[0].value, eventContext(fns));
-		return [{ json: { ...report, olderThanDays: prepared[0].value.olderThanDays, more: report.stoppedBecause !== 'done' }, pairedItem: { item: 0 } }];
+		return [[], [{ json: { ...report, olderThanDays: prepared[0].value.olderThanDays, more: report.stoppedBecause !== 'done' }, pairedItem: { item: 0 } }]];
 	} catch (e) {
 		const committed = e instanceof RetentionError ? e.report : undefined;
 		const message = `${what}: ${(e as Error).message}`;
-		if (fns.continueOnFail()) return [{ json: { error: message, committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }];
+		if (fns.continueOnFail()) return [[{ json: { error: message, committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }], []];
 		throw new NodeOperationError(fns.getNode(), message, {
 			description: 'Batches before the failed one committed (their count is in the message); the failed batch was rolled back. Running again continues where it stopped.',
 		});

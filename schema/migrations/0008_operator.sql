@@ -46,4 +46,4 @@ BEGIN
     RAISE EXCEPTION 'operation_events is append-only (% refused)', TG_OP;
 END $$;
 
-INSERT INTO schema_migrations (version, name) VALUES (8, 'operator') ON CONFLICT (version) DO NOTHING;
+INSERT INTO ol_schema_migrations (version, name) VALUES (8, 'operator') ON CONFLICT (version) DO NOTHING;

@@ -17,7 +17,7 @@ CREATE ROLE :"role" LOGIN PASSWORD :'password' NOSUPERUSER NOCREATEDB NOCREATERO
 
 GRANT USAGE ON SCHEMA :"schema" TO :"role";
 -- The schema version check every node makes on first use.
-GRANT SELECT ON :"schema".schema_migrations, :"schema".function_set TO :"role";
+GRANT SELECT ON :"schema".ol_schema_migrations, :"schema".function_set TO :"role";
 
 -- Get, List, Health: read the ledger.
 GRANT SELECT ON :"schema".operations, :"schema".operation_events TO :"role";
