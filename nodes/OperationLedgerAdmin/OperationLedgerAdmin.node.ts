@@ -40,9 +40,8 @@ const OUTPUTS_EXPRESSION = `={{ $parameter["operation"] === "settle" ? [
 	{ "type": "main", "displayName": "Refused" }
 ] : [{ "type": "main", "displayName": "${NOT_RECORDED}" }, { "type": "main", "displayName": "Result" }] }}`;
 
-// Deliberately not usableAsTool: settling by hand must be a named person's decision and hard
-// delete an explicit choice, not an AI agent's.
-// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
+// Deliberately not usableAsTool (like every node of the package): settling by hand must be a
+// named person's decision and hard delete an explicit choice, not an AI agent's.
 export class OperationLedgerAdmin implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Operation Ledger Admin',

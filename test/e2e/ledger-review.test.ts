@@ -13,7 +13,9 @@
  *      who and why, and the next Reserve of that key answers Already Succeeded;
  *   3. a second person deciding the same operation later is refused, and the page names the first;
  *   4. "Did Not Happen" makes the next Reserve proceed as attempt 2;
- *   5. an empty review queue ends on "Nothing to review".
+ *   5. a decision the node refuses as input (Happened without a reference) ends on "Not recorded"
+ *      (the node's Not Recorded output, in n8n's real engine) and changes nothing;
+ *   6. an empty review queue ends on "Nothing to review".
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -184,6 +186,18 @@ describe('ledger review: a person settles operations in review through n8n forms
 		expect(late).toContain('carol@example.com');
 		expect(await row(key(2))).toMatchObject({ status: 'failed', retryable: true, settled_by: 'carol@example.com', external_ref: null });
 		expect(await reserveAgain(key(2))).toMatchObject({ outcome: 'proceed', attempt: 2 });
+	}, 5 * 60_000);
+
+	it('a decision the node refuses as input ends on "Not recorded" and changes nothing', async () => {
+		await makeReview(key(3));
+		const erin = await open('erin@example.com');
+		const page = await decide(erin.waitingUrl, [key(3), 'Happened', '', 'looks fine to me']);
+		expect(page).toContain('Not recorded');
+		expect(page).toContain('reference');
+		expect(await row(key(3))).toMatchObject({ status: 'review', settled_by: null });
+		// Tidy up for the next case: settle it properly.
+		const again = await open('erin@example.com');
+		expect(await decide(again.waitingUrl, [key(3), 'Did Not Happen', '', 'checked: no such charge'])).toContain('Decision recorded');
 	}, 5 * 60_000);
 
 	it('an empty review queue ends on "Nothing to review"', async () => {
