@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 1f5e137ae4c3949fce5025480b4eda989af4aef8e656b303df666e18e501d30e.
+-- Package version 0.1.0; function set SHA-256 cfb220b18674385810a2b70ea084d11edd7784facfdcf5126f8eb7ee9ba2e693.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -27,9 +27,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 7 AS ol_newer_schema \gset
+SELECT :ol_version > 8 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (7): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (8): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -60,6 +60,10 @@ SELECT :ol_version < 7 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0007_boundary.sql
 \endif
+SELECT :ol_version < 8 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0008_operator.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -74,6 +78,12 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/downstream_idempotency_key.sql
 \ir functions/ledger/ledger_now.sql
 \ir functions/ledger/ledger_token_hash.sql
+\ir functions/ledger/ops_compact_batch.sql
+\ir functions/ledger/ops_get_operation.sql
+\ir functions/ledger/ops_hard_delete_batch.sql
+\ir functions/ledger/ops_health.sql
+\ir functions/ledger/ops_list_operations.sql
+\ir functions/ledger/ops_settle_by_hand.sql
 \ir functions/ledger/reconcile_claim.sql
 \ir functions/ledger/reconcile_resolve.sql
 \ir functions/ledger/reserve_operations.sql
@@ -96,7 +106,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1f5e137ae4c3949fce5025480b4eda989af4aef8e656b303df666e18e501d30e')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'cfb220b18674385810a2b70ea084d11edd7784facfdcf5126f8eb7ee9ba2e693')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -40,7 +40,7 @@ function run(cmd, argv, opts = {}) {
 }
 
 function ensureBuilt() {
-	const needed = ['nodes/ReserveOperation/ReserveOperation.node.js', 'nodes/ConfirmOperation/ConfirmOperation.node.js', 'nodes/PriorityDequeue/PriorityDequeue.node.js', 'nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node.js', 'src/queue/index.js', 'schema/functions/queue/queue_claim.sql'];
+	const needed = ['nodes/ReserveOperation/ReserveOperation.node.js', 'nodes/ConfirmOperation/ConfirmOperation.node.js', 'nodes/PriorityDequeue/PriorityDequeue.node.js', 'nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node.js', 'src/queue/index.js', 'src/ledger/admin.js', 'schema/functions/queue/queue_claim.sql'];
 	if (needed.every((f) => existsSync(path.join(root, 'dist', f)))) return;
 	say('dist/ is missing or incomplete: npm run build');
 	run('npm', ['run', 'build']);
@@ -158,6 +158,27 @@ function printTables(latest) {
 	if (s.memory?.rows) {
 		out.push('\nMemory of one node execution with 10,000 items (MiB over a post-GC baseline)');
 		out.push(table(['node', 'peak RSS Δ', 'peak heap Δ', 'retained heap Δ'], s.memory.rows.map((r) => [r.node, fmt(r.peakRssDeltaMiB, 1), fmt(r.peakHeapDeltaMiB, 1), fmt(r.retainedHeapDeltaMiB, 1)])));
+	}
+	const lr = s['ledger-retention'];
+	if (lr?.sizes) {
+		out.push(`\nLedger retention: compaction of ${lr.eligible.toLocaleString('en')} of ${lr.operations.toLocaleString('en')} operations (${fmt(lr.compaction.seconds, 1)} s)`);
+		out.push(
+			table(
+				['', 'before', 'after compaction + VACUUM', 'after VACUUM FULL'],
+				[
+					['operations + events (MiB)', fmt(lr.sizes.before.totalMiB, 1), `${fmt(lr.sizes.afterVacuum.totalMiB, 1)} (${fmt(lr.reclaimedMiB.reusableAfterVacuum, 1)} reusable)`, fmt(lr.sizes.afterVacuumFull.totalMiB, 1)],
+				],
+			),
+		);
+		out.push(
+			table(
+				['Reserve (ms p50 / p99)', 'before', 'during compaction', 'after'],
+				[
+					['1 new key', `${fmt(lr.latency.before.reserve1.median)} / ${fmt(lr.latency.before.reserve1.p99)}`, `${fmt(lr.latency.during.reserve1.median)} / ${fmt(lr.latency.during.reserve1.p99)}`, `${fmt(lr.latency.after.reserve1.median)} / ${fmt(lr.latency.after.reserve1.p99)}`],
+					['100 replays', `${fmt(lr.latency.before.replay100.median)} / ${fmt(lr.latency.before.replay100.p99)}`, '', `${fmt(lr.latency.after.replay100.median)} / ${fmt(lr.latency.after.replay100.p99)}`],
+				],
+			),
+		);
 	}
 	out.push('\nTargets');
 	out.push(table(['target', 'value', 'limit', 'met'], latest.targets.map((t) => [t.what, fmt(t.value), t.limit, t.met ? 'met' : 'MISSED'])));

@@ -28,6 +28,7 @@ function outputNames(node) {
 	const t = node.type;
 	if (t.endsWith('.reserveOperation')) return ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
 	if (t.endsWith('.confirmOperation')) return ['Succeeded', 'Failed', 'Unknown', 'Stale'];
+	if (t.endsWith('.operationLedgerAdmin')) return node.parameters?.operation === 'settle' ? ['Not Recorded', 'Settled', 'Refused'] : ['Not Recorded', 'Result'];
 	if (t.endsWith('.reconcileUnknown')) return node.parameters?.operation === 'claim' ? undefined : ['Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'];
 	if (t === 'n8n-nodes-base.splitInBatches') return ['done', 'loop'];
 	if (t === 'n8n-nodes-base.if') return ['true', 'false'];

@@ -1,0 +1,51 @@
+-- Retention, one batch: compact up to p_limit operations settled (succeeded or failed) more than
+-- p_older_than_days days ago whose current attempt is not compacted yet, oldest settlement first. Rows another
+-- transaction holds (a Reserve retrying a failure, a Confirm) are skipped, never waited for.
+-- Compaction drops the response body, the request body (kept for retryable failures: a retry
+-- needs it for its own reconcile lookup) and the operation's events older than the cutoff. It
+-- keeps key, status, fingerprint, attempt, idempotency key, external reference and reason, so a
+-- late retry is answered from the ledger: Already Succeeded, or Conflict for another request.
+-- Call it repeatedly (each call its own short transaction) until "compacted" < p_limit.
+-- Returns one row: compacted (operations), events_deleted, oldest_settled_at (of this batch).
+CREATE OR REPLACE FUNCTION ops_compact_batch(p_older_than_days integer, p_limit integer, p_ctx jsonb)
+RETURNS TABLE (compacted integer, events_deleted bigint, oldest_settled_at timestamptz)
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_cut timestamptz := ledger_now() - make_interval(days => p_older_than_days);
+    v_keys text[];
+BEGIN
+    IF p_older_than_days IS NULL OR p_older_than_days < 0 OR p_limit IS NULL OR p_limit < 1 THEN
+        RAISE EXCEPTION 'ops_compact_batch needs p_older_than_days >= 0 and p_limit >= 1' USING ERRCODE = '22023';
+    END IF;
+    WITH picked AS (
+        SELECT o.operation_key FROM operations o
+         WHERE o.status IN ('succeeded', 'failed') AND o.compacted_attempt IS DISTINCT FROM o.attempt
+           AND o.settled_at < v_cut
+         ORDER BY o.settled_at
+         LIMIT p_limit
+         FOR UPDATE SKIP LOCKED
+    ), upd AS (
+        UPDATE operations o
+           SET response = NULL,
+               request = CASE WHEN o.status = 'failed' AND o.retryable THEN o.request END,
+               compacted_at = ledger_now(), compacted_attempt = o.attempt
+          FROM picked p
+         WHERE o.operation_key = p.operation_key
+        RETURNING o.operation_key, o.settled_at
+    )
+    SELECT coalesce(array_agg(upd.operation_key), '{}'), count(*)::integer, min(upd.settled_at)
+      INTO v_keys, compacted, oldest_settled_at FROM upd;
+    IF compacted = 0 THEN
+        events_deleted := 0;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- The append-only trigger lets this DELETE through (migration 0008), and only this one.
+    PERFORM set_config('n8n_operation_ledger.retention', 'on', true);
+    DELETE FROM operation_events e WHERE e.operation_key = ANY (v_keys) AND e.created_at < v_cut;
+    GET DIAGNOSTICS events_deleted = ROW_COUNT;
+    PERFORM set_config('n8n_operation_ledger.retention', 'off', true);
+    RETURN NEXT;
+END $$;

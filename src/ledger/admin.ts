@@ -1,0 +1,413 @@
+/**
+ * Operator tools for the ledger: look an operation up with its history, list what needs a person,
+ * settle an unknown or review operation by hand, read the ledger's health, and retention
+ * (compaction, and hard delete as an explicit choice). The SQL is in
+ * schema/functions/ledger/ops_*.sql; docs/operations.md explains each tool and its grants.
+ *
+ * Every statement is bounded: Get, List, Health and Settle by Hand run through boundedQuery (the
+ * credential's statement and lock timeouts, default 30 s and 5 s); retention sets its own per batch.
+ *
+ * Safety: settling by hand and retention change what later Reserves answer. A decision is only
+ * reported as settled when the database made it in this call (result "settled"); retention
+ * reports exactly the batches that committed.
+ */
+import type { Pool } from 'pg';
+import { boundedQuery, type Bounds } from '../db/bounds';
+import type { Queryable } from './reserve';
+import { LIMITS, type EventContext, type OperationStatus } from './states';
+import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
+
+/** What "List" can look for. */
+export const LIST_KINDS = ['unknown', 'review', 'expired_lease', 'failed'] as const;
+export type ListKind = (typeof LIST_KINDS)[number];
+
+/** A person's verdict on an operation whose outcome is unknown. */
+export const SETTLE_DECISIONS = ['happened', 'not_happened'] as const;
+export type SettleDecision = (typeof SETTLE_DECISIONS)[number];
+
+/** The text ops_hard_delete_batch requires, stating the consequence. */
+export const HARD_DELETE_ACKNOWLEDGEMENT = 'forget these keys: a retry will run the write again';
+
+function checkInt(value: unknown, what: string, min: number, max: number): number {
+	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+		throw new LedgerInputError(`${what} must be a whole number from ${min} to ${max}; got ${String(value).slice(0, 40)}`);
+	}
+	return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Get
+
+/** One event of an operation's history. `at` is ISO-8601 from the database clock. */
+export interface LedgerEvent {
+	eventId: string;
+	event: string;
+	fromStatus: OperationStatus | null;
+	toStatus: OperationStatus | null;
+	attempt: number | null;
+	executionId: string | null;
+	workflowId: string | null;
+	nodeName: string | null;
+	itemIndex: number | null;
+	detail: unknown;
+	at: string;
+}
+
+/** An operation with its history (oldest event first). Row fields keep the table's column names. */
+export interface OperationWithHistory {
+	operation: Record<string, unknown>;
+	events: LedgerEvent[];
+	/** Events stored for this key; more than events.length when maxEvents cut the oldest off. */
+	eventsTotal: number;
+}
+
+/**
+ * Reads one operation by key with its newest `maxEvents` events (1..10000), in order. Returns
+ * null when no operation has the key. Throws LedgerInputError for a bad key.
+ */
+export async function getOperation(
+	db: Queryable,
+	schemaSql: string,
+	key: unknown,
+	maxEvents: unknown = 500,
+	bounds?: Bounds,
+): Promise<OperationWithHistory | null> {
+	const k = checkOperationKey(key);
+	const max = checkInt(maxEvents, 'Max events', 1, 10000);
+	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${schemaSql}.ops_get_operation($1, $2) AS r`, [k, max], bounds);
+	const r = rows[0]?.r ?? null;
+	if (r) r.eventsTotal = Number(r.eventsTotal);
+	return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// List
+
+export interface ListOptions {
+	kind: ListKind;
+	/** Only operations at least this many seconds old (0..10 years). */
+	minAgeSeconds: number;
+	/** Only this target; null for all. */
+	target: string | null;
+	/** Page size (1..1000). */
+	limit: number;
+	/** The `nextCursor` of the previous page, or null for the first page. */
+	cursor: string | null;
+}
+
+export interface ListPage {
+	/** Operations matching kind, age and target, on all pages. */
+	total: number;
+	/** This page, oldest first; each row without tokens and bodies, plus `ageSince`. */
+	items: Array<Record<string, unknown>>;
+	/** Pass as `cursor` for the next page; null on the last page. */
+	nextCursor: string | null;
+}
+
+/** Validates list options. Throws LedgerInputError. */
+export function checkListOptions(o: { kind: unknown; minAgeSeconds?: unknown; target?: unknown; limit?: unknown; cursor?: unknown }): ListOptions {
+	if (!LIST_KINDS.includes(o.kind as ListKind)) {
+		throw new LedgerInputError(`The list must be one of ${LIST_KINDS.join(', ')}; got ${JSON.stringify(o.kind)?.slice(0, 40)}`);
+	}
+	const cursor = o.cursor === undefined || o.cursor === null || o.cursor === '' ? null : String(o.cursor);
+	if (cursor !== null) decodeCursor(cursor);
+	return {
+		kind: o.kind as ListKind,
+		minAgeSeconds: checkInt(o.minAgeSeconds ?? 0, 'The minimum age (seconds)', 0, 10 * 366 * 86400),
+		target: checkOptionalText(o.target, 'The target', LIMITS.maxTargetLength),
+		limit: checkInt(o.limit ?? 50, 'The page size', 1, 1000),
+		cursor,
+	};
+}
+
+/** Cursor: base64url of {"at": timestamp text with microseconds, "key": operation key}. */
+function encodeCursor(next: { at: string; key: string }): string {
+	return Buffer.from(JSON.stringify([next.at, next.key]), 'utf8').toString('base64url');
+}
+function decodeCursor(cursor: string): { at: string; key: string } {
+	try {
+		const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+		if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]))) {
+			return { at: v[0], key: v[1] };
+		}
+	} catch {
+		// fall through
+	}
+	throw new LedgerInputError('The cursor is not one this node returned (use the "nextCursor" of the previous page, or leave it empty)');
+}
+
+/** One page of operations of `kind`, oldest first (one round trip). */
+export async function listOperations(db: Queryable, schemaSql: string, o: ListOptions, bounds?: Bounds): Promise<ListPage> {
+	const after = o.cursor ? decodeCursor(o.cursor) : null;
+	const rows = await boundedQuery<{ r: { total: number | string; items: Array<Record<string, unknown>>; next: { at: string; key: string } | null } }>(
+		db,
+		`SELECT ${schemaSql}.ops_list_operations($1, $2, $3, $4, $5::timestamptz, $6) AS r`,
+		[o.kind, o.minAgeSeconds, o.target, o.limit, after?.at ?? null, after?.key ?? null],
+		bounds,
+	);
+	const r = rows[0].r;
+	return { total: Number(r.total), items: r.items, nextCursor: r.next ? encodeCursor(r.next) : null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settle by hand
+
+export interface SettleItem {
+	index: number;
+	operationKey: string;
+	decision: SettleDecision;
+	externalRef: string | null;
+	reason: string;
+	decidedBy: string;
+}
+
+/** settled: this call decided. refused: already settled (decidedBy names by whom). */
+export type SettleResult = 'settled' | 'refused' | 'not_found';
+
+export interface SettleResultRow {
+	index: number;
+	result: SettleResult;
+	status: OperationStatus | null;
+	attempt: number | null;
+	externalRef: string | null;
+	retryable: boolean | null;
+	/** The person (or "node X in execution Y") whose decision stands. */
+	decidedBy: string | null;
+	decidedAt: string | null;
+	/** happened / not_happened for a person's decision, else the event that settled it. */
+	decision: string | null;
+}
+
+/**
+ * Validates one decision. Throws LedgerInputError before anything is written: the key, who
+ * decides (1..200 characters), a reason (1..2000), happened/not_happened, and for happened the
+ * target's reference as evidence.
+ */
+export function prepareSettleItem(
+	index: number,
+	input: { operationKey: unknown; decision: unknown; externalRef?: unknown; reason: unknown; decidedBy: unknown },
+): SettleItem {
+	const operationKey = checkOperationKey(input.operationKey);
+	if (!SETTLE_DECISIONS.includes(input.decision as SettleDecision)) {
+		throw new LedgerInputError(`The decision must be happened or not_happened; got ${JSON.stringify(input.decision)?.slice(0, 40)}`);
+	}
+	const decision = input.decision as SettleDecision;
+	const decidedBy = checkOptionalText(typeof input.decidedBy === 'string' ? input.decidedBy.trim() : input.decidedBy, 'Decided by', 200);
+	if (decidedBy === null) throw new LedgerInputError('"Decided By" is empty: a decision by hand must name the person who made it');
+	const reason = checkOptionalText(typeof input.reason === 'string' ? input.reason.trim() : input.reason, 'The reason', 2000);
+	if (reason === null) throw new LedgerInputError('The reason is empty: say why (e.g. "found payment pi_123 in the Stripe dashboard")');
+	const externalRef = checkOptionalText(typeof input.externalRef === 'string' ? input.externalRef.trim() : input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
+	if (decision === 'happened' && externalRef === null) {
+		throw new LedgerInputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
+	}
+	return { index, operationKey, decision, externalRef: decision === 'happened' ? externalRef : null, reason, decidedBy };
+}
+
+/** Applies decisions in one round trip and one transaction; one result per item, in order. */
+export async function settleByHand(
+	db: Queryable,
+	schemaSql: string,
+	items: SettleItem[],
+	ctx: EventContext = {},
+	bounds?: Bounds,
+): Promise<SettleResultRow[]> {
+	if (items.length === 0) return [];
+	const doc = JSON.stringify(items.map((it) => ({ i: it.index, k: it.operationKey, d: it.decision, ref: it.externalRef, reason: it.reason, by: it.decidedBy })));
+	const rows = await boundedQuery<{
+		idx: number;
+		result: SettleResult;
+		status: OperationStatus | null;
+		attempt: number | null;
+		external_ref: string | null;
+		retryable: boolean | null;
+		decided_by: string | null;
+		decided_at: Date | null;
+		decision: string | null;
+	}>(db, `SELECT * FROM ${schemaSql}.ops_settle_by_hand($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds);
+	const byIndex = new Map(rows.map((r) => [r.idx, r]));
+	return items.map((it) => {
+		const r = byIndex.get(it.index);
+		if (!r) throw new Error(`ops_settle_by_hand returned no row for item ${it.index}`);
+		return {
+			index: it.index,
+			result: r.result,
+			status: r.status,
+			attempt: r.attempt,
+			externalRef: r.external_ref,
+			retryable: r.retryable,
+			decidedBy: r.decided_by,
+			decidedAt: r.decided_at ? new Date(r.decided_at).toISOString() : null,
+			decision: r.decision,
+		};
+	});
+}
+
+/** A sentence for a refused decision, naming who decided. */
+export function refusalMessage(r: SettleResultRow): string {
+	if (r.status === 'succeeded' || r.status === 'failed') {
+		return `Already settled as ${r.status}${r.decision ? ` (${r.decision})` : ''} by ${r.decidedBy ?? 'a workflow'}${r.decidedAt ? ` at ${r.decidedAt}` : ''}; only unknown or review operations can be settled by hand`;
+	}
+	return `The operation is ${r.status ?? 'gone'}, not unknown or review; only those can be settled by hand`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Health
+
+export interface LedgerHealth {
+	now: string;
+	byStatus: Partial<Record<OperationStatus, number>>;
+	expiredLeases: number;
+	oldestUnknown: { key: string; since: string; ageSeconds: number } | null;
+	review: { count: number; oldestSince: string | null; oldestKey: string | null };
+	compacted: number;
+	eventsPerDay: Array<{ day: string; events: number }>;
+	sizes: { operationsBytes: number; operationEventsBytes: number };
+}
+
+/** Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes. */
+export async function ledgerHealth(db: Queryable, schemaSql: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
+	const d = checkInt(days, 'Days of events', 1, 366);
+	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${schemaSql}.ops_health($1) AS r`, [d], bounds);
+	return rows[0].r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retention
+
+export interface RetentionOptions {
+	mode: 'compact' | 'hard_delete';
+	/** Only operations settled more than this many days ago (1..36500). */
+	olderThanDays: number;
+	/** Operations per batch, i.e. per statement and transaction (1..10000). */
+	batchSize: number;
+	/** Stop after this many batches (1..100000). */
+	maxBatches: number;
+	/** Start no new batch after this many milliseconds (1000..3600000). */
+	maxDurationMs: number;
+	/** statement_timeout and lock_timeout of each batch, in milliseconds (100..600000). */
+	statementTimeoutMs: number;
+}
+
+/** Validates retention options. Hard delete also needs the acknowledgement text. Throws LedgerInputError. */
+export function checkRetentionOptions(o: {
+	mode: unknown;
+	olderThanDays: unknown;
+	batchSize?: unknown;
+	maxBatches?: unknown;
+	maxDurationMs?: unknown;
+	statementTimeoutMs?: unknown;
+	acknowledge?: unknown;
+}): RetentionOptions {
+	if (o.mode !== 'compact' && o.mode !== 'hard_delete') throw new LedgerInputError(`The retention mode must be compact or hard_delete; got ${String(o.mode).slice(0, 40)}`);
+	if (o.mode === 'hard_delete' && o.acknowledge !== true) {
+		throw new LedgerInputError(
+			'Hard delete needs the explicit acknowledgement: the ledger forgets the deleted keys, and a retry of one of them runs its write again',
+		);
+	}
+	return {
+		mode: o.mode,
+		olderThanDays: checkInt(o.olderThanDays, 'Older than (days)', 1, 36500),
+		batchSize: checkInt(o.batchSize ?? 1000, 'The batch size', 1, 10000),
+		maxBatches: checkInt(o.maxBatches ?? 100, 'Max batches', 1, 100000),
+		maxDurationMs: checkInt(o.maxDurationMs ?? 60000, 'Max duration (ms)', 1000, 3600000),
+		statementTimeoutMs: checkInt(o.statementTimeoutMs ?? 30000, 'The statement timeout (ms)', 100, 600000),
+	};
+}
+
+export interface RetentionReport {
+	mode: RetentionOptions['mode'];
+	/** Batches that committed. */
+	batches: number;
+	/** Operations compacted or deleted by committed batches. */
+	operations: number;
+	/** Events deleted by committed batches. */
+	eventsDeleted: number;
+	/** done: nothing eligible is left; max_batches / max_duration: more may be left. */
+	stoppedBecause: 'done' | 'max_batches' | 'max_duration';
+	durationMs: number;
+}
+
+/** Raised when a batch fails; `report` says what the batches before it committed. */
+export class RetentionError extends Error {
+	constructor(
+		message: string,
+		public readonly report: RetentionReport,
+		public readonly cause?: unknown,
+	) {
+		super(message);
+		this.name = 'RetentionError';
+	}
+}
+
+/**
+ * Runs compaction or hard delete in batches, each its own transaction with SET LOCAL
+ * statement_timeout and lock_timeout, until a batch finds fewer than batchSize operations, or
+ * maxBatches batches ran, or maxDurationMs passed (checked before each batch: the last batch can
+ * run at most statementTimeoutMs past it). Rows a concurrent Reserve or Confirm holds are skipped
+ * (SKIP LOCKED), never waited for. A failing batch is rolled back and raised as RetentionError
+ * carrying the committed batches' report.
+ */
+export async function runRetention(pool: Pick<Pool, 'connect'>, schemaSql: string, o: RetentionOptions, ctx: EventContext = {}): Promise<RetentionReport> {
+	const started = Date.now();
+	const report: RetentionReport = { mode: o.mode, batches: 0, operations: 0, eventsDeleted: 0, stoppedBecause: 'done', durationMs: 0 };
+	const sql =
+		o.mode === 'compact'
+			? `SELECT compacted AS n, events_deleted FROM ${schemaSql}.ops_compact_batch($1, $2, $3::jsonb)`
+			: `SELECT deleted AS n, events_deleted FROM ${schemaSql}.ops_hard_delete_batch($1, $2, $4, $3::jsonb)`;
+	const params: unknown[] = [o.olderThanDays, o.batchSize, JSON.stringify(ctx)];
+	if (o.mode === 'hard_delete') params.push(HARD_DELETE_ACKNOWLEDGEMENT);
+	const client = await pool.connect();
+	let broken = false;
+	// A checked-out client whose server goes away emits 'error'; without a listener that would
+	// crash the process. The failing query rejects as well, and the client is then discarded.
+	const onError = () => {
+		broken = true;
+	};
+	client.on('error', onError);
+	try {
+		for (;;) {
+			if (report.batches >= o.maxBatches) {
+				report.stoppedBecause = 'max_batches';
+				break;
+			}
+			if (Date.now() - started >= o.maxDurationMs) {
+				report.stoppedBecause = 'max_duration';
+				break;
+			}
+			let n: number;
+			let ev: number;
+			try {
+				await client.query('BEGIN');
+				await client.query(`SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)`, [String(o.statementTimeoutMs)]);
+				const { rows } = await client.query<{ n: number; events_deleted: string }>(sql, params);
+				await client.query('COMMIT');
+				n = rows[0].n;
+				ev = Number(rows[0].events_deleted);
+			} catch (e) {
+				await client.query('ROLLBACK').catch(() => {
+					broken = true;
+				});
+				const code = (e as { code?: string }).code ?? '';
+				if (!code || /^(08|57P0)/.test(code)) broken = true;
+				report.durationMs = Date.now() - started;
+				throw new RetentionError(
+					`${o.mode === 'compact' ? 'Compaction' : 'Hard delete'} batch ${report.batches + 1} failed and was rolled back` +
+						`${broken ? ' (the connection broke: unless that happened in the instant after COMMIT)' : ''}: ${(e as Error).message}. ` +
+						`${report.batches} earlier batch(es) committed (${report.operations} operation(s), ${report.eventsDeleted} event(s)).`,
+					{ ...report },
+					e,
+				);
+			}
+			report.batches++;
+			report.operations += n;
+			report.eventsDeleted += ev;
+			if (n < o.batchSize) break;
+		}
+	} finally {
+		client.off('error', onError);
+		client.release(broken);
+	}
+	report.durationMs = Date.now() - started;
+	return report;
+}
