@@ -1,7 +1,7 @@
 /**
- * Issue 12: queue_enqueue is set-based. Its cost per item does not grow with the batch (the old
- * one joined the inserted rows back with a nested loop: 20k items took 38 s), and a dedupe key
- * whose live task settles while the batch runs is inserted again rather than left unanswered.
+ * Issue 12: queue_enqueue is set-based (the old one joined the inserted rows back with a nested
+ * loop: 20k items took 38 s). Every item of a large batch is answered, and a dedupe key whose live
+ * task settles while the batch runs is inserted again rather than left unanswered.
  */
 import { complete, dequeue, enqueue } from '../../../src/queue';
 import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
@@ -15,23 +15,24 @@ afterAll(async () => {
 	await db.drop();
 });
 
-async function timePerItem(n: number, keyed: boolean): Promise<number> {
+async function enqueueMany(n: number, keyed: boolean) {
 	const queue = db.queueName(keyed ? 'lin-k' : 'lin');
 	const items = Array.from({ length: n }, (_, i) => ({ queue, group: 'normal', payload: { i }, ...(keyed ? { dedupeKey: `k-${i % (n / 2)}` } : {}) }));
-	const t = performance.now();
-	const out = await enqueue(db.pool, db.schema, items);
-	const ms = performance.now() - t;
-	expect(out).toHaveLength(n);
-	if (keyed) expect(out.filter((r) => r.deduplicated)).toHaveLength(n / 2);
-	return ms / n;
+	return { queue, out: await enqueue(db.pool, db.schema, items) };
 }
 
-describe('enqueue is linear', () => {
-	it.each([false, true])('cost per item at 20,000 items is within 4x of 2,000 items (dedupe keys: %p)', async (keyed) => {
-		await timePerItem(2_000, keyed); // warm-up
-		const small = await timePerItem(2_000, keyed);
-		const large = await timePerItem(20_000, keyed);
-		expect(large / small).toBeLessThan(4);
+// Its speed (cost per item flat from 10k to 100k items) is measured by the batch-scale suite of
+// `npm run bench`, which prints the figures (BENCHMARKS.md); a test does not time it.
+describe('a 20,000-item enqueue answers every item', () => {
+	it.each([false, true])('in input order, one task per dedupe key (dedupe keys: %p)', async (keyed) => {
+		const n = 20_000;
+		const { queue, out } = await enqueueMany(n, keyed);
+		expect(out).toHaveLength(n);
+		expect(out.every((r, i) => r !== undefined && (r.payload as { i: number }).i === (keyed && i >= n / 2 ? i - n / 2 : i))).toBe(true);
+		expect(out.filter((r) => r.deduplicated)).toHaveLength(keyed ? n / 2 : 0);
+		const { rows } = await db.pool.query(`SELECT count(*)::int AS c FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
+		expect(rows[0].c).toBe(keyed ? n / 2 : n);
+		if (keyed) for (let i = 0; i < n / 2; i += 997) expect(out[i + n / 2].taskId).toBe(out[i].taskId);
 	});
 });
 
