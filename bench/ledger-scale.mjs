@@ -35,7 +35,7 @@ async function load(schema, n) {
 	// the loaded keys can be replayed through the node.
 	await db.query(`
 		INSERT INTO ${s}.operations (operation_key, status, fingerprint, fingerprint_alg, target, request, attempt,
-		    idempotency_key, lease_token, lease_expires_at, external_ref, response, reason, retryable, unknown_since,
+		    idempotency_key, lease_token_hash, lease_expires_at, external_ref, response, reason, retryable, unknown_since,
 		    next_check_at, settled_at, created_at, updated_at)
 		SELECT 'payment:charge:order-load-' || g || ':v1',
 		       CASE WHEN g % 100 = 7 THEN 'failed' WHEN g % 100 = 13 THEN 'unknown' ELSE 'succeeded' END,
@@ -43,7 +43,7 @@ async function load(schema, n) {
 		       'sha256-jcs-rfc8785', 'payments-api',
 		       jsonb_build_object('orderId', 'order-load-' || g, 'amount', 1000 + g % 5000, 'currency', 'EUR'),
 		       1, ${s}.downstream_idempotency_key('payment:charge:order-load-' || g || ':v1', 1),
-		       gen_random_uuid(), ts + interval '5 minutes',
+		       sha256(uuid_send(gen_random_uuid())), ts + interval '5 minutes',
 		       CASE WHEN g % 100 NOT IN (7, 13) THEN 'pay_' || g END,
 		       CASE WHEN g % 100 NOT IN (7, 13) THEN jsonb_build_object('id', 'pay_' || g, 'status', 'succeeded') END,
 		       CASE WHEN g % 100 = 7 THEN 'HTTP 503' WHEN g % 100 = 13 THEN 'timeout' END,
@@ -55,8 +55,8 @@ async function load(schema, n) {
 		[n],
 	);
 	await db.query(`
-		INSERT INTO ${s}.operation_events (operation_key, event, from_status, to_status, attempt, lease_token, execution_id, workflow_id, node_name, item_index, created_at)
-		SELECT o.operation_key, e.event, e.f, e.t, 1, o.lease_token, 'load', 'load', 'load', 0, o.created_at
+		INSERT INTO ${s}.operation_events (operation_key, event, from_status, to_status, attempt, lease_token_hash, execution_id, workflow_id, node_name, item_index, created_at)
+		SELECT o.operation_key, e.event, e.f, e.t, 1, o.lease_token_hash, 'load', 'load', 'load', 0, o.created_at
 		  FROM ${s}.operations o,
 		       LATERAL (VALUES ('reserved', NULL, 'reserved'), ('confirmed_' || o.status, 'reserved', o.status)) e(event, f, t)`);
 	await db.query(`VACUUM ANALYZE ${s}.operations`);

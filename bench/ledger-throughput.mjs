@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 // 1. Ledger throughput: Reserve + Confirm of one batch of N new operation keys, three ways, interleaved
 // round by round on the same database and schema:
 //   node     - the nodes' own execute path (ReserveOperation / ConfirmOperation .execute with the
@@ -148,13 +149,13 @@ async function direct(n) {
 }
 
 const INSERT_ONE = `INSERT INTO ${schemaSql}.operations
-  (operation_key, status, fingerprint, fingerprint_alg, target, request, attempt, idempotency_key, lease_token, lease_expires_at)
-  VALUES ($1, 'reserved', $2, $3, $4, $5::jsonb, 1, ${schemaSql}.downstream_idempotency_key($1, 1), gen_random_uuid(), now() + make_interval(secs => $6))
+  (operation_key, status, fingerprint, fingerprint_alg, target, request, attempt, idempotency_key, lease_token_hash, lease_expires_at)
+  VALUES ($1, 'reserved', $2, $3, $4, $5::jsonb, 1, ${schemaSql}.downstream_idempotency_key($1, 1), sha256(uuid_send($7::uuid)), now() + make_interval(secs => $6))
   ON CONFLICT (operation_key) DO NOTHING
-  RETURNING lease_token`;
+  RETURNING $7::uuid::text AS lease_token`;
 const UPDATE_ONE = `UPDATE ${schemaSql}.operations
   SET status = 'succeeded', external_ref = $3, response = $4::jsonb, settled_at = now(), updated_at = now()
-  WHERE operation_key = $1 AND lease_token = $2 AND status = 'reserved'`;
+  WHERE operation_key = $1 AND lease_token_hash = sha256(uuid_send($2::uuid)) AND status = 'reserved'`;
 
 async function perItem(client, n) {
 	const { items } = inputItems(n, 'peritem');
@@ -166,7 +167,7 @@ async function perItem(client, n) {
 	const tokens = new Array(n);
 	for (let i = 0; i < n; i++) {
 		const p = prepared[i];
-		const r = await client.query(INSERT_ONE, [p.operationKey, p.fingerprint, FINGERPRINT_ALGORITHM, p.target, p.canonicalRequest, p.leaseSeconds]);
+		const r = await client.query(INSERT_ONE, [p.operationKey, p.fingerprint, FINGERPRINT_ALGORITHM, p.target, p.canonicalRequest, p.leaseSeconds, randomUUID()]);
 		tokens[i] = r.rows[0].lease_token;
 	}
 	const t1 = now();
