@@ -18,7 +18,7 @@ import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { connectListener } from '../../../nodes/PriorityDequeueTrigger/listen';
 import { stricterSslMode, type SslMode } from '../../../src/db/endpoint';
 import { ensureSchema, migrate, readSchemaState } from '../../../src/db/migrate';
-import { closeAllPools, getPool, toClientConfig, withClient, type ConnectionConfig } from '../../../src/db/pool';
+import { acquirePool, closeAllPools, getPool, toClientConfig, withClient, type ConnectionConfig } from '../../../src/db/pool';
 import { IsolatedClient } from '../../../src/vendor';
 import { freePort, sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { makeCa, makeServerCert } from '../../helpers/tls';
@@ -270,12 +270,18 @@ describe('killed backends never crash the process', () => {
 	});
 
 	it('while idle', async () => {
-		const pool: PgPool = getPool(base({ schema: 'bd_kill_idle' }));
-		await Promise.all([pool.query('SELECT pg_sleep(0.2)'), pool.query('SELECT pg_sleep(0.2)')]);
-		expect(pool.idleCount).toBe(2);
-		expect((await kill(`state = 'idle' AND query LIKE 'SELECT pg_sleep(0.2)%'`)).length).toBe(2);
-		await sleep(300);
-		expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+		// The pool itself (leased), so its idle clients can be counted before they are killed.
+		const lease = acquirePool(base({ schema: 'bd_kill_idle' }));
+		const pool: PgPool = lease.pool;
+		try {
+			await Promise.all([pool.query('SELECT pg_sleep(0.2)'), pool.query('SELECT pg_sleep(0.2)')]);
+			expect(pool.idleCount).toBe(2);
+			expect((await kill(`state = 'idle' AND query LIKE 'SELECT pg_sleep(0.2)%'`)).length).toBe(2);
+			await sleep(300);
+			expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+		} finally {
+			lease.release();
+		}
 	});
 
 	it('during a LISTEN', async () => {
