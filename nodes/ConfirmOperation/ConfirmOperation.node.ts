@@ -238,8 +238,8 @@ export class ConfirmOperation implements INodeType {
 
 		let results: ConfirmResultRow[];
 		try {
-			const { pool, schemaSql, bounds } = await getLedgerConnection(this);
-			results = await confirmOperations(pool, schemaSql, prepared.map((p) => p.value.item), eventContext(this), bounds);
+			const { pool, schema, bounds } = await getLedgerConnection(this);
+			results = await confirmOperations(pool, schema, prepared.map((p) => p.value.item), eventContext(this), bounds);
 		} catch (e) {
 			placeErrorItems(this, outputs, layout, batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
 			return outputs;

@@ -100,7 +100,7 @@ async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[][
 	}
 	for (const p of prepared) {
 		try {
-			const r = await getOperation(conn.pool, conn.schemaSql, p.value.key, p.value.maxEvents, conn.bounds);
+			const r = await getOperation(conn.pool, conn.schema, p.value.key, p.value.maxEvents, conn.bounds);
 			out.push({
 				json: r ? ({ found: true, ...r } as unknown as IDataObject) : { found: false, operationKey: String(p.value.key) },
 				pairedItem: { item: p.index },
@@ -137,7 +137,7 @@ async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]
 	}
 	for (const p of prepared) {
 		try {
-			const page = await listOperations(conn.pool, conn.schemaSql, p.value.options, conn.bounds);
+			const page = await listOperations(conn.pool, conn.schema, p.value.options, conn.bounds);
 			const pageInfo = { kind: p.value.options.kind, total: page.total, count: page.items.length, nextCursor: page.nextCursor };
 			if (p.value.output === 'page') {
 				out.push({ json: { ...pageInfo, items: page.items as IDataObject[] }, pairedItem: { item: p.index } });
@@ -176,8 +176,8 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 	if (prepared.length === 0) return outputs;
 	let results: SettleResultRow[];
 	try {
-		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
-		results = await settleByHand(pool, schemaSql, prepared.map((p) => p.value), eventContext(fns), bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(fns);
+		results = await settleByHand(pool, schema, prepared.map((p) => p.value), eventContext(fns), bounds);
 	} catch (e) {
 		notRecorded.push(...batchFailure(fns, e, 'Operation Ledger Admin (settle by hand)', prepared.map((p) => p.index)));
 		return outputs;
@@ -215,8 +215,8 @@ async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData
 	const { prepared, errorItems } = prepareItems(fns, [{ json: {} }], (i) => Number(fns.getNodeParameter('days', i, 7)));
 	if (prepared.length === 0) return [errorItems, []];
 	try {
-		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
-		const h = await ledgerHealth(pool, schemaSql, prepared[0].value, bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(fns);
+		const h = await ledgerHealth(pool, schema, prepared[0].value, bounds);
 		return [[], [{ json: h as unknown as IDataObject, pairedItem: { item: 0 } }]];
 	} catch (e) {
 		return [batchFailure(fns, e, 'Operation Ledger Admin (health)', [0]), []];
@@ -248,7 +248,7 @@ async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | '
 		return [batchFailure(fns, e, what, [0]), []];
 	}
 	try {
-		const report = await runRetention(conn.pool, conn.schemaSql, prepared[0].value, eventContext(fns));
+		const report = await runRetention(conn.pool, conn.schema, prepared[0].value, eventContext(fns));
 		return [[], [{ json: { ...report, olderThanDays: prepared[0].value.olderThanDays, more: report.stoppedBecause !== 'done' }, pairedItem: { item: 0 } }]];
 	} catch (e) {
 		const committed = e instanceof RetentionError ? e.report : undefined;

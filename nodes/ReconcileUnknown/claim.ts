@@ -68,8 +68,8 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 	placeErrorItems(fns, outputs, layout, errorItems);
 	if (prepared.length === 0) return outputs;
 	try {
-		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
-		const claimed = await claimUnknown(pool, schemaSql, prepared[0].value, eventContext(fns), bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(fns);
+		const claimed = await claimUnknown(pool, schema, prepared[0].value, eventContext(fns), bounds);
 		outputs[layout.offset].push(
 			...claimed.map((c) => ({
 				json: {

@@ -186,8 +186,8 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 	if (prepared.length === 0) return outputs;
 	let results: ResolveResultRow[];
 	try {
-		const { pool, schemaSql, bounds } = await getLedgerConnection(fns);
-		results = await resolveUnknown(pool, schemaSql, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns), bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(fns);
+		results = await resolveUnknown(pool, schema, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns), bounds);
 	} catch (e) {
 		placeErrorItems(fns, outputs, layout, batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
 		return outputs;

@@ -175,10 +175,10 @@ export class ReserveOperation implements INodeType {
 
 		let results: ReserveResult[];
 		try {
-			const { pool, schemaSql, bounds } = await getLedgerConnection(this);
+			const { pool, schema, bounds } = await getLedgerConnection(this);
 			results = await reserveOperations(
 				pool,
-				schemaSql,
+				schema,
 				prepared.map((p) => p.value),
 				eventContext(this),
 				bounds,

@@ -10,6 +10,9 @@
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { cutText } from '../../src/text';
+import { InputError } from '../../src/errors';
+import { InvalidSchemaNameError } from '../../src/db/identifiers';
+import { SchemaNotReadyError } from '../../src/db/migrate';
 
 /** An input item that passed validation, with the values prepared for the database. */
 export interface Prepared<T> {
@@ -17,8 +20,11 @@ export interface Prepared<T> {
 	value: T;
 }
 
-/** Raised by prepare functions for input the user must fix; message is shown on the item. */
-export class ItemInputError extends Error {
+/**
+ * Raised by prepare functions for input the user must fix; message is shown on the item. An
+ * InputError (src/errors.ts) with an optional description for the n8n error panel.
+ */
+export class ItemInputError extends InputError {
 	constructor(
 		message: string,
 		public readonly description?: string,
@@ -132,9 +138,9 @@ export function batchFailure(
 	const err = (e ?? {}) as Error & { code?: string };
 	const lost = isConnectionFailure(err);
 	const reason = cutText(spellOutCodes(scrubSecrets(String(err.message ?? e))), 1000);
-	const config = err.name === 'InvalidSchemaNameError' || err.name === 'SchemaNotReadyError';
+	const config = err instanceof InvalidSchemaNameError || err instanceof SchemaNotReadyError;
 	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
-	const input = err instanceof ItemInputError || err.name === 'QueueInputError' || err.name === 'LedgerInputError';
+	const input = err instanceof InputError;
 	const cause = lost
 		? err.code && TLS_CODES.test(err.code)
 			? `the database connection failed: SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`

@@ -46,8 +46,5 @@ export interface EventContext {
 	nodeName?: string;
 }
 
-/** Converts a pg timestamptz (a Date with pg's default parser) to ISO-8601, or null. */
-export function iso(value: Date | string | null | undefined): string | null {
-	if (value === null || value === undefined) return null;
-	return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
-}
+/** Converts a pg timestamptz to ISO-8601 (src/db/values.ts, shared with the queue). */
+export { iso } from '../db/values';

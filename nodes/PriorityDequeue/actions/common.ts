@@ -1,9 +1,9 @@
 /**
  * Pieces shared by the Priority Dequeue operations: the shared parameters, how a settle operation
- * finds its task (task id and lease token), and how results become items.
+ * finds its task (task id and lease token), and how results become items. Group weights are parsed
+ * by src/queue/groups.ts (parseGroupWeights).
  */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
-import { DEFAULT_GROUPS, QueueInputError, type GroupWeight } from '../../../src/queue';
 
 export type OperationName =
 	| 'enqueue'
@@ -127,17 +127,6 @@ export function taskOf(fns: IExecuteFunctions, i: number, item: INodeExecutionDa
 		});
 	}
 	throw firstProblem;
-}
-
-/** Parses "high:5, normal:2, low:1" (highest priority first). Throws QueueInputError. */
-export function parseGroupWeights(text: unknown): GroupWeight[] {
-	const s = typeof text === 'string' ? text.trim() : '';
-	if (s === '') return DEFAULT_GROUPS.map((g) => ({ ...g }));
-	return s.split(',').map((part) => {
-		const m = /^\s*([^:,]+?)\s*:\s*(\d+)\s*$/.exec(part);
-		if (!m) throw new QueueInputError(`Groups and weights: "${part.trim()}" is not name:weight (e.g. high:5, normal:2, low:1)`);
-		return { name: m[1], weight: Number(m[2]) };
-	});
 }
 
 /** A plain result object as an item's json, without the given keys. */

@@ -1,8 +1,8 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { dequeue, checkGroups, type DequeueOptions } from '../../../../src/queue';
+import { dequeue, checkGroups, parseGroupWeights, type DequeueOptions } from '../../../../src/queue';
 import { getLedgerConnection } from '../../../shared/connection';
 import { batchFailure, prepareItems } from '../../../shared/items';
-import { asJson, parseGroupWeights } from '../common';
+import { asJson } from '../common';
 
 /** One claim per execution, read from item 0; every claimed task is paired with item 0. */
 export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {

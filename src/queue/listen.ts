@@ -2,8 +2,8 @@
  * A dedicated pg Client for LISTEN (never a pooled connection: LISTEN belongs to one session).
  */
 import type { Client as PgClient } from 'pg';
-import { IsolatedClient } from '../../src/vendor';
-import { toClientConfig, type ConnectionConfig } from '../../src/db/pool';
+import { IsolatedClient } from '../vendor';
+import { toClientConfig, type ConnectionConfig } from '../db/pool';
 import type { ListenConnection } from './watcher';
 
 export async function connectListener(config: ConnectionConfig): Promise<ListenConnection> {
