@@ -7,6 +7,7 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
+import { CONFIRM_OUTPUTS, CONFIRM_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
 import { classifyHttpResult, parseStatusOverrides, type StatusOverrides } from '../../src/ledger/classify';
 import { confirmOperations, DEFAULT_MAX_RESPONSE_BYTES, prepareConfirmItem, type ConfirmResultRow } from '../../src/ledger/confirm';
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
@@ -17,8 +18,8 @@ import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 import { outputLayout, placeErrorItems, versionedOutputs } from '../shared/outputs';
 
 /** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded). */
-const OUT = { succeeded: 0, failed: 1, unknown: 2, stale: 3 } as const;
-const OUTPUT_NAMES = ['Succeeded', 'Failed', 'Unknown', 'Stale'];
+const OUT = Object.fromEntries(CONFIRM_OUTPUTS.map((o, i) => [o, i])) as Record<(typeof CONFIRM_OUTPUTS)[number], number>;
+const OUTPUT_NAMES = outputLabels(CONFIRM_OUTPUTS, CONFIRM_OUTPUT_LABELS);
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
 
 const parseConfirmOverrides = (text: unknown): StatusOverrides => parseStatusOverrides(text) as StatusOverrides;

@@ -1,6 +1,7 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { CREDENTIAL_NAME, ledgerConnectionTest } from '../shared/connection';
 import { versionedOutputs } from '../shared/outputs';
+import { QUEUE_RESULT_LABEL } from '../../src/queue/states';
 import { operations, router } from './router';
 
 /** A weighted-fair Postgres task queue: enqueue, dequeue with a lease, settle fenced by the lease token. */
@@ -17,7 +18,7 @@ export class PriorityDequeue implements INodeType {
 		defaults: { name: 'Priority Dequeue' },
 		inputs: [NodeConnectionTypes.Main],
 		// Version 2: [Not Recorded, result] for every operation (see nodes/shared/outputs.ts).
-		outputs: versionedOutputs(['Result'], ['Result']),
+		outputs: versionedOutputs([QUEUE_RESULT_LABEL], [QUEUE_RESULT_LABEL]),
 		credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
 			{

@@ -1,6 +1,7 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { ledgerConnectionTest } from '../shared/connection';
 import { FAIL_CLOSED_VERSION, NOT_RECORDED } from '../shared/outputs';
+import { CLAIM_OUTPUT_LABEL, RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
 import { claimProperties, executeClaim } from './claim';
 import { executeResolve, resolveProperties } from './resolve';
 
@@ -9,15 +10,9 @@ import { executeResolve, resolveProperties } from './resolve';
  * puts Not Recorded first (see nodes/shared/outputs.ts), so that nothing n8n makes up or an error
  * item reaches To Check, Succeeded (happened) or Did Not Happen.
  */
-const RESOLVE_NAMES = `{ "type": "main", "displayName": "Succeeded" },
-	{ "type": "main", "displayName": "Did Not Happen" },
-	{ "type": "main", "displayName": "Still Unknown" },
-	{ "type": "main", "displayName": "Needs Review" },
-	{ "type": "main", "displayName": "Claim Lost" }`;
-const NOT_RECORDED_OUTPUT = `{ "type": "main", "displayName": ${JSON.stringify(NOT_RECORDED)} }`;
-const OUTPUTS_EXPRESSION: `={{${string}}}` = `={{ ($nodeVersion >= ${FAIL_CLOSED_VERSION} ? [${NOT_RECORDED_OUTPUT}] : []).concat($parameter["operation"] === "resolve" ? [
-	${RESOLVE_NAMES}
-] : [{ "type": "main", "displayName": "To Check" }]) }}`;
+const output = (label: string) => `{ "type": "main", "displayName": ${JSON.stringify(label)} }`;
+const RESOLVE_NAMES = outputLabels(RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS).map(output).join(', ');
+const OUTPUTS_EXPRESSION: `={{${string}}}` = `={{ ($nodeVersion >= ${FAIL_CLOSED_VERSION} ? [${output(NOT_RECORDED)}] : []).concat($parameter["operation"] === "resolve" ? [${RESOLVE_NAMES}] : [${output(CLAIM_OUTPUT_LABEL)}]) }}`;
 
 export class ReconcileUnknown implements INodeType {
 	description: INodeTypeDescription = {

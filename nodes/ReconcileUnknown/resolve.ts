@@ -1,4 +1,5 @@
 /** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
+import { RESOLVE_OUTPUTS } from '../../src/ledger/states';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 import { parseStatusOverrides } from '../../src/ledger/classify';
 import { RECONCILE_RESOLUTIONS, checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
@@ -11,8 +12,8 @@ import { outputLayout, placeErrorItems } from '../shared/outputs';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
 
-/** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded). */
-export const RESOLVE_OUTPUTS = ['succeeded', 'failed', 'unknown', 'review', 'claim_lost'] as const;
+/** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded): src/ledger/states.ts. */
+export { RESOLVE_OUTPUTS };
 
 export const resolveProperties: INodeProperties[] = [
 	{

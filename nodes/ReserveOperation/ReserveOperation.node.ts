@@ -8,7 +8,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 import { reserveOperations, prepareReserveItem, type ReserveResult } from '../../src/ledger/reserve';
-import { RESERVE_OUTCOMES } from '../../src/ledger/states';
+import { RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
 import { buildOperationKey } from '../../src/ledger/validate';
 import { getLedgerConnection, ledgerConnectionTest } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
@@ -18,7 +18,7 @@ import { outputLayout, placeErrorItems, versionedOutputs } from '../shared/outpu
 
 /** Output index per outcome in node version 1, in the order of RESERVE_OUTCOMES (version 2 adds 1). */
 const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
-const OUTPUT_NAMES = ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
+const OUTPUT_NAMES = outputLabels(RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS);
 /** Version 1 has no Not Recorded output: its error items go to Failed Permanently, never to Proceed. */
 const V1_ERROR_OUTPUT = OUTPUT.failed_permanently;
 
