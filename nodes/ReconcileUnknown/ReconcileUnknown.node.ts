@@ -2,8 +2,8 @@ import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, t
 import { ledgerConnectionTest } from '../shared/connection';
 import { FAIL_CLOSED_VERSION, NOT_RECORDED } from '../shared/outputs';
 import { CLAIM_OUTPUT_LABEL, RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
-import { claimProperties, executeClaim } from './claim';
-import { executeResolve, resolveProperties } from './resolve';
+import { operationParameter, operationProperties } from '../shared/router';
+import { operations, router } from './router';
 
 /**
  * Outputs per operation and node version: Claim has To Check; Resolve has one per result. Version 2
@@ -29,36 +29,14 @@ export class ReconcileUnknown implements INodeType {
 		outputs: OUTPUTS_EXPRESSION,
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
-			{
-				displayName: 'Operation',
-				name: 'operation',
-				type: 'options',
-				noDataExpression: true,
-				options: [
-					{
-						name: 'Claim',
-						value: 'claim',
-						description: 'Take a batch of due unknown operations to look up at the target',
-						action: 'Claim unknown operations',
-					},
-					{
-						name: 'Resolve',
-						value: 'resolve',
-						description: 'Record what the lookup found for each claimed operation',
-						action: 'Resolve claimed operations',
-					},
-				],
-				default: 'claim',
-			},
-			...claimProperties,
-			...resolveProperties,
+			operationParameter(operations, 'claim'),
+			...operationProperties(operations),
 		],
 	};
 
 	methods = { credentialTest: { ledgerConnectionTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const operation = this.getNodeParameter('operation', 0) as string;
-		return operation === 'resolve' ? executeResolve(this) : executeClaim(this);
+		return router.call(this);
 	}
 }
