@@ -6,16 +6,8 @@
 import type { NodeOperation } from '../shared/router';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 
-export type OperationName =
-	| 'enqueue'
-	| 'dequeue'
-	| 'complete'
-	| 'fail'
-	| 'extendLease'
-	| 'release'
-	| 'requeueDead'
-	| 'stats'
-	| 'purge';
+/** The operation values: the keys of the router's map (router.ts), nowhere else. */
+export type OperationName = keyof typeof import('./router').operations;
 
 /** One operation (nodes/shared/router.ts) and the resource whose Operation list shows it. */
 export interface QueueOperation extends NodeOperation {

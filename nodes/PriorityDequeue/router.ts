@@ -12,12 +12,13 @@ import { dequeueOperation } from './dequeue.operation';
 import { enqueueOperation } from './enqueue.operation';
 import { extendLeaseOperation } from './extendLease.operation';
 import { failOperation } from './fail.operation';
+import { nextDueOperation } from './nextDue.operation';
 import { purgeOperation } from './purge.operation';
 import { releaseOperation } from './release.operation';
 import { requeueDeadOperation } from './requeueDead.operation';
 import { statsOperation } from './stats.operation';
 
-export const operations: Record<OperationName, QueueOperation> = {
+export const operations = {
 	enqueue: enqueueOperation,
 	dequeue: dequeueOperation,
 	complete: completeOperation,
@@ -27,7 +28,8 @@ export const operations: Record<OperationName, QueueOperation> = {
 	requeueDead: requeueDeadOperation,
 	stats: statsOperation,
 	purge: purgeOperation,
-};
+	nextDue: nextDueOperation,
+} satisfies Record<string, QueueOperation>;
 
 /** The operations of one resource, for its Operation list. */
 export function operationsOf(resource: QueueOperation['resource']): Record<string, QueueOperation> {
