@@ -3,7 +3,7 @@
  * so a low-priority task is served within the aging bound even under a constant flood of high.
  */
 import { dequeue, enqueue } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

@@ -4,7 +4,7 @@
  */
 import type { Client, Notification } from 'pg';
 import { complete, dequeue, enqueue, queueChannel } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

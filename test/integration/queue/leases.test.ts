@@ -3,7 +3,7 @@
  * tasks come back after the lease and count an attempt; a late settle from a lost lease changes nothing.
  */
 import { complete, dequeue, extendLease, fail, release, stats, type ClaimedTask } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

@@ -5,7 +5,7 @@
  * purge run together while every 40P01 (and any other error) is counted.
  */
 import { complete, dequeue, enqueue, fail, purge, release, requeueDead } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

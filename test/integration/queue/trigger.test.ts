@@ -6,7 +6,7 @@
 import { connectListener } from '../../../src/queue/listen';
 import { QueueWatcher, type WatcherDeps } from '../../../src/queue/watcher';
 import { complete, dequeue, enqueue, nextDue, queueChannel, type ClaimedTask } from '../../../src/queue';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 const watchers: QueueWatcher[] = [];
