@@ -42,6 +42,22 @@ export async function setLedgerClock(pool: Pick<Pool, 'query'>, schema: string, 
 	);
 }
 
+/**
+ * The queue's functions read the database clock (now()). Moving every timestamp of one queue's
+ * tasks `seconds` into the past is, for that queue, the clock moving `seconds` forward: a lease of
+ * 1 s has run out, a 60 s lease still has 59 s. Lets tests pass leases without sleeping.
+ */
+export async function advanceQueueClock(pool: Pick<Pool, 'query'>, schema: string, queue: string, seconds: number): Promise<void> {
+	await pool.query(
+		`UPDATE "${schema}".queue_tasks
+		    SET run_at = run_at - make_interval(secs => $2), enqueued_at = enqueued_at - make_interval(secs => $2),
+		        updated_at = updated_at - make_interval(secs => $2), claimed_at = claimed_at - make_interval(secs => $2),
+		        lease_expires_at = lease_expires_at - make_interval(secs => $2)
+		  WHERE queue = $1`,
+		[queue, seconds],
+	);
+}
+
 /** testDatabase() plus the queue tests' helpers. */
 export interface QueueTestDb {
 	pool: Pool;
