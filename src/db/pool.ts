@@ -24,20 +24,15 @@
 import { createHash } from 'node:crypto';
 import type { ClientConfig, Pool as PgPool, PoolClient, PoolConfig, QueryConfig, QueryResult } from 'pg';
 import { IsolatedClient, Pool } from '../vendor';
-import { resolveEndpoint, toPgSsl, type SslMode } from './endpoint';
+import { resolveEndpoint, toPgSsl, type EndpointInput, type SslMode } from './endpoint';
 import { quoteSchema } from './identifiers';
 import { DEFAULTS } from './bounds';
+import { checkedOut } from './checkout';
 
 export type { SslMode };
 
 /** What a credential provides. Either `connectionString` or host/port/database/user/password. */
-export interface ConnectionConfig {
-	connectionString?: string;
-	host?: string;
-	port?: number;
-	database?: string;
-	user?: string;
-	password?: string;
+export interface ConnectionConfig extends EndpointInput {
 	/**
 	 * The credential's SSL mode (libpq's names). A connection string's sslmode/ssl can only make it
 	 * stricter (see endpoint.ts). `require` encrypts without checking the certificate; `verify-ca`
@@ -329,23 +324,14 @@ export function getPool(cfg: ConnectionConfig): LedgerPool {
 
 /** Checks out a client, runs `fn`, and returns the client (destroying it if `fn` threw a connection error). */
 export async function withClient<T>(pool: Pick<PgPool | LedgerPool, 'connect'>, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-	const client = await pool.connect();
-	let broken: Error | undefined;
-	// While checked out, a killed backend emits 'error' on the client (pg-pool listens only while it
-	// is idle): without this listener that would end the process. The query in flight rejects too.
-	const onError = (e: Error) => {
-		broken = e;
-	};
-	client.on('error', onError);
-	try {
-		return await fn(client);
-	} catch (e) {
-		if (isConnectionError(e)) broken = e as Error;
-		throw e;
-	} finally {
-		client.removeListener('error', onError);
-		client.release(broken);
-	}
+	return checkedOut(pool as { connect(): Promise<PoolClient> }, async (client, markBroken) => {
+		try {
+			return await fn(client);
+		} catch (e) {
+			if (isConnectionError(e)) markBroken(e as Error);
+			throw e;
+		}
+	});
 }
 
 /** True for errors after which the connection must not be reused. */

@@ -11,6 +11,7 @@
  * reported as settled when the database made it in this call (result "settled"); retention
  * reports exactly the batches that committed.
  */
+import { resultsByItem } from './rows';
 import { sqlFunction } from '../db/identifiers';
 import { InputError } from '../errors';
 import type { Pool } from 'pg';
@@ -227,22 +228,12 @@ export async function settleByHand(
 		decided_at: Date | null;
 		decision: string | null;
 	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds);
-	const byIndex = new Map(rows.map((r) => [r.idx, r]));
-	return items.map((it) => {
-		const r = byIndex.get(it.index);
-		if (!r) throw new Error(`ops_settle_by_hand returned no row for item ${it.index}`);
-		return {
-			index: it.index,
-			result: r.result,
-			status: r.status,
-			attempt: r.attempt,
-			externalRef: r.external_ref,
-			retryable: r.retryable,
-			decidedBy: r.decided_by,
-			decidedAt: r.decided_at ? new Date(r.decided_at).toISOString() : null,
-			decision: r.decision,
-		};
-	});
+	return resultsByItem('ops_settle_by_hand', items, rows, (r) => ({
+		retryable: r.retryable,
+		decidedBy: r.decided_by,
+		decidedAt: r.decided_at ? new Date(r.decided_at).toISOString() : null,
+		decision: r.decision,
+	}));
 }
 
 /** A sentence for a refused decision, naming who decided. */

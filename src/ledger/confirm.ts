@@ -2,6 +2,7 @@
  * Confirm: record what happened at the outside system, fenced by the lease token.
  * One round trip per batch via <schema>.confirm_operations() (schema/functions/ledger/confirm_operations.sql).
  */
+import { resultsByItem } from './rows';
 import { sqlFunction } from '../db/identifiers';
 import { isUuid } from '../check';
 import { InputError } from '../errors';
@@ -172,20 +173,9 @@ export async function confirmOperations(
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
 	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schema), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
-	const byIndex = new Map<number, ConfirmRow>();
-	for (const r of rows) byIndex.set(r.idx, r);
-	return items.map((it) => {
-		const r = byIndex.get(it.index);
-		if (!r) throw new Error(`confirm_operations returned no row for item ${it.index}`);
-		return {
-			index: it.index,
-			result: r.result,
-			status: r.status,
-			attempt: r.attempt,
-			externalRef: r.external_ref,
-			late: r.late,
-			possibleDuplicate: r.possible_duplicate,
-			updatedAt: iso(r.updated_at),
-		};
-	});
+	return resultsByItem('confirm_operations', items, rows, (r) => ({
+		late: r.late,
+		possibleDuplicate: r.possible_duplicate,
+		updatedAt: iso(r.updated_at),
+	}));
 }

@@ -3,6 +3,7 @@
  * target system says. Never turns "unknown" into "safe to retry" without evidence: see
  * schema/functions/ledger/reconcile_claim.sql and reconcile_resolve.sql for the rules.
  */
+import { resultsByItem } from './rows';
 import { sqlFunction } from '../db/identifiers';
 import { isUuid } from '../check';
 import { InputError } from '../errors';
@@ -207,20 +208,10 @@ export async function resolveUnknown(
 		o.backoffMaxSeconds,
 		JSON.stringify(ctx),
 	], bounds);
-	const byIndex = new Map(rows.map((r) => [r.idx, r]));
-	return items.map((it) => {
-		const r = byIndex.get(it.index);
-		if (!r) throw new Error(`reconcile_resolve returned no row for item ${it.index}`);
-		return {
-			index: it.index,
-			result: r.result,
-			status: r.status,
-			attempt: r.attempt,
-			externalRef: r.external_ref,
-			checks: r.reconcile_checks,
-			nextCheckAt: iso(r.next_check_at),
-		};
-	});
+	return resultsByItem('reconcile_resolve', items, rows, (r) => ({
+		checks: r.reconcile_checks,
+		nextCheckAt: iso(r.next_check_at),
+	}));
 }
 
 /**
