@@ -2,8 +2,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { getOperation } from '../../src/ledger/admin';
 import { checkOperationKey } from '../../src/ledger/validate';
-import { getLedgerConnection } from '../shared/connection';
-import { batchFailure, prepareItems } from '../shared/items';
+import { prepareItems, readEach } from '../shared/items';
 import type { NodeOperation } from '../shared/router';
 
 const show = (...operation: string[]) => ({ show: { operation } });
@@ -40,27 +39,15 @@ async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[][
 		const maxEvents = fns.getNodeParameter('maxEvents', i, 500);
 		return { key, maxEvents };
 	});
-	const failed: INodeExecutionData[] = [...errorItems];
-	const out: INodeExecutionData[] = [];
-	if (prepared.length === 0) return [failed, out];
-	let conn;
-	try {
-		conn = await getLedgerConnection(fns);
-	} catch (e) {
-		return [[...failed, ...batchFailure(fns, e, 'Operation Ledger Admin (get)', prepared.map((p) => p.index))], out];
-	}
-	for (const p of prepared) {
-		try {
-			const r = await getOperation(conn.pool, conn.schema, p.value.key, p.value.maxEvents, conn.bounds);
-			out.push({
+	return readEach(fns, 'Operation Ledger Admin (get)', prepared, errorItems, async (conn, p) => {
+		const r = await getOperation(conn.pool, conn.schema, p.value.key, p.value.maxEvents, conn.bounds);
+		return [
+			{
 				json: r ? ({ found: true, ...r } as unknown as IDataObject) : { found: false, operationKey: String(p.value.key) },
 				pairedItem: { item: p.index },
-			});
-		} catch (e) {
-			failed.push(...batchFailure(fns, e, 'Operation Ledger Admin (get)', [p.index]));
-		}
-	}
-	return [failed, out];
+			},
+		];
+	});
 }
 
 export const getOperationOp: NodeOperation = {

@@ -1,8 +1,7 @@
 /** Operation Ledger Admin, operation "List": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { checkListOptions, listOperations } from '../../src/ledger/admin';
-import { getLedgerConnection } from '../shared/connection';
-import { batchFailure, prepareItems } from '../shared/items';
+import { prepareItems, readEach } from '../shared/items';
 import type { NodeOperation } from '../shared/router';
 
 const show = (...operation: string[]) => ({ show: { operation } });
@@ -82,29 +81,12 @@ async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]
 		}),
 		output: fns.getNodeParameter('listOutput', i, 'items') as string,
 	}));
-	const failed: INodeExecutionData[] = [...errorItems];
-	const out: INodeExecutionData[] = [];
-	if (prepared.length === 0) return [failed, out];
-	let conn;
-	try {
-		conn = await getLedgerConnection(fns);
-	} catch (e) {
-		return [[...failed, ...batchFailure(fns, e, 'Operation Ledger Admin (list)', prepared.map((p) => p.index))], out];
-	}
-	for (const p of prepared) {
-		try {
-			const page = await listOperations(conn.pool, conn.schema, p.value.options, conn.bounds);
-			const pageInfo = { kind: p.value.options.kind, total: page.total, count: page.items.length, nextCursor: page.nextCursor };
-			if (p.value.output === 'page') {
-				out.push({ json: { ...pageInfo, items: page.items as IDataObject[] }, pairedItem: { item: p.index } });
-			} else {
-				for (const row of page.items) out.push({ json: { ...(row as IDataObject), page: pageInfo }, pairedItem: { item: p.index } });
-			}
-		} catch (e) {
-			failed.push(...batchFailure(fns, e, 'Operation Ledger Admin (list)', [p.index]));
-		}
-	}
-	return [failed, out];
+	return readEach(fns, 'Operation Ledger Admin (list)', prepared, errorItems, async (conn, p) => {
+		const page = await listOperations(conn.pool, conn.schema, p.value.options, conn.bounds);
+		const pageInfo = { kind: p.value.options.kind, total: page.total, count: page.items.length, nextCursor: page.nextCursor };
+		if (p.value.output === 'page') return [{ json: { ...pageInfo, items: page.items as IDataObject[] }, pairedItem: { item: p.index } }];
+		return page.items.map((row) => ({ json: { ...(row as IDataObject), page: pageInfo }, pairedItem: { item: p.index } }));
+	});
 }
 
 export const listOperation: NodeOperation = {

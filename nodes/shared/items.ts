@@ -13,6 +13,7 @@ import { cutText } from '../../src/text';
 import { InputError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
 import { SchemaNotReadyError } from '../../src/db/migrate';
+import { getLedgerConnection, type LedgerConnection } from './connection';
 
 /** An input item that passed validation, with the values prepared for the database. */
 export interface Prepared<T> {
@@ -163,4 +164,35 @@ export function batchFailure(
 				? 'Nothing was sent to the database. Fix the input or the credential (schema name, or apply the schema) and run the execution again.'
 				: 'The batch runs as one database transaction, so no item of it was written. Fix the cause above and run the execution again.',
 	});
+}
+
+/**
+ * Read-only operations that answer one call per valid item (Admin's Get and List): gets the
+ * connection once, then runs `each` for every prepared item; a failure (connection or call) is
+ * that item's error on Not Recorded, the others still answer. Returns [Not Recorded, Result].
+ */
+export async function readEach<T>(
+	fns: IExecuteFunctions,
+	what: string,
+	prepared: Array<Prepared<T>>,
+	errorItems: INodeExecutionData[],
+	each: (conn: LedgerConnection, p: Prepared<T>) => Promise<INodeExecutionData[]>,
+): Promise<INodeExecutionData[][]> {
+	const failed: INodeExecutionData[] = [...errorItems];
+	const out: INodeExecutionData[] = [];
+	if (prepared.length === 0) return [failed, out];
+	let conn: LedgerConnection;
+	try {
+		conn = await getLedgerConnection(fns);
+	} catch (e) {
+		return [[...failed, ...batchFailure(fns, e, what, prepared.map((p) => p.index))], out];
+	}
+	for (const p of prepared) {
+		try {
+			out.push(...(await each(conn, p)));
+		} catch (e) {
+			failed.push(...batchFailure(fns, e, what, [p.index]));
+		}
+	}
+	return [failed, out];
 }
