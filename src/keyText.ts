@@ -5,7 +5,7 @@
  * 22021, which would fail the whole batch), or that are not valid Unicode:
  *   - C0 controls U+0000..U+001F (NUL, tab, line breaks, ...), DEL U+007F, C1 controls U+0080..U+009F;
  *   - lone UTF-16 surrogates.
- * Callers turn the problem into their own item-level error (LedgerInputError, QueueInputError).
+ * Callers turn the problem into the shared InputError (src/errors.ts).
  */
 
 // eslint-disable-next-line no-control-regex -- finding control characters is the point

@@ -1,22 +1,24 @@
 /**
- * Routes an execution to its operation. Adding an operation: one folder under actions/ and one
- * line here.
+ * Routes an execution to its operation. The Operation lists (per resource) and the parameters derive
+ * from the map below; adding an operation is one `<op>.operation.ts` and one line here
+ * (CONTRIBUTING.md has the whole recipe).
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { isErrorItem } from '../shared/items';
 import { isFailClosed, outputLayout, placeErrorItems } from '../shared/outputs';
-import type { OperationName, QueueOperation } from './actions/common';
-import { completeOperation } from './actions/complete';
-import { dequeueOperation } from './actions/dequeue';
-import { enqueueOperation } from './actions/enqueue';
-import { extendLeaseOperation } from './actions/extendLease';
-import { failOperation } from './actions/fail';
-import { purgeOperation } from './actions/purge';
-import { releaseOperation } from './actions/release';
-import { requeueDeadOperation } from './actions/requeueDead';
-import { statsOperation } from './actions/stats';
+import type { OperationName, QueueOperation } from './common';
+import { completeOperation } from './complete.operation';
+import { dequeueOperation } from './dequeue.operation';
+import { enqueueOperation } from './enqueue.operation';
+import { extendLeaseOperation } from './extendLease.operation';
+import { failOperation } from './fail.operation';
+import { nextDueOperation } from './nextDue.operation';
+import { purgeOperation } from './purge.operation';
+import { releaseOperation } from './release.operation';
+import { requeueDeadOperation } from './requeueDead.operation';
+import { statsOperation } from './stats.operation';
 
-export const operations: Record<OperationName, QueueOperation> = {
+export const operations = {
 	enqueue: enqueueOperation,
 	dequeue: dequeueOperation,
 	complete: completeOperation,
@@ -26,12 +28,18 @@ export const operations: Record<OperationName, QueueOperation> = {
 	requeueDead: requeueDeadOperation,
 	stats: statsOperation,
 	purge: purgeOperation,
-};
+	nextDue: nextDueOperation,
+} satisfies Record<string, QueueOperation>;
+
+/** The operations of one resource, for its Operation list. */
+export function operationsOf(resource: QueueOperation['resource']): Record<string, QueueOperation> {
+	return Object.fromEntries(Object.entries(operations).filter(([, op]) => op.resource === resource));
+}
 
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
 	const name = this.getNodeParameter('operation', 0) as OperationName;
-	const op = operations[name];
+	const op = Object.prototype.hasOwnProperty.call(operations, name) ? operations[name] : undefined;
 	if (!op) throw new NodeOperationError(this.getNode(), `The operation "${name}" is not known`);
 	const [out] = await op.execute.call(this, items);
 	// Items out in input order (stable: several items of one input keep their order).

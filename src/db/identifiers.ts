@@ -22,3 +22,19 @@ export function quoteSchema(name: string): string {
 	if (typeof name !== 'string' || !SCHEMA_NAME.test(name)) throw new InvalidSchemaNameError(name);
 	return `"${name}"`;
 }
+
+/**
+ * The one schema convention of the core (ledger and queue): every core function takes the schema
+ * as configured in the credential (`operation_ledger`) and quotes it here; the double-quoted form
+ * quoteSchema() returns (`"operation_ledger"`) is accepted too. Either way the name is validated
+ * (SCHEMA_NAME) at the core boundary, before it reaches SQL text. Throws InvalidSchemaNameError.
+ */
+export function schemaSql(schema: string): string {
+	const name = typeof schema === 'string' && schema.length > 2 && schema.startsWith('"') && schema.endsWith('"') ? schema.slice(1, -1) : schema;
+	return quoteSchema(name);
+}
+
+/** The schema-qualified name of a database function, e.g. "operation_ledger".queue_claim. */
+export function sqlFunction(schema: string, name: string): string {
+	return `${schemaSql(schema)}.${name}`;
+}

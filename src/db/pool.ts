@@ -6,7 +6,7 @@
  *   that, the least recently used pool without leases is closed. If every pool is leased, the least
  *   recently used one leaves the map and is ended when its last lease is released (so, briefly,
  *   more than MAX_POOLS pools may be open while all of them are in use).
- * - Closed when idle: a client idle for IDLE_CLIENT_MS (10 s) is closed by pg itself; a whole pool
+ * - Closed when idle: a client idle for 10 s (OPERATION_LEDGER_IDLE_CLIENT_MS) is closed by pg itself; a whole pool
  *   with no lease and unused for IDLE_POOL_MS (5 min; env OPERATION_LEDGER_POOL_IDLE_MS) is ended by
  *   a sweeper timer that runs every SWEEP_MS (30 s; env OPERATION_LEDGER_POOL_SWEEP_MS) and never
  *   keeps the process alive. The env variables exist for tests; the defaults are the production values.
@@ -24,20 +24,15 @@
 import { createHash } from 'node:crypto';
 import type { ClientConfig, Pool as PgPool, PoolClient, PoolConfig, QueryConfig, QueryResult } from 'pg';
 import { IsolatedClient, Pool } from '../vendor';
-import { resolveEndpoint, toPgSsl, type SslMode } from './endpoint';
+import { resolveEndpoint, toPgSsl, type EndpointInput, type SslMode } from './endpoint';
 import { quoteSchema } from './identifiers';
 import { DEFAULTS } from './bounds';
+import { checkedOut } from './checkout';
 
 export type { SslMode };
 
 /** What a credential provides. Either `connectionString` or host/port/database/user/password. */
-export interface ConnectionConfig {
-	connectionString?: string;
-	host?: string;
-	port?: number;
-	database?: string;
-	user?: string;
-	password?: string;
+export interface ConnectionConfig extends EndpointInput {
 	/**
 	 * The credential's SSL mode (libpq's names). A connection string's sslmode/ssl can only make it
 	 * stricter (see endpoint.ts). `require` encrypts without checking the certificate; `verify-ca`
@@ -60,7 +55,6 @@ export interface ConnectionConfig {
 	lockTimeoutMs?: number;
 }
 
-const IDLE_CLIENT_MS = 10_000;
 
 /** Reads a positive integer from the environment (tests), else the default. */
 function envInt(name: string, fallback: number): number {
@@ -69,6 +63,8 @@ function envInt(name: string, fallback: number): number {
 	const n = Number(raw);
 	return Number.isInteger(n) && n > 0 ? n : fallback;
 }
+/** Ms a connection may sit idle in a pool before pg closes it (default 10000; tests shorten it). */
+const idleClientMs = () => envInt('OPERATION_LEDGER_IDLE_CLIENT_MS', 10_000);
 /** Pools per process before the least recently used unleased one is closed (default 32). */
 const maxPools = () => envInt('OPERATION_LEDGER_MAX_POOLS', 32);
 /** Ms a pool without leases may stay unused before the sweeper ends it (default 300000 = 5 min). */
@@ -119,7 +115,7 @@ export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
 	const password = e.password;
 	return {
 		max,
-		idleTimeoutMillis: IDLE_CLIENT_MS,
+		idleTimeoutMillis: idleClientMs(),
 		connectionTimeoutMillis: cfg.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
 		allowExitOnIdle: true,
 		application_name: 'n8n-nodes-operation-ledger',
@@ -328,23 +324,14 @@ export function getPool(cfg: ConnectionConfig): LedgerPool {
 
 /** Checks out a client, runs `fn`, and returns the client (destroying it if `fn` threw a connection error). */
 export async function withClient<T>(pool: Pick<PgPool | LedgerPool, 'connect'>, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-	const client = await pool.connect();
-	let broken: Error | undefined;
-	// While checked out, a killed backend emits 'error' on the client (pg-pool listens only while it
-	// is idle): without this listener that would end the process. The query in flight rejects too.
-	const onError = (e: Error) => {
-		broken = e;
-	};
-	client.on('error', onError);
-	try {
-		return await fn(client);
-	} catch (e) {
-		if (isConnectionError(e)) broken = e as Error;
-		throw e;
-	} finally {
-		client.removeListener('error', onError);
-		client.release(broken);
-	}
+	return checkedOut(pool as { connect(): Promise<PoolClient> }, async (client, markBroken) => {
+		try {
+			return await fn(client);
+		} catch (e) {
+			if (isConnectionError(e)) markBroken(e as Error);
+			throw e;
+		}
+	});
 }
 
 /** True for errors after which the connection must not be reused. */

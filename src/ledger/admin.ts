@@ -11,11 +11,14 @@
  * reported as settled when the database made it in this call (result "settled"); retention
  * reports exactly the batches that committed.
  */
+import { resultsByItem } from './rows';
+import { sqlFunction } from '../db/identifiers';
+import { InputError } from '../errors';
 import type { Pool } from 'pg';
 import { boundedQuery, type Bounds } from '../db/bounds';
-import type { Queryable } from './reserve';
+import type { Queryable } from '../db/values';
 import { LIMITS, type EventContext, type OperationStatus } from './states';
-import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
+import { checkOperationKey, checkOptionalText } from './validate';
 
 /** What "List" can look for. */
 export const LIST_KINDS = ['unknown', 'review', 'expired_lease', 'failed'] as const;
@@ -31,7 +34,7 @@ export const HARD_DELETE_ACKNOWLEDGEMENT = 'forget these keys: a retry will run 
 function checkInt(value: unknown, what: string, min: number, max: number): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-		throw new LedgerInputError(`${what} must be a whole number from ${min} to ${max}; got ${String(value).slice(0, 40)}`);
+		throw new InputError(`${what} must be a whole number from ${min} to ${max}; got ${String(value).slice(0, 40)}`);
 	}
 	return n;
 }
@@ -64,18 +67,18 @@ export interface OperationWithHistory {
 
 /**
  * Reads one operation by key with its newest `maxEvents` events (1..10000), in order. Returns
- * null when no operation has the key. Throws LedgerInputError for a bad key.
+ * null when no operation has the key. Throws InputError for a bad key.
  */
 export async function getOperation(
 	db: Queryable,
-	schemaSql: string,
+	schema: string,
 	key: unknown,
 	maxEvents: unknown = 500,
 	bounds?: Bounds,
 ): Promise<OperationWithHistory | null> {
 	const k = checkOperationKey(key);
 	const max = checkInt(maxEvents, 'Max events', 1, 10000);
-	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${schemaSql}.ops_get_operation($1, $2) AS r`, [k, max], bounds);
+	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${sqlFunction(schema, 'ops_get_operation')}($1, $2) AS r`, [k, max], bounds);
 	const r = rows[0]?.r ?? null;
 	if (r) r.eventsTotal = Number(r.eventsTotal);
 	return r;
@@ -105,10 +108,10 @@ export interface ListPage {
 	nextCursor: string | null;
 }
 
-/** Validates list options. Throws LedgerInputError. */
+/** Validates list options. Throws InputError. */
 export function checkListOptions(o: { kind: unknown; minAgeSeconds?: unknown; target?: unknown; limit?: unknown; cursor?: unknown }): ListOptions {
 	if (!LIST_KINDS.includes(o.kind as ListKind)) {
-		throw new LedgerInputError(`The list must be one of ${LIST_KINDS.join(', ')}; got ${JSON.stringify(o.kind)?.slice(0, 40)}`);
+		throw new InputError(`The list must be one of ${LIST_KINDS.join(', ')}; got ${JSON.stringify(o.kind)?.slice(0, 40)}`);
 	}
 	const cursor = o.cursor === undefined || o.cursor === null || o.cursor === '' ? null : String(o.cursor);
 	if (cursor !== null) decodeCursor(cursor);
@@ -134,15 +137,15 @@ function decodeCursor(cursor: string): { at: string; key: string } {
 	} catch {
 		// fall through
 	}
-	throw new LedgerInputError('The cursor is not one this node returned (use the "nextCursor" of the previous page, or leave it empty)');
+	throw new InputError('The cursor is not one this node returned (use the "nextCursor" of the previous page, or leave it empty)');
 }
 
 /** One page of operations of `kind`, oldest first (one round trip). */
-export async function listOperations(db: Queryable, schemaSql: string, o: ListOptions, bounds?: Bounds): Promise<ListPage> {
+export async function listOperations(db: Queryable, schema: string, o: ListOptions, bounds?: Bounds): Promise<ListPage> {
 	const after = o.cursor ? decodeCursor(o.cursor) : null;
 	const rows = await boundedQuery<{ r: { total: number | string; items: Array<Record<string, unknown>>; next: { at: string; key: string } | null } }>(
 		db,
-		`SELECT ${schemaSql}.ops_list_operations($1, $2, $3, $4, $5::timestamptz, $6) AS r`,
+		`SELECT ${sqlFunction(schema, 'ops_list_operations')}($1, $2, $3, $4, $5::timestamptz, $6) AS r`,
 		[o.kind, o.minAgeSeconds, o.target, o.limit, after?.at ?? null, after?.key ?? null],
 		bounds,
 	);
@@ -180,7 +183,7 @@ export interface SettleResultRow {
 }
 
 /**
- * Validates one decision. Throws LedgerInputError before anything is written: the key, who
+ * Validates one decision. Throws InputError before anything is written: the key, who
  * decides (1..200 characters), a reason (1..2000), happened/not_happened, and for happened the
  * target's reference as evidence.
  */
@@ -190,16 +193,16 @@ export function prepareSettleItem(
 ): SettleItem {
 	const operationKey = checkOperationKey(input.operationKey);
 	if (!SETTLE_DECISIONS.includes(input.decision as SettleDecision)) {
-		throw new LedgerInputError(`The decision must be happened or not_happened; got ${JSON.stringify(input.decision)?.slice(0, 40)}`);
+		throw new InputError(`The decision must be happened or not_happened; got ${JSON.stringify(input.decision)?.slice(0, 40)}`);
 	}
 	const decision = input.decision as SettleDecision;
 	const decidedBy = checkOptionalText(typeof input.decidedBy === 'string' ? input.decidedBy.trim() : input.decidedBy, 'Decided by', 200);
-	if (decidedBy === null) throw new LedgerInputError('"Decided By" is empty: a decision by hand must name the person who made it');
+	if (decidedBy === null) throw new InputError('"Decided By" is empty: a decision by hand must name the person who made it');
 	const reason = checkOptionalText(typeof input.reason === 'string' ? input.reason.trim() : input.reason, 'The reason', 2000);
-	if (reason === null) throw new LedgerInputError('The reason is empty: say why (e.g. "found payment pi_123 in the Stripe dashboard")');
+	if (reason === null) throw new InputError('The reason is empty: say why (e.g. "found payment pi_123 in the Stripe dashboard")');
 	const externalRef = checkOptionalText(typeof input.externalRef === 'string' ? input.externalRef.trim() : input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
 	if (decision === 'happened' && externalRef === null) {
-		throw new LedgerInputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
+		throw new InputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
 	}
 	return { index, operationKey, decision, externalRef: decision === 'happened' ? externalRef : null, reason, decidedBy };
 }
@@ -207,7 +210,7 @@ export function prepareSettleItem(
 /** Applies decisions in one round trip and one transaction; one result per item, in order. */
 export async function settleByHand(
 	db: Queryable,
-	schemaSql: string,
+	schema: string,
 	items: SettleItem[],
 	ctx: EventContext = {},
 	bounds?: Bounds,
@@ -224,23 +227,13 @@ export async function settleByHand(
 		decided_by: string | null;
 		decided_at: Date | null;
 		decision: string | null;
-	}>(db, `SELECT * FROM ${schemaSql}.ops_settle_by_hand($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds);
-	const byIndex = new Map(rows.map((r) => [r.idx, r]));
-	return items.map((it) => {
-		const r = byIndex.get(it.index);
-		if (!r) throw new Error(`ops_settle_by_hand returned no row for item ${it.index}`);
-		return {
-			index: it.index,
-			result: r.result,
-			status: r.status,
-			attempt: r.attempt,
-			externalRef: r.external_ref,
-			retryable: r.retryable,
-			decidedBy: r.decided_by,
-			decidedAt: r.decided_at ? new Date(r.decided_at).toISOString() : null,
-			decision: r.decision,
-		};
-	});
+	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds);
+	return resultsByItem('ops_settle_by_hand', items, rows, (r) => ({
+		retryable: r.retryable,
+		decidedBy: r.decided_by,
+		decidedAt: r.decided_at ? new Date(r.decided_at).toISOString() : null,
+		decision: r.decision,
+	}));
 }
 
 /** A sentence for a refused decision, naming who decided. */
@@ -266,9 +259,9 @@ export interface LedgerHealth {
 }
 
 /** Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes. */
-export async function ledgerHealth(db: Queryable, schemaSql: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
+export async function ledgerHealth(db: Queryable, schema: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
 	const d = checkInt(days, 'Days of events', 1, 366);
-	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${schemaSql}.ops_health($1) AS r`, [d], bounds);
+	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds);
 	return rows[0].r;
 }
 
@@ -289,7 +282,7 @@ export interface RetentionOptions {
 	statementTimeoutMs: number;
 }
 
-/** Validates retention options. Hard delete also needs the acknowledgement text. Throws LedgerInputError. */
+/** Validates retention options. Hard delete also needs the acknowledgement text. Throws InputError. */
 export function checkRetentionOptions(o: {
 	mode: unknown;
 	olderThanDays: unknown;
@@ -299,9 +292,9 @@ export function checkRetentionOptions(o: {
 	statementTimeoutMs?: unknown;
 	acknowledge?: unknown;
 }): RetentionOptions {
-	if (o.mode !== 'compact' && o.mode !== 'hard_delete') throw new LedgerInputError(`The retention mode must be compact or hard_delete; got ${String(o.mode).slice(0, 40)}`);
+	if (o.mode !== 'compact' && o.mode !== 'hard_delete') throw new InputError(`The retention mode must be compact or hard_delete; got ${String(o.mode).slice(0, 40)}`);
 	if (o.mode === 'hard_delete' && o.acknowledge !== true) {
-		throw new LedgerInputError(
+		throw new InputError(
 			'Hard delete needs the explicit acknowledgement: the ledger forgets the deleted keys, and a retry of one of them runs its write again',
 		);
 	}
@@ -348,13 +341,13 @@ export class RetentionError extends Error {
  * (SKIP LOCKED), never waited for. A failing batch is rolled back and raised as RetentionError
  * carrying the committed batches' report.
  */
-export async function runRetention(pool: Pick<Pool, 'connect'>, schemaSql: string, o: RetentionOptions, ctx: EventContext = {}): Promise<RetentionReport> {
+export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, o: RetentionOptions, ctx: EventContext = {}): Promise<RetentionReport> {
 	const started = Date.now();
 	const report: RetentionReport = { mode: o.mode, batches: 0, operations: 0, eventsDeleted: 0, stoppedBecause: 'done', durationMs: 0 };
 	const sql =
 		o.mode === 'compact'
-			? `SELECT compacted AS n, events_deleted FROM ${schemaSql}.ops_compact_batch($1, $2, $3::jsonb)`
-			: `SELECT deleted AS n, events_deleted FROM ${schemaSql}.ops_hard_delete_batch($1, $2, $4, $3::jsonb)`;
+			? `SELECT compacted AS n, events_deleted FROM ${sqlFunction(schema, 'ops_compact_batch')}($1, $2, $3::jsonb)`
+			: `SELECT deleted AS n, events_deleted FROM ${sqlFunction(schema, 'ops_hard_delete_batch')}($1, $2, $4, $3::jsonb)`;
 	const params: unknown[] = [o.olderThanDays, o.batchSize, JSON.stringify(ctx)];
 	if (o.mode === 'hard_delete') params.push(HARD_DELETE_ACKNOWLEDGEMENT);
 	const client = await pool.connect();

@@ -10,9 +10,9 @@
  * response `{ statusCode, headers, body }`, and the error item `{ error: ... }` that "On Error:
  * Continue" emits.
  */
+import { InputError } from '../errors';
 import type { ConfirmOutcome } from './states';
 import { cutText } from '../text';
-import { LedgerInputError } from './validate';
 
 export interface Classification {
 	outcome: ConfirmOutcome;
@@ -92,19 +92,19 @@ export type StatusOverrides = ReadonlyMap<number, StatusVerdict>;
 /**
  * Parses "Status Code Overrides": comma- or line-separated `code=verdict` pairs, e.g.
  * `409=failed, 402=failed_retryable, 503=unknown`. Verdicts: succeeded, failed (not retryable),
- * failed_retryable, unknown. Throws LedgerInputError naming the bad pair (nothing is written).
+ * failed_retryable, unknown. Throws InputError naming the bad pair (nothing is written).
  */
 export function parseStatusOverrides(text: unknown, verdicts: readonly string[] = ['succeeded', 'failed', 'failed_retryable', 'unknown']): Map<number, string> {
 	const out = new Map<number, string>();
 	if (text === undefined || text === null || text === '') return out;
-	if (typeof text !== 'string') throw new LedgerInputError('Status code overrides must be text such as "409=failed, 429=unknown"');
+	if (typeof text !== 'string') throw new InputError('Status code overrides must be text such as "409=failed, 429=unknown"');
 	for (const raw of text.split(/[,\n]/)) {
 		const pair = raw.trim();
 		if (!pair) continue;
 		const m = /^(\d{3})\s*[=:]\s*([a-z_]+)$/i.exec(pair);
 		const code = m ? Number(m[1]) : NaN;
 		if (!m || code < 100 || code > 599 || !verdicts.includes(m[2].toLowerCase())) {
-			throw new LedgerInputError(`Status code override "${cutText(pair, 60)}" is not "<100..599>=<${verdicts.join('|')}>"`);
+			throw new InputError(`Status code override "${cutText(pair, 60)}" is not "<100..599>=<${verdicts.join('|')}>"`);
 		}
 		out.set(code, m[2].toLowerCase());
 	}

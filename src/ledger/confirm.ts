@@ -2,15 +2,18 @@
  * Confirm: record what happened at the outside system, fenced by the lease token.
  * One round trip per batch via <schema>.confirm_operations() (schema/functions/ledger/confirm_operations.sql).
  */
+import { resultsByItem } from './rows';
+import { sqlFunction } from '../db/identifiers';
+import { isUuid } from '../check';
+import { InputError } from '../errors';
 import { canonicalJson, NotJsonError } from '../json/canonical';
 import { cutAny, cutText } from '../text';
 import { queryChunked } from '../db/batch';
-import type { Queryable } from './reserve';
+import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
 import { LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
-import { LedgerInputError, checkOperationKey, checkOptionalText } from './validate';
+import { checkOperationKey, checkOptionalText } from './validate';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Default ceiling for a stored response: 256 KiB of canonical JSON. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
@@ -26,7 +29,7 @@ export function checkMaxResponseBytes(value: unknown): number {
 	if (value === undefined || value === null || value === '') return DEFAULT_MAX_RESPONSE_BYTES;
 	const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < 2 || n > MAX_RESPONSE_BYTES_LIMIT) {
-		throw new LedgerInputError(
+		throw new InputError(
 			`Max Response Size must be a whole number of bytes from 2 to ${MAX_RESPONSE_BYTES_LIMIT} (16 MiB), got ${JSON.stringify(typeof value === 'number' && !Number.isFinite(value) ? String(value) : value)?.slice(0, 40)}. Nothing was recorded.`,
 		);
 	}
@@ -63,7 +66,7 @@ export interface ConfirmInput {
 }
 
 /**
- * Validates one confirmation. Throws LedgerInputError (missing key or lease token, unknown outcome,
+ * Validates one confirmation. Throws InputError (missing key or lease token, unknown outcome,
  * response that is not JSON, or too large with oversize 'error') before anything is written.
  * An oversized response with oversize 'truncate' is replaced by
  * `{ truncated: true, originalBytes, preview }` (preview: the first 1024 characters of its JSON);
@@ -71,8 +74,8 @@ export interface ConfirmInput {
  */
 export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmItem {
 	const operationKey = checkOperationKey(input.operationKey);
-	if (typeof input.leaseToken !== 'string' || !UUID.test(input.leaseToken)) {
-		throw new LedgerInputError(
+	if (!isUuid(input.leaseToken)) {
+		throw new InputError(
 			input.leaseToken === undefined || input.leaseToken === null || input.leaseToken === ''
 				? 'No lease token: only items that came out of Reserve Operation\'s "Proceed" output hold a lease and can be confirmed'
 				: 'The lease token is not a UUID; pass the ledger.leaseToken that Reserve Operation returned',
@@ -80,7 +83,7 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 	}
 	const outcome = input.outcome;
 	if (outcome !== 'succeeded' && outcome !== 'failed' && outcome !== 'unknown') {
-		throw new LedgerInputError(`The outcome must be succeeded, failed or unknown; got ${cutAny(JSON.stringify(outcome), 40)}`);
+		throw new InputError(`The outcome must be succeeded, failed or unknown; got ${cutAny(JSON.stringify(outcome), 40)}`);
 	}
 	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
 	const reason = checkOptionalText(typeof input.reason === 'string' ? cutText(input.reason, 2000) : input.reason, 'The reason', 2000);
@@ -89,7 +92,7 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 		responseJson = canonicalJson(input.response === undefined ? null : input.response);
 	} catch (e) {
 		if (e instanceof NotJsonError) {
-			throw new LedgerInputError(`The response cannot be stored: ${e.message.replace(/^\$/, 'response')}. Nothing was recorded; switch off "Store Response" or fix the value.`);
+			throw new InputError(`The response cannot be stored: ${e.message.replace(/^\$/, 'response')}. Nothing was recorded; switch off "Store Response" or fix the value.`);
 		}
 		throw e;
 	}
@@ -98,7 +101,7 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 	const bytes = Buffer.byteLength(responseJson, 'utf8');
 	if (bytes > max) {
 		if (input.oversize === 'error') {
-			throw new LedgerInputError(`The response is ${bytes} bytes as JSON; at most ${max} may be stored. Nothing was recorded; raise "Max Response Size" or choose "Truncate".`);
+			throw new InputError(`The response is ${bytes} bytes as JSON; at most ${max} may be stored. Nothing was recorded; raise "Max Response Size" or choose "Truncate".`);
 		}
 		responseJson = JSON.stringify({ truncated: true, originalBytes: bytes, preview: cutText(responseJson, 1024) });
 		responseTruncated = true;
@@ -144,8 +147,8 @@ export function encodeConfirmItems(items: ConfirmItem[]): string[] {
 	);
 }
 
-export function confirmSql(schemaSql: string): string {
-	return `SELECT * FROM ${schemaSql}.confirm_operations($1::jsonb, $2::jsonb)`;
+export function confirmSql(schema: string): string {
+	return `SELECT * FROM ${sqlFunction(schema, 'confirm_operations')}($1::jsonb, $2::jsonb)`;
 }
 
 interface ConfirmRow {
@@ -162,28 +165,17 @@ interface ConfirmRow {
 /** Confirms a batch in one round trip and one transaction; one result per item, in order. */
 export async function confirmOperations(
 	db: Queryable,
-	schemaSql: string,
+	schema: string,
 	items: ConfirmItem[],
 	ctx: EventContext = {},
 	bounds?: Bounds,
 ): Promise<ConfirmResultRow[]> {
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
-	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schemaSql), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
-	const byIndex = new Map<number, ConfirmRow>();
-	for (const r of rows) byIndex.set(r.idx, r);
-	return items.map((it) => {
-		const r = byIndex.get(it.index);
-		if (!r) throw new Error(`confirm_operations returned no row for item ${it.index}`);
-		return {
-			index: it.index,
-			result: r.result,
-			status: r.status,
-			attempt: r.attempt,
-			externalRef: r.external_ref,
-			late: r.late,
-			possibleDuplicate: r.possible_duplicate,
-			updatedAt: iso(r.updated_at),
-		};
-	});
+	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schema), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
+	return resultsByItem('confirm_operations', items, rows, (r) => ({
+		late: r.late,
+		possibleDuplicate: r.possible_duplicate,
+		updatedAt: iso(r.updated_at),
+	}));
 }

@@ -3,12 +3,16 @@
  * target system says. Never turns "unknown" into "safe to retry" without evidence: see
  * schema/functions/ledger/reconcile_claim.sql and reconcile_resolve.sql for the rules.
  */
+import { resultsByItem } from './rows';
+import { sqlFunction } from '../db/identifiers';
+import { isUuid } from '../check';
+import { InputError } from '../errors';
 import { canonicalJson, NotJsonError } from '../json/canonical';
 import { cutAny, cutText } from '../text';
-import type { Queryable } from './reserve';
+import type { Queryable } from '../db/values';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS, iso, type EventContext, type OperationStatus } from './states';
-import { LedgerInputError, checkOperationKey, checkOptionalText, checkOptionalKeyText } from './validate';
+import { checkOperationKey, checkOptionalText, checkOptionalKeyText } from './validate';
 
 /** What a lookup at the target reported. */
 export const RECONCILE_RESOLUTIONS = ['happened', 'not_happened', 'still_unknown'] as const;
@@ -50,12 +54,12 @@ export interface ClaimedOperation {
 function checkInt(value: unknown, what: string, min: number, max: number): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-		throw new LedgerInputError(`${what} must be a whole number from ${min} to ${max}; got ${cutAny(value, 40)}`);
+		throw new InputError(`${what} must be a whole number from ${min} to ${max}; got ${cutAny(value, 40)}`);
 	}
 	return n;
 }
 
-/** Validates claim options. Throws LedgerInputError. */
+/** Validates claim options. Throws InputError. */
 export function checkClaimOptions(o: { limit: unknown; settleSeconds?: unknown; claimSeconds: unknown; target?: unknown }): ClaimOptions {
 	return {
 		limit: checkInt(o.limit, 'The batch size', 1, 1000),
@@ -79,8 +83,8 @@ interface ClaimRow {
 }
 
 /** Claims due operations (one round trip). Oldest first. */
-export async function claimUnknown(db: Queryable, schemaSql: string, o: ClaimOptions, ctx: EventContext = {}, bounds?: Bounds): Promise<ClaimedOperation[]> {
-	const rows = await boundedQuery<ClaimRow>(db, `SELECT * FROM ${schemaSql}.reconcile_claim($1, $2, $3, $4, $5::jsonb)`, [
+export async function claimUnknown(db: Queryable, schema: string, o: ClaimOptions, ctx: EventContext = {}, bounds?: Bounds): Promise<ClaimedOperation[]> {
+	const rows = await boundedQuery<ClaimRow>(db, `SELECT * FROM ${sqlFunction(schema, 'reconcile_claim')}($1, $2, $3, $4, $5::jsonb)`, [
 		o.limit,
 		o.settleSeconds,
 		o.claimSeconds,
@@ -113,30 +117,29 @@ export interface ResolveItem {
 	reason: string | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Validates one resolution. Throws LedgerInputError before anything is written. */
+/** Validates one resolution. Throws InputError before anything is written. */
 export function prepareResolveItem(
 	index: number,
 	input: { operationKey: unknown; claimToken: unknown; resolution: unknown; externalRef?: unknown; response?: unknown; reason?: unknown },
 ): ResolveItem {
 	const operationKey = checkOperationKey(input.operationKey);
-	if (typeof input.claimToken !== 'string' || !UUID.test(input.claimToken)) {
-		throw new LedgerInputError('No valid claim token: only items that came out of Reconcile Unknown (Claim) can be resolved');
+	if (!isUuid(input.claimToken)) {
+		throw new InputError('No valid claim token: only items that came out of Reconcile Unknown (Claim) can be resolved');
 	}
 	const resolution = input.resolution;
 	if (!RECONCILE_RESOLUTIONS.includes(resolution as ReconcileResolution)) {
-		throw new LedgerInputError(`The resolution must be happened, not_happened or still_unknown; got ${cutAny(JSON.stringify(resolution), 40)}`);
+		throw new InputError(`The resolution must be happened, not_happened or still_unknown; got ${cutAny(JSON.stringify(resolution), 40)}`);
 	}
 	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
 	if (resolution === 'happened' && externalRef === null) {
-		throw new LedgerInputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
+		throw new InputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
 	}
 	let responseJson = 'null';
 	try {
 		responseJson = canonicalJson(input.response === undefined ? null : input.response);
 	} catch (e) {
-		if (e instanceof NotJsonError) throw new LedgerInputError(`The lookup response cannot be stored: ${e.message.replace(/^\$/, 'response')}`);
+		if (e instanceof NotJsonError) throw new InputError(`The lookup response cannot be stored: ${e.message.replace(/^\$/, 'response')}`);
 		throw e;
 	}
 	if (Buffer.byteLength(responseJson, 'utf8') > 256 * 1024) responseJson = JSON.stringify({ truncated: true, preview: cutText(responseJson, 1024) });
@@ -163,19 +166,19 @@ export interface ResolveResultRow {
 	nextCheckAt: string | null;
 }
 
-/** Validates resolve options. Throws LedgerInputError. */
+/** Validates resolve options. Throws InputError. */
 export function checkResolveOptions(o: { maxChecks: unknown; backoffBaseSeconds: unknown; backoffMaxSeconds: unknown }): ResolveOptions {
 	const maxChecks = checkInt(o.maxChecks, 'Max checks', 1, 1000);
 	const backoffBaseSeconds = checkInt(o.backoffBaseSeconds, 'The backoff base (seconds)', 1, 86400);
 	const backoffMaxSeconds = checkInt(o.backoffMaxSeconds, 'The backoff ceiling (seconds)', 1, 30 * 86400);
-	if (backoffMaxSeconds < backoffBaseSeconds) throw new LedgerInputError('The backoff ceiling must not be below the backoff base');
+	if (backoffMaxSeconds < backoffBaseSeconds) throw new InputError('The backoff ceiling must not be below the backoff base');
 	return { maxChecks, backoffBaseSeconds, backoffMaxSeconds };
 }
 
 /** Applies resolutions in one round trip and one transaction; one result per item, in order. */
 export async function resolveUnknown(
 	db: Queryable,
-	schemaSql: string,
+	schema: string,
 	items: ResolveItem[],
 	o: ResolveOptions,
 	ctx: EventContext = {},
@@ -198,27 +201,17 @@ export async function resolveUnknown(
 		external_ref: string | null;
 		reconcile_checks: number | null;
 		next_check_at: Date | null;
-	}>(db, `SELECT * FROM ${schemaSql}.reconcile_resolve($1::jsonb, $2, $3, $4, $5::jsonb)`, [
+	}>(db, `SELECT * FROM ${sqlFunction(schema, 'reconcile_resolve')}($1::jsonb, $2, $3, $4, $5::jsonb)`, [
 		doc,
 		o.maxChecks,
 		o.backoffBaseSeconds,
 		o.backoffMaxSeconds,
 		JSON.stringify(ctx),
 	], bounds);
-	const byIndex = new Map(rows.map((r) => [r.idx, r]));
-	return items.map((it) => {
-		const r = byIndex.get(it.index);
-		if (!r) throw new Error(`reconcile_resolve returned no row for item ${it.index}`);
-		return {
-			index: it.index,
-			result: r.result,
-			status: r.status,
-			attempt: r.attempt,
-			externalRef: r.external_ref,
-			checks: r.reconcile_checks,
-			nextCheckAt: iso(r.next_check_at),
-		};
-	});
+	return resultsByItem('reconcile_resolve', items, rows, (r) => ({
+		checks: r.reconcile_checks,
+		nextCheckAt: iso(r.next_check_at),
+	}));
 }
 
 /**

@@ -3,16 +3,19 @@
  * One round trip per batch: all items go to <schema>.reserve_operations() as one JSON document and
  * are decided in one transaction (see schema/migrations/0001_ledger.sql for the state machine).
  */
-import type { Pool, PoolClient } from 'pg';
+import { sqlFunction } from '../db/identifiers';
+import { InputError } from '../errors';
+import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
 import { queryChunked } from '../db/batch';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
 import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
-import { DEFAULT_SETTLE_SECONDS, LedgerInputError, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from './validate';
+import { DEFAULT_SETTLE_SECONDS, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from './validate';
 
 
-export type Queryable = Pick<Pool | PoolClient, 'query'>;
+/** A pg Pool or PoolClient (src/db/values.ts). */
+export type { Queryable } from '../db/values';
 
 /** One validated item, ready to send. */
 export interface ReserveItem {
@@ -60,7 +63,7 @@ export interface ReserveResult {
 }
 
 /**
- * Validates one item and computes its fingerprint. Throws LedgerInputError (empty or oversized key,
+ * Validates one item and computes its fingerprint. Throws InputError (empty or oversized key,
  * bad lease, non-JSON or oversized request) before anything is written.
  */
 export function prepareReserveItem(
@@ -75,13 +78,13 @@ export function prepareReserveItem(
 	try {
 		canonicalRequest = canonicalJson(input.request === undefined ? null : input.request);
 	} catch (e) {
-		if (e instanceof NotJsonError) throw new LedgerInputError(`The request cannot be fingerprinted: ${e.message.replace(/^\$/, 'request')}`);
+		if (e instanceof NotJsonError) throw new InputError(`The request cannot be fingerprinted: ${e.message.replace(/^\$/, 'request')}`);
 		throw e;
 	}
 	if (canonicalRequest.length > LIMITS.maxRequestBytes) {
 		const bytes = Buffer.byteLength(canonicalRequest, 'utf8');
 		if (bytes > LIMITS.maxRequestBytes) {
-			throw new LedgerInputError(`The request is ${bytes} bytes as canonical JSON; at most ${LIMITS.maxRequestBytes} are allowed. Fingerprint a smaller business identity (ids and amounts), not whole documents.`);
+			throw new InputError(`The request is ${bytes} bytes as canonical JSON; at most ${LIMITS.maxRequestBytes} are allowed. Fingerprint a smaller business identity (ids and amounts), not whole documents.`);
 		}
 	}
 	const fp = createHash('sha256').update(canonicalRequest, 'utf8').digest('hex');
@@ -123,8 +126,8 @@ export function encodeReserveItems(items: ReserveItem[]): string[] {
 }
 
 /** The SQL text Reserve sends (one statement). */
-export function reserveSql(schemaSql: string): string {
-	return `SELECT * FROM ${schemaSql}.reserve_operations($1::jsonb, $2::jsonb)`;
+export function reserveSql(schema: string): string {
+	return `SELECT * FROM ${sqlFunction(schema, 'reserve_operations')}($1::jsonb, $2::jsonb)`;
 }
 
 /**
@@ -134,14 +137,14 @@ export function reserveSql(schemaSql: string): string {
  */
 export async function reserveOperations(
 	db: Queryable,
-	schemaSql: string,
+	schema: string,
 	items: ReserveItem[],
 	ctx: EventContext = {},
 	bounds?: Bounds,
 ): Promise<ReserveResult[]> {
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
-	const rows = await queryChunked<ReserveRow>(db, reserveSql(schemaSql), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
+	const rows = await queryChunked<ReserveRow>(db, reserveSql(schema), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
 	const byIndex = new Map<number, ReserveRow[]>();
 	for (const r of rows) {
 		const list = byIndex.get(r.idx);

@@ -1,6 +1,9 @@
 /**
- * The closed lists of the ledger, named once. The state machine itself is drawn in
- * schema/migrations/0001_ledger.sql and followed literally by its functions.
+ * The ledger's facts, each named once: its states, the outcomes its functions answer with, and the
+ * output each outcome leaves a node by (label and order; nodes/ derive their outputs from these).
+ * The state machine itself is drawn in schema/migrations/0001_ledger.sql and followed literally by
+ * its functions; test/integration/states.test.ts checks OPERATION_STATUSES against the
+ * CHECK constraint on operations.status.
  */
 export const OPERATION_STATUSES = ['reserved', 'succeeded', 'failed', 'unknown', 'review'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
@@ -24,6 +27,54 @@ export type ConfirmOutcome = (typeof CONFIRM_OUTCOMES)[number];
 export const CONFIRM_RESULTS = ['recorded', 'repeated', 'stale', 'not_found', 'busy'] as const;
 export type ConfirmResult = (typeof CONFIRM_RESULTS)[number];
 
+/**
+ * Reserve Operation's outputs after Not Recorded (node version 2; version 1 has exactly these), one
+ * per outcome, in the order of RESERVE_OUTCOMES.
+ */
+export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveOutcome, string>> = {
+	proceed: 'Proceed',
+	already_succeeded: 'Already Succeeded',
+	in_progress: 'In Progress',
+	needs_reconcile: 'Needs Reconcile',
+	conflict: 'Conflict',
+	failed_permanently: 'Failed Permanently',
+};
+
+/**
+ * Confirm Operation's outputs, in order: the status a recorded (or repeated) report left, or
+ * `stale` for a report the lease no longer allowed (nothing recorded).
+ */
+export const CONFIRM_OUTPUTS = ['succeeded', 'failed', 'unknown', 'stale'] as const;
+export type ConfirmOutput = (typeof CONFIRM_OUTPUTS)[number];
+export const CONFIRM_OUTPUT_LABELS: Readonly<Record<ConfirmOutput, string>> = {
+	succeeded: 'Succeeded',
+	failed: 'Failed',
+	unknown: 'Unknown',
+	stale: 'Stale',
+};
+
+/** Reconcile Unknown (Claim)'s one output after Not Recorded. */
+export const CLAIM_OUTPUT_LABEL = 'To Check';
+
+/**
+ * Reconcile Unknown (Resolve)'s outputs, in order: the status the resolution left (succeeded =
+ * happened, failed = did not happen, unknown, review) or `claim_lost` (nothing recorded).
+ */
+export const RESOLVE_OUTPUTS = ['succeeded', 'failed', 'unknown', 'review', 'claim_lost'] as const;
+export type ResolveOutput = (typeof RESOLVE_OUTPUTS)[number];
+export const RESOLVE_OUTPUT_LABELS: Readonly<Record<ResolveOutput, string>> = {
+	succeeded: 'Succeeded',
+	failed: 'Did Not Happen',
+	unknown: 'Still Unknown',
+	review: 'Needs Review',
+	claim_lost: 'Claim Lost',
+};
+
+/** Labels in output order, e.g. outputLabels(RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS). */
+export function outputLabels<K extends string>(order: readonly K[], labels: Readonly<Record<K, string>>): string[] {
+	return order.map((k) => labels[k]);
+}
+
 /** Limits checked before anything is written. */
 export const LIMITS = {
 	/** Operation keys: 1..512 bytes of UTF-8 (the table's CHECK constraint agrees). */
@@ -46,8 +97,5 @@ export interface EventContext {
 	nodeName?: string;
 }
 
-/** Converts a pg timestamptz (a Date with pg's default parser) to ISO-8601, or null. */
-export function iso(value: Date | string | null | undefined): string | null {
-	if (value === null || value === undefined) return null;
-	return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
-}
+/** Converts a pg timestamptz to ISO-8601 (src/db/values.ts, shared with the queue). */
+export { iso } from '../db/values';

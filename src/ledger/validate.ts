@@ -1,17 +1,13 @@
-/** Checks on what a node is about to write; each throws LedgerInputError with a clear message. */
+/** Checks on what a node is about to write; each throws InputError (src/errors.ts) with a clear message. */
 import { LIMITS } from './states';
 import { cutAny, cutText } from '../text';
 import { checkKeyText } from '../keyText';
+import { InputError } from '../errors';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Raised for input that must be fixed by the user; nothing has been written. */
-export class LedgerInputError extends Error {
-	constructor(message: string) {
-		super(message);
-		this.name = 'LedgerInputError';
-	}
-}
+/** The shared input error (src/errors.ts) under the ledger's old name. */
+export { InputError as LedgerInputError };
 
 /**
  * Validates an operation key and returns it in its one stored form. The rule, the same for "Build
@@ -29,20 +25,20 @@ export class LedgerInputError extends Error {
  */
 export function checkOperationKey(key: unknown): string {
 	if (key === undefined || key === null || (typeof key === 'string' && key.trim() === '')) {
-		throw new LedgerInputError('The operation key is empty. Every write needs a business operation key such as "invoice:create:customer-42:v3"; there is no way to skip the ledger.');
+		throw new InputError('The operation key is empty. Every write needs a business operation key such as "invoice:create:customer-42:v3"; there is no way to skip the ledger.');
 	}
 	if (typeof key !== 'string') {
 		if (typeof key === 'number' && Number.isFinite(key)) return checkOperationKey(String(key));
-		throw new LedgerInputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
+		throw new InputError(`The operation key must be a string, got ${Array.isArray(key) ? 'an array' : typeof key}`);
 	}
-	if (key !== key.trim()) throw new LedgerInputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)');
-	checkKeyText(key, 'The operation key', (m) => new LedgerInputError(m));
+	if (key !== key.trim()) throw new InputError('The operation key has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)');
+	checkKeyText(key, 'The operation key', (m) => new InputError(m));
 	if (key.split(':').some((seg) => seg !== seg.trim())) {
-		throw new LedgerInputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
+		throw new InputError('The operation key has white space next to a ":" separator; remove it so the same intent always gives the same key (it is not trimmed silently)');
 	}
 	const nfc = key.normalize('NFC');
 	const bytes = Buffer.byteLength(nfc, 'utf8');
-	if (bytes > LIMITS.maxKeyBytes) throw new LedgerInputError(`The operation key is ${bytes} bytes long; at most ${LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
+	if (bytes > LIMITS.maxKeyBytes) throw new InputError(`The operation key is ${bytes} bytes long; at most ${LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
 	return nfc;
 }
 
@@ -57,12 +53,12 @@ export function buildOperationKey(parts: { resource: unknown; action: unknown; e
 		const raw = parts[name];
 		const v = typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : raw;
 		if (typeof v !== 'string' || v.trim() === '') {
-			throw new LedgerInputError(`The operation key part "${name}" is empty. Keys are built as resource:action:entity:version, e.g. payment:charge:order-1001:v1`);
+			throw new InputError(`The operation key part "${name}" is empty. Keys are built as resource:action:entity:version, e.g. payment:charge:order-1001:v1`);
 		}
-		checkKeyText(v, `The operation key part "${name}"`, (m) => new LedgerInputError(m));
-		if (v.includes(':')) throw new LedgerInputError(`The operation key part "${name}" ("${cutText(v, 60)}") contains ":", which separates the parts; use "Custom Key" mode for other shapes`);
+		checkKeyText(v, `The operation key part "${name}"`, (m) => new InputError(m));
+		if (v.includes(':')) throw new InputError(`The operation key part "${name}" ("${cutText(v, 60)}") contains ":", which separates the parts; use "Custom Key" mode for other shapes`);
 		if (v !== v.trim()) {
-			throw new LedgerInputError(`The operation key part "${name}" ("${cutText(v, 60)}") has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)`);
+			throw new InputError(`The operation key part "${name}" ("${cutText(v, 60)}") has leading or trailing white space; remove it so the same intent always gives the same key (it is not trimmed silently)`);
 		}
 		out.push(v);
 	}
@@ -76,7 +72,7 @@ export const DEFAULT_SETTLE_SECONDS = 120;
 export function checkSettleSeconds(value: unknown): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 2592000) {
-		throw new LedgerInputError(`The settle window must be a whole number of seconds from 1 to 2592000 (30 days); got ${cutAny(value, 40)}`);
+		throw new InputError(`The settle window must be a whole number of seconds from 1 to 2592000 (30 days); got ${cutAny(value, 40)}`);
 	}
 	return n;
 }
@@ -85,14 +81,14 @@ export function checkSettleSeconds(value: unknown): number {
 export function checkLeaseSeconds(value: unknown): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < LIMITS.minLeaseSeconds || n > LIMITS.maxLeaseSeconds) {
-		throw new LedgerInputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${cutAny(value, 40)}`);
+		throw new InputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${cutAny(value, 40)}`);
 	}
 	return n;
 }
 
 /** Validates an optional key-like text field (the target): checkOptionalText plus src/keyText.ts. */
 export function checkOptionalKeyText(value: unknown, what: string, maxLength: number): string | null {
-	if (typeof value === 'string') checkKeyText(value, what, (m) => new LedgerInputError(m));
+	if (typeof value === 'string') checkKeyText(value, what, (m) => new InputError(m));
 	return checkOptionalText(value, what, maxLength);
 }
 
@@ -100,9 +96,9 @@ export function checkOptionalKeyText(value: unknown, what: string, maxLength: nu
 export function checkOptionalText(value: unknown, what: string, maxLength: number): string | null {
 	if (value === undefined || value === null || value === '') return null;
 	const s = typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
-	if (typeof s !== 'string') throw new LedgerInputError(`${what} must be a string, got ${typeof value}`);
-	if (s.includes('\u0000')) throw new LedgerInputError(`${what} contains a NUL character`);
-	if (LONE_SURROGATE.test(s)) throw new LedgerInputError(`${what} contains a lone UTF-16 surrogate`);
-	if (s.length > maxLength) throw new LedgerInputError(`${what} is ${s.length} characters long; at most ${maxLength} are allowed`);
+	if (typeof s !== 'string') throw new InputError(`${what} must be a string, got ${typeof value}`);
+	if (s.includes('\u0000')) throw new InputError(`${what} contains a NUL character`);
+	if (LONE_SURROGATE.test(s)) throw new InputError(`${what} contains a lone UTF-16 surrogate`);
+	if (s.length > maxLength) throw new InputError(`${what} is ${s.length} characters long; at most ${maxLength} are allowed`);
 	return s;
 }

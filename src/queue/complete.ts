@@ -1,8 +1,7 @@
 /**
  * Complete: the holder of a live lease reports success; the task moves to the archive as succeeded.
  */
-import type { SettleOutcome, TaskState } from './states';
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { fn, iso, type Queryable } from './types';
 
 export interface CompleteInput extends SettleTarget {
@@ -16,14 +15,9 @@ export interface CompleteResult extends SettleResult {
 	finishedAt: string | null;
 }
 
-interface Row {
-	idx: number;
-	id: string;
-	outcome: SettleOutcome;
-	status: TaskState | null;
+interface Row extends SettleRow {
 	attempts: number | null;
 	finished_at: Date | null;
-	detail: string | null;
 }
 
 /**

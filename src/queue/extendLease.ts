@@ -1,8 +1,8 @@
 /**
  * Extend lease (heartbeat): the holder of a live lease pushes its expiry to now + N seconds.
  */
-import { DEFAULT_LEASE_SECONDS, type SettleOutcome, type TaskState } from './states';
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { DEFAULT_LEASE_SECONDS } from './states';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 
 export interface ExtendLeaseInput extends SettleTarget {
@@ -15,13 +15,8 @@ export interface ExtendLeaseResult extends SettleResult {
 	leaseExpiresAt: string | null;
 }
 
-interface Row {
-	idx: number;
-	id: string;
-	outcome: SettleOutcome;
-	status: TaskState | null;
+interface Row extends SettleRow {
 	lease_expires_at: Date | null;
-	detail: string | null;
 }
 
 /**

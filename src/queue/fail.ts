@@ -2,8 +2,8 @@
  * Fail: the holder of a live lease reports a failure; the task is retried after a capped
  * exponential backoff with jitter, or goes dead (dead letter) at its maximum attempts.
  */
-import { DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_CAP_SECONDS, type SettleOutcome, type TaskState } from './states';
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_CAP_SECONDS } from './states';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 
 export interface FailInput extends SettleTarget {
@@ -28,16 +28,11 @@ export interface FailResult extends SettleResult {
 	lastError: string | null;
 }
 
-interface Row {
-	idx: number;
-	id: string;
-	outcome: SettleOutcome;
-	status: TaskState | null;
+interface Row extends SettleRow {
 	attempts: number | null;
 	max_attempts: number | null;
 	retry_at: Date | null;
 	last_error: string | null;
-	detail: string | null;
 }
 
 /**

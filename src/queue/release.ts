@@ -1,8 +1,7 @@
 /**
  * Release: the holder of a live lease gives the task back without failing it.
  */
-import type { SettleOutcome, TaskState } from './states';
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget } from './settle';
+import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 
 export interface ReleaseInput extends SettleTarget {
@@ -18,14 +17,9 @@ export interface ReleaseResult extends SettleResult {
 	availableAt: string | null;
 }
 
-interface Row {
-	idx: number;
-	id: string;
-	outcome: SettleOutcome;
-	status: TaskState | null;
+interface Row extends SettleRow {
 	attempts: number | null;
 	run_at: Date | null;
-	detail: string | null;
 }
 
 /**

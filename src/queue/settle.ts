@@ -31,7 +31,16 @@ export function settleKey(t: SettleTarget): { id: string; tok: string } {
 	return { id: checkTaskId(t.taskId), tok: checkLeaseToken(t.leaseToken) };
 }
 
-export function baseResult(r: { idx: number; id: string; outcome: SettleOutcome; status: TaskState | null; detail: string | null }): SettleResult {
+/** The columns every settle function's row carries; each file adds its own. */
+export interface SettleRow {
+	idx: number;
+	id: string;
+	outcome: SettleOutcome;
+	status: TaskState | null;
+	detail: string | null;
+}
+
+export function baseResult(r: SettleRow): SettleResult {
 	return {
 		index: r.idx,
 		taskId: String(r.id),

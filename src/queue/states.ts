@@ -1,14 +1,17 @@
 /**
- * The task states and settle outcomes of the priority task queue, named once.
- * The state machine itself is drawn at the top of schema/migrations/0002_queue.sql.
- *
- *   pending ──claim──▶ processing ──complete──▶ succeeded (archived)
- *      ▲                  │  │ └──fail at max attempts / give up / lease expired at max──▶ dead
- *      └──fail (backoff), release, lease expired──┘  │                                      │
- *      └───────────────────────────── requeue dead (by hand) ◀────────────────────────────┘
+ * The queue's facts, each named once: task states, settle and requeue outcomes, default groups and
+ * numbers. The state diagram is drawn once, in docs/queue.md ("Task life");
+ * test/integration/states.test.ts checks these lists against the CHECK constraints on
+ * queue_tasks.status and queue_tasks_archive.status.
  */
 export const TASK_STATES = ['pending', 'processing', 'succeeded', 'dead'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
+/** The states a row of queue_tasks can hold (a succeeded task moves to the archive at once). */
+export const LIVE_TABLE_STATES = ['pending', 'processing', 'dead'] as const satisfies readonly TaskState[];
+/** The states a row of queue_tasks_archive can hold. */
+export const ARCHIVE_STATES = ['succeeded', 'dead'] as const satisfies readonly TaskState[];
+/** Priority Dequeue's one output after Not Recorded (node version 2; version 1 has only this). */
+export const QUEUE_RESULT_LABEL = 'Result';
 
 /** What a settle call (complete, fail, extend lease, release) did. */
 export const SETTLE_OUTCOMES = [

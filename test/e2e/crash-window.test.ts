@@ -485,7 +485,14 @@ describe('the crash window in a real n8n', () => {
 			const answers = await Promise.all([1, 2].map(() => fetch(resumeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' })));
 			results.push(...answers.map((a) => a.status));
 			await until('the approval execution to finish', async () => (await finishedCount('approval-payment')) > before, 120_000, 250);
-			await sleep(500); // a second resume, had it run, would be recorded by now
+			// Absence proven by a state, not by sleeping: once no approval execution is new, running or
+			// waiting, a second resume that n8n accepted has run to its end, and its payment would show.
+			await until('no approval execution left running or waiting', async () => {
+				const { rows } = await n8nDb.query(
+					`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'approval-payment' AND status IN ('new', 'running', 'waiting')`,
+				);
+				return rows[0].n === 0;
+			}, 60_000, 100);
 			expect(paymentsOf(order).length).toBeLessThanOrEqual(1);
 			expect(paymentsOf(order).length).toBe(1);
 			const rows = await ledger([order]);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { migrate } from '../../src/db/migrate';
+import { enqueue, type EnqueueInput } from '../../src/queue';
 
 export const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -8,6 +9,9 @@ export const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127
 export function randomSchema(prefix = 'ol_test'): string {
 	return `${prefix}_${randomBytes(5).toString('hex')}`;
 }
+
+/** The same URL under the queue tests' older name. */
+export const QUEUE_DATABASE_URL = DATABASE_URL;
 
 /** A pool on the test database plus a migrated schema of its own; drop() removes both. */
 export async function testDatabase(opts: { max?: number; prefix?: string } = {}) {
@@ -37,3 +41,67 @@ export async function setLedgerClock(pool: Pick<Pool, 'query'>, schema: string, 
 		`CREATE OR REPLACE FUNCTION "${schema}".ledger_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT now() + make_interval(secs => ${secs}) $$`,
 	);
 }
+
+/**
+ * The queue's functions read the database clock (now()). Moving every timestamp of one queue's
+ * tasks `seconds` into the past is, for that queue, the clock moving `seconds` forward: a lease of
+ * 1 s has run out, a 60 s lease still has 59 s. Lets tests pass leases without sleeping.
+ */
+export async function advanceQueueClock(pool: Pick<Pool, 'query'>, schema: string, queue: string, seconds: number): Promise<void> {
+	await pool.query(
+		`UPDATE "${schema}".queue_tasks
+		    SET run_at = run_at - make_interval(secs => $2), enqueued_at = enqueued_at - make_interval(secs => $2),
+		        updated_at = updated_at - make_interval(secs => $2), claimed_at = claimed_at - make_interval(secs => $2),
+		        lease_expires_at = lease_expires_at - make_interval(secs => $2)
+		  WHERE queue = $1`,
+		[queue, seconds],
+	);
+}
+
+/** testDatabase() plus the queue tests' helpers. */
+export interface QueueTestDb {
+	pool: Pool;
+	schema: string;
+	/** A fresh queue name, so the scheduler state of one test never leaks into another. */
+	queueName(prefix?: string): string;
+	/** Enqueues `n` tasks of one group in batches of 1000; payload {n: i}. Returns ids in order. */
+	fill(queue: string, group: string, n: number, extra?: Partial<EnqueueInput>): Promise<string[]>;
+	/** A dedicated client (for LISTEN or explicit transactions); closed by drop(). */
+	client(): Promise<Client>;
+	drop(): Promise<void>;
+}
+
+/** One test database for ledger and queue tests alike: testDatabase() (schema q_test_<hex>) with queue helpers. */
+export async function queueTestDb(max = 10): Promise<QueueTestDb> {
+	const db = await testDatabase({ max, prefix: 'q_test' });
+	const clients: Client[] = [];
+	let seq = 0;
+	return {
+		pool: db.pool,
+		schema: db.schema,
+		queueName: (prefix = 'q') => `${prefix}-${++seq}-${randomBytes(3).toString('hex')}`,
+		async fill(queue, group, n, extra = {}) {
+			const ids: string[] = [];
+			for (let start = 0; start < n; start += 1000) {
+				const batch: EnqueueInput[] = [];
+				for (let i = start; i < Math.min(n, start + 1000); i++) batch.push({ queue, group, payload: { n: i }, ...extra });
+				const out = await enqueue(db.pool, db.schema, batch);
+				ids.push(...out.map((t) => t.taskId));
+			}
+			return ids;
+		},
+		async client() {
+			const c = new Client({ connectionString: DATABASE_URL });
+			await c.connect();
+			clients.push(c);
+			return c;
+		},
+		async drop() {
+			await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+			await db.drop();
+		},
+	};
+}
+
+/** Real time passing, for tests that wait for something outside the database (prefer the database clock). */
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

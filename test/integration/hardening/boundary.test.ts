@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { ICredentialsDecrypted, ICredentialTestFunctions } from 'n8n-workflow';
 import { Pool as PlainPool, type Pool as PgPool } from 'pg';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
-import { connectListener } from '../../../nodes/PriorityDequeueTrigger/listen';
+import { connectListener } from '../../../src/queue/listen';
 import { stricterSslMode, type SslMode } from '../../../src/db/endpoint';
 import { ensureSchema, migrate, readSchemaState } from '../../../src/db/migrate';
 import { acquirePool, closeAllPools, getPool, toClientConfig, withClient, type ConnectionConfig } from '../../../src/db/pool';

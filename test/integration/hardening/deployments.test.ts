@@ -14,7 +14,7 @@
 import type { ICredentialsDecrypted, ICredentialTestFunctions } from 'n8n-workflow';
 import { Client, Pool } from 'pg';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
-import { QueueWatcher } from '../../../nodes/PriorityDequeueTrigger/watcher';
+import { QueueWatcher } from '../../../src/queue/watcher';
 import { loadMigrations, migrate, requiredVersion } from '../../../src/db/migrate';
 import { closeAllPools, openPoolCount } from '../../../src/db/pool';
 import { dequeue as coreDequeue, nextDue, queueChannel } from '../../../src/queue';

@@ -1,4 +1,5 @@
 import { acquirePool, closeAllPools, getPool, leaseCount, openPoolCount, poolCounters, toPgConfig } from '../../../src/db/pool';
+import { Client } from 'pg';
 import { DATABASE_URL } from '../../helpers/db';
 
 afterEach(async () => {
@@ -20,9 +21,33 @@ describe('connection pools', () => {
 		expect(getPool(cfg({ maxConnections: 3, schema: 'other_schema' }))).toBe(a);
 	});
 
-	it('closes idle connections (10 s) and never keeps the process alive', () => {
+	it('is configured to close idle connections after 10 s and never keep the process alive', () => {
 		const c = toPgConfig(cfg());
 		expect(c).toMatchObject({ idleTimeoutMillis: 10_000, allowExitOnIdle: true, max: 5, ssl: false });
+	});
+
+	it('closes idle connections: their backends leave pg_stat_activity once idle past the timeout', async () => {
+		process.env.OPERATION_LEDGER_IDLE_CLIENT_MS = '300';
+		const observer = new Client({ connectionString: DATABASE_URL });
+		await observer.connect();
+		try {
+			const lease = acquirePool(cfg({ maxConnections: 3, connectTimeoutMs: 5000 }));
+			// Three connections at once (each holds its backend while pg_sleep runs).
+			const pids = (await Promise.all([1, 2, 3].map(() => lease.pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.1)')))).map((r) => r.rows[0].pid);
+			expect(new Set(pids).size).toBe(3);
+			const alive = async () =>
+				(await observer.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])', [pids])).rows[0].n;
+			expect(await alive()).toBe('3');
+			// Bounded wait (10 s) for the state that shows the close: the backends are gone.
+			const deadline = Date.now() + 10_000;
+			while ((await alive()) !== '0' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+			expect(await alive()).toBe('0');
+			expect(lease.pool.totalCount).toBe(0);
+			lease.release();
+		} finally {
+			delete process.env.OPERATION_LEDGER_IDLE_CLIENT_MS;
+			await observer.end();
+		}
 	});
 
 	it('bounds the number of pools: the least recently used one without leases is closed', async () => {

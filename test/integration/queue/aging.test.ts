@@ -3,7 +3,7 @@
  * so a low-priority task is served within the aging bound even under a constant flood of high.
  */
 import { dequeue, enqueue } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { advanceQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -66,7 +66,7 @@ describe('aging', () => {
 	test('aging follows the database clock: a low task that waited two intervals beats fresh high work', async () => {
 		const queue = db.queueName('clock');
 		const [lowTask] = await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { probe: true } }]);
-		await sleep(2300); // two aging intervals of 1 s
+		await advanceQueueClock(db.pool, db.schema, queue, 2.3); // two aging intervals of 1 s pass on the database clock
 		await db.fill(queue, 'high', 20);
 		const [first] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 1 });
 		expect(first.taskId).toBe(lowTask.taskId);

@@ -5,7 +5,7 @@
  * numeric overflow (22003) or a datetime overflow (22008), and never a task out of its bounds.
  */
 import { complete, dequeue, enqueue, extendLease, fail, listDead, purge, release, requeueDead, stats, QueueInputError } from '../../../src/queue';
-import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

@@ -3,7 +3,7 @@
  * such a task goes dead exactly once, with the reason attempts_exhausted.
  */
 import { dequeue, listDead, release } from '../../../src/queue';
-import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

@@ -3,7 +3,7 @@
  * error; backoff is capped and jittered; dead tasks can be requeued; retention moves finished tasks out.
  */
 import { backoffSeconds, dequeue, enqueue, fail, listDead, purge, requeueDead, stats, type FailResult } from '../../../src/queue';
-import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

@@ -4,7 +4,7 @@
  * task settles while the batch runs is inserted again rather than left unanswered.
  */
 import { complete, dequeue, enqueue } from '../../../src/queue';
-import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 jest.setTimeout(120_000);
 let db: QueueTestDb;

@@ -4,7 +4,7 @@
  */
 import type { Client, Notification } from 'pg';
 import { complete, dequeue, enqueue, queueChannel } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -44,8 +44,12 @@ describe('enqueue', () => {
 		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
 		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
 		expect(rows[0].n).toBe(0);
-		await sleep(200);
-		expect(got).toHaveLength(0);
+		// Absence proven by a state: Postgres delivers notifications in commit order, so once a marker
+		// notification committed after the rollback has arrived, a wake-up from the rolled-back
+		// enqueue would have arrived before it.
+		await db.pool.query('SELECT pg_notify($1, $2)', [queueChannel(db.schema, queue), 'marker']);
+		for (let i = 0; i < 200 && got.length === 0; i++) await sleep(25);
+		expect(got.map((n) => n.payload)).toEqual(['marker']);
 	});
 
 	test('a committed batch notifies the queue channel once, with the queue name as payload', async () => {

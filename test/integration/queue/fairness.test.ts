@@ -3,7 +3,7 @@
  * concurrent consumers; an empty group's share goes to the others; FIFO within a group.
  */
 import { dequeue, type ClaimedTask } from '../../../src/queue';
-import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

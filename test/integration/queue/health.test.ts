@@ -4,7 +4,7 @@
  * holding back the xmin horizon.
  */
 import { complete, dequeue, stats } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 

@@ -5,7 +5,7 @@
  * purge run together while every 40P01 (and any other error) is counted.
  */
 import { complete, dequeue, enqueue, fail, purge, release, requeueDead } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -68,7 +68,17 @@ describe('requeue dead under contention', () => {
 		await producer.query('BEGIN');
 		await enqueue(producer, db.schema, [{ queue, group: 'high', dedupeKey: 'P' }]);
 		const pending = requeueDead(db.pool, db.schema, { queue, taskIds: dead });
-		await sleep(300); // the requeue now waits on the producer's uncommitted key
+		// Proven by a state, not by sleeping: the requeue's backend waits on a lock (the producer's
+		// uncommitted key) before the producer commits.
+		const observer = await db.client();
+		for (let i = 0; ; i++) {
+			const { rows } = await observer.query(
+				`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%queue_requeue_dead%' AND datname = current_database()`,
+			);
+			if (rows[0].n > 0) break;
+			if (i >= 200) throw new Error('Requeue Dead never waited on the uncommitted key');
+			await sleep(25);
+		}
 		await producer.query('COMMIT');
 		const out = await pending;
 		const byId = new Map(out.map((r) => [r.taskId, r]));

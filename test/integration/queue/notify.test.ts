@@ -5,7 +5,7 @@
  */
 import type { Notification } from 'pg';
 import { dequeue, enqueue, queueChannel, QueueInputError } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

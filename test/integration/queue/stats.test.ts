@@ -2,7 +2,7 @@
  * Stats and the due check: depth per group, oldest wait, in flight, dead; when work is next due.
  */
 import { complete, dequeue, enqueue, nextDue, stats } from '../../../src/queue';
-import { queueTestDb, type QueueTestDb } from '../../helpers/queueDb';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {

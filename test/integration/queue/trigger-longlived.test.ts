@@ -10,7 +10,7 @@ import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 import { closeAllPools, getPool, openPoolCount, poolCounters } from '../../../src/db/pool';
 import { complete, enqueue, queueChannel } from '../../../src/queue';
 import { activateTrigger, type ActiveTrigger } from '../../helpers/triggerHarness';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 const active: ActiveTrigger[] = [];

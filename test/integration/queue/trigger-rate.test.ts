@@ -8,7 +8,7 @@ import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
 import { complete, dequeue, enqueue } from '../../../src/queue';
 import { activateTrigger, countIn, type ActiveTrigger, type Consumer } from '../../helpers/triggerHarness';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 jest.setTimeout(60_000);
 

@@ -3,10 +3,10 @@
  * rolled-back one does not; polling alone (LISTEN off, as behind PgBouncer) finds work; two
  * watchers claiming from one queue never hand out a task twice.
  */
-import { connectListener } from '../../../nodes/PriorityDequeueTrigger/listen';
-import { QueueWatcher, type WatcherDeps } from '../../../nodes/PriorityDequeueTrigger/watcher';
+import { connectListener } from '../../../src/queue/listen';
+import { QueueWatcher, type WatcherDeps } from '../../../src/queue/watcher';
 import { complete, dequeue, enqueue, nextDue, queueChannel, type ClaimedTask } from '../../../src/queue';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/queueDb';
+import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 const watchers: QueueWatcher[] = [];

@@ -3,7 +3,10 @@
  * continueOnFail, and the exact SQL sent. The database is a scripted fake pool.
  */
 import { NodeOperationError } from 'n8n-workflow';
-import { fakePool, queueFakeExecute } from '../../helpers/queueFakeExecute';
+import { fakeExecute, fakePool, type FakeOptions } from '../../helpers/fakeExecute';
+
+/** The Priority Dequeue node under test. */
+const queueFakeExecute = (o: FakeOptions) => fakeExecute({ nodeName: 'Priority Dequeue', nodeType: 'n8n-nodes-operation-ledger.priorityDequeue', ...o });
 
 const conn = { pool: undefined as unknown, config: { schema: 'ops' }, schemaSql: '"ops"' };
 jest.mock('../../../nodes/shared/connection', () => ({
@@ -355,7 +358,7 @@ describe('Priority Dequeue node', () => {
 
 	test('the description lists every operation once and has the credential', () => {
 		const ops = node.description.properties.filter((p) => p.name === 'operation').flatMap((p) => (p.options ?? []).map((o) => (o as { value: string }).value));
-		expect(ops.sort()).toEqual(['complete', 'dequeue', 'enqueue', 'extendLease', 'fail', 'purge', 'release', 'requeueDead', 'stats']);
+		expect(ops.sort()).toEqual(['complete', 'dequeue', 'enqueue', 'extendLease', 'fail', 'nextDue', 'purge', 'release', 'requeueDead', 'stats']);
 		expect(node.description.credentials).toEqual([{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }]);
 	});
 });

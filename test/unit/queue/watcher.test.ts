@@ -2,7 +2,7 @@
  * The trigger's engine: checks on start, on notification, on poll and after a reconnect; never
  * more executions in flight than allowed; reconnects the LISTEN connection after it drops.
  */
-import { QueueWatcher, type ListenConnection, type WatcherDeps } from '../../../nodes/PriorityDequeueTrigger/watcher';
+import { QueueWatcher, type ListenConnection, type WatcherDeps } from '../../../src/queue/watcher';
 
 const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
 

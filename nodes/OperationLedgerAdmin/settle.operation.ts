@@ -1,0 +1,118 @@
+/** Operation Ledger Admin, operation "Settle by Hand": its entry in the Operation list, its parameters and its execute. */
+import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
+import { prepareSettleItem, refusalMessage, settleByHand, type SettleResultRow } from '../../src/ledger/admin';
+import { getLedgerConnection } from '../shared/connection';
+import { eventContext } from '../shared/context';
+import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import type { NodeOperation } from '../shared/router';
+
+const show = (...operation: string[]) => ({ show: { operation } });
+
+/** Settle by Hand's own parameters (Operation Key is declared with Get's, get.operation.ts). */
+const description: INodeProperties[] = [
+	{
+		displayName: 'Decision',
+		name: 'decision',
+		type: 'options',
+		options: [
+			{ name: 'Happened', value: 'happened', description: 'The write took effect: record success with its reference; later Reserves answer Already Succeeded' },
+			{ name: 'Did Not Happen', value: 'not_happened', description: 'The write did not take effect: record a retryable failure; the next Reserve may proceed' },
+		],
+		default: 'happened',
+		displayOptions: show('settle'),
+	},
+	{
+		displayName: 'External Reference',
+		name: 'externalReference',
+		type: 'string',
+		default: '',
+		description: "The target's ID for the write (required for Happened), e.g. the payment ID",
+		displayOptions: show('settle'),
+	},
+	{
+		displayName: 'Reason',
+		name: 'reason',
+		type: 'string',
+		default: '',
+		required: true,
+		description: 'Why: what the person checked (stored in the event log)',
+		displayOptions: show('settle'),
+	},
+	{
+		displayName: 'Decided By',
+		name: 'decidedBy',
+		type: 'string',
+		default: '',
+		required: true,
+		placeholder: 'alice@example.com',
+		description: 'The person who decides (stored on the operation and in the event log)',
+		displayOptions: show('settle'),
+	},
+];
+
+/**
+ * Settle by Hand: every item validated first (bad input writes nothing), then one statement for
+ * all. Only items the database settled in this call reach "Settled"; refusals go to "Refused"
+ * with who decided; bad input, a missing key or a failed batch go to Not Recorded (or throw
+ * without continueOnFail), never to Settled. Returns [Not Recorded, Settled, Refused].
+ */
+async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+	const items = fns.getInputData();
+	const notRecorded: INodeExecutionData[] = [];
+	const settled: INodeExecutionData[] = [];
+	const refused: INodeExecutionData[] = [];
+	const outputs = [notRecorded, settled, refused];
+	const { prepared, errorItems } = prepareItems(fns, items, (i) =>
+		prepareSettleItem(i, {
+			operationKey: fns.getNodeParameter('operationKey', i),
+			decision: fns.getNodeParameter('decision', i),
+			externalRef: fns.getNodeParameter('externalReference', i, ''),
+			reason: fns.getNodeParameter('reason', i, ''),
+			decidedBy: fns.getNodeParameter('decidedBy', i, ''),
+		}),
+	);
+	notRecorded.push(...errorItems);
+	if (prepared.length === 0) return outputs;
+	let results: SettleResultRow[];
+	try {
+		const { pool, schema, bounds } = await getLedgerConnection(fns);
+		results = await settleByHand(pool, schema, prepared.map((p) => p.value), eventContext(fns), bounds);
+	} catch (e) {
+		notRecorded.push(...batchFailure(fns, e, 'Operation Ledger Admin (settle by hand)', prepared.map((p) => p.index)));
+		return outputs;
+	}
+	for (let k = 0; k < results.length; k++) {
+		const r = results[k];
+		const p = prepared[k].value;
+		if (r.result === 'not_found') {
+			const message = `No operation exists for key "${p.operationKey.slice(0, 200)}": nothing was settled`;
+			if (fns.continueOnFail()) {
+				notRecorded.push(errorItem(message, r.index));
+				continue;
+			}
+			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });
+		}
+		const ledger = {
+			operationKey: p.operationKey,
+			result: r.result,
+			decision: r.decision,
+			status: r.status,
+			attempt: r.attempt,
+			externalRef: r.externalRef,
+			retryable: r.retryable,
+			decidedBy: r.decidedBy,
+			decidedAt: r.decidedAt,
+			...(r.result === 'refused' ? { refusal: refusalMessage(r), requestedBy: p.decidedBy, requestedDecision: p.decision } : {}),
+		};
+		(r.result === 'settled' ? settled : refused).push({ json: { ...items[r.index].json, ledger }, pairedItem: { item: r.index } });
+	}
+	return outputs;
+}
+
+export const settleOperation: NodeOperation = {
+	option: { name: 'Settle by Hand', value: 'settle', description: 'A named person decides whether an unknown or review operation happened', action: 'Settle an operation by hand' },
+	description,
+	execute() {
+		return executeSettle(this);
+	},
+};

@@ -1,0 +1,51 @@
+/** Priority Dequeue, operation "complete": its entry in the Operation list, its parameters and its execute. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { type QueueOperation, show, taskFields } from './common';
+import { checkLeaseToken, checkTaskId, complete, type CompleteInput } from '../../src/queue';
+import { jsonParameter } from '../shared/context';
+import { runSettle } from './settle';
+
+const description: INodeProperties[] = [
+	...taskFields('complete'),
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('complete'),
+		options: [
+			{
+				displayName: 'Result',
+				name: 'result',
+				type: 'json',
+				default: '{}',
+				description: 'Optional JSON kept with the archived task',
+			},
+		],
+	},
+];
+
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	return runSettle(
+		this,
+		items,
+		'Complete',
+		(i, task): CompleteInput => {
+			const options = this.getNodeParameter('options', i, {}) as IDataObject;
+			return {
+				taskId: checkTaskId(task.taskId),
+				leaseToken: checkLeaseToken(task.leaseToken),
+				result: options.result === undefined ? undefined : jsonParameter(this, options.result, 'The result', i),
+			};
+		},
+		(pool, schema, inputs) => complete(pool, schema, inputs),
+	);
+}
+
+export const completeOperation: QueueOperation = {
+	resource: 'task',
+	option: { name: 'Complete', value: 'complete', action: 'Complete a task', description: 'Mark a claimed task succeeded (needs its live lease)' },
+	description,
+	execute,
+};

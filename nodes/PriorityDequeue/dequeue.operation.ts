@@ -1,0 +1,94 @@
+/** Priority Dequeue, operation "dequeue": its entry in the Operation list, its parameters and its execute. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { asJson, queueField, type QueueOperation, show } from './common';
+import { checkGroups, dequeue, type DequeueOptions, parseGroupWeights } from '../../src/queue';
+import { getLedgerConnection } from '../shared/connection';
+import { batchFailure, prepareItems } from '../shared/items';
+
+const description: INodeProperties[] = [
+	{
+		displayName:
+			'Claims tasks once per execution (with the parameters of the first input item) and outputs one item per claimed task, or none when the queue has no ready work. Settle each task with Complete or Fail before its lease ends.',
+		name: 'dequeueNotice',
+		type: 'notice',
+		default: '',
+		displayOptions: show('dequeue'),
+	},
+	queueField('dequeue'),
+	{
+		displayName: 'Batch Size',
+		name: 'batchSize',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 10000 },
+		default: 10,
+		description: 'Maximum number of tasks to claim in this execution',
+		displayOptions: show('dequeue'),
+	},
+	{
+		displayName: 'Lease (Seconds)',
+		name: 'leaseSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 86400 },
+		default: 300,
+		description:
+			'Visibility timeout: how long the claim holds each task. A task not completed, failed, released or extended by then is handed out again, and that counts as an attempt.',
+		displayOptions: show('dequeue'),
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('dequeue'),
+		options: [
+			{
+				displayName: 'Aging Interval (Seconds)',
+				name: 'agingSeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 300,
+				description:
+					'A group whose oldest ready task has waited this long competes one position higher per interval, so no task waits forever. 0 switches aging off.',
+			},
+			{
+				displayName: 'Groups and Weights',
+				name: 'groupWeights',
+				type: 'string',
+				default: 'high:5, normal:2, low:1',
+				description:
+					'Priority groups, highest first, with their weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
+			},
+		],
+	},
+];
+
+/** One claim per execution, read from item 0; every claimed task is paired with item 0. */
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i) => {
+		const options = this.getNodeParameter('options', i, {}) as IDataObject;
+		const opts: DequeueOptions = {
+			queue: this.getNodeParameter('queue', i) as string,
+			limit: Number(this.getNodeParameter('batchSize', i)),
+			leaseSeconds: Number(this.getNodeParameter('leaseSeconds', i)),
+			agingSeconds: options.agingSeconds === undefined ? undefined : Number(options.agingSeconds),
+			groups: checkGroups(parseGroupWeights(options.groupWeights)),
+		};
+		return opts;
+	});
+	if (prepared.length === 0) return [errorItems];
+	try {
+		const { pool, config } = await getLedgerConnection(this);
+		const tasks = await dequeue(pool, config.schema, prepared[0].value);
+		return [tasks.map((t) => ({ json: asJson(t), pairedItem: { item: 0 } }))];
+	} catch (e) {
+		return [batchFailure(this, e, 'Dequeue', [0])];
+	}
+}
+
+export const dequeueOperation: QueueOperation = {
+	resource: 'task',
+	option: { name: 'Dequeue', value: 'dequeue', action: 'Claim tasks', description: 'Claim up to N ready tasks, weighted fair across priority groups, each with a lease' },
+	description,
+	execute,
+};

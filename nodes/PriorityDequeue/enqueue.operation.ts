@@ -1,0 +1,133 @@
+/** Priority Dequeue, operation "enqueue": its entry in the Operation list, its parameters and its execute. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { asJson, queueField, type QueueOperation, show } from './common';
+import { enqueue, type EnqueueInput, type NotifyMode, validateEnqueueInput } from '../../src/queue';
+import { getLedgerConnection } from '../shared/connection';
+import { jsonParameter } from '../shared/context';
+import { batchFailure, prepareItems } from '../shared/items';
+
+const description: INodeProperties[] = [
+	queueField('enqueue'),
+	{
+		displayName: 'Priority Group',
+		name: 'priorityGroup',
+		type: 'string',
+		default: 'normal',
+		required: true,
+		description: 'Group of the task: high, normal or low by default; any name the consumers list under Groups and Weights',
+		displayOptions: show('enqueue'),
+	},
+	{
+		displayName: 'Payload',
+		name: 'payload',
+		type: 'json',
+		default: '={{ $json }}',
+		description: 'JSON the consumer receives as payload',
+		displayOptions: show('enqueue'),
+	},
+	{
+		displayName: 'Dedupe Key',
+		name: 'dedupeKey',
+		type: 'string',
+		default: '',
+		description:
+			'Optional. While a task with this key is pending or processing in the queue, enqueueing again returns that task (marked deduplicated) instead of a new one.',
+		displayOptions: show('enqueue'),
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('enqueue'),
+		options: [
+			{
+				displayName: 'Delay (Seconds)',
+				name: 'delaySeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 0,
+				description: 'Seconds from now before the task may be claimed',
+			},
+			{
+				displayName: 'Max Attempts',
+				name: 'maxAttempts',
+				type: 'number',
+				typeOptions: { minValue: 1, maxValue: 1000 },
+				default: 5,
+				description: 'Claims allowed before the task goes to the dead letter (an expired lease counts as an attempt)',
+			},
+			{
+				displayName: 'Not Before',
+				name: 'notBefore',
+				type: 'dateTime',
+				default: '',
+				description: 'The task may not be claimed before this time. With a delay too, the later time wins.',
+			},
+			{
+				displayName: 'Notify Consumers',
+				name: 'notify',
+				type: 'options',
+				options: [
+					{
+						name: 'After Commit',
+						value: 'after',
+						description:
+							'Commit first, then notify in a second statement: many concurrent single-task producers no longer commit one at a time (one more round trip)',
+					},
+					{
+						name: 'None (Consumers Poll)',
+						value: 'none',
+						description: 'No notification: triggers pick the task up at their next poll',
+					},
+					{
+						name: 'On Commit',
+						value: 'commit',
+						description: 'Notify inside the transaction, delivered at its commit (each notifying commit takes a database-wide lock through its WAL flush)',
+					},
+				],
+				default: 'commit',
+				description: 'How listening Priority Dequeue Triggers are woken. Taken from the first item. See docs/queue.md, "Notifications".',
+			},
+		],
+	},
+];
+
+/** All input items in one transaction (one round trip); one output item per input item. */
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	const out: INodeExecutionData[] = [];
+	const { prepared, errorItems } = prepareItems(this, items, (i) => {
+		const options = this.getNodeParameter('options', i, {}) as IDataObject;
+		const input: EnqueueInput = {
+			queue: this.getNodeParameter('queue', i) as string,
+			group: this.getNodeParameter('priorityGroup', i) as string,
+			payload: jsonParameter(this, this.getNodeParameter('payload', i, {}), 'The payload', i) ?? {},
+			dedupeKey: (this.getNodeParameter('dedupeKey', i, '') as string) || null,
+			delaySeconds: options.delaySeconds === undefined ? undefined : Number(options.delaySeconds),
+			notBefore: (options.notBefore as string) || null,
+			maxAttempts: options.maxAttempts === undefined ? undefined : Number(options.maxAttempts),
+		};
+		validateEnqueueInput(input);
+		return input;
+	});
+	out.push(...errorItems);
+	if (prepared.length === 0) return [out];
+	try {
+		const { pool, config } = await getLedgerConnection(this);
+		const first = this.getNodeParameter('options', prepared[0].index, {}) as IDataObject;
+		const notify = ((first.notify as string) || 'commit') as NotifyMode;
+		const results = await enqueue(pool, config.schema, prepared.map((p) => p.value), { notify });
+		results.forEach((r, k) => out.push({ json: asJson(r, ['index', 'payload']), pairedItem: { item: prepared[k].index } }));
+	} catch (e) {
+		out.push(...batchFailure(this, e, 'Enqueue', prepared.map((p) => p.index)));
+	}
+	return [out];
+}
+
+export const enqueueOperation: QueueOperation = {
+	resource: 'task',
+	option: { name: 'Enqueue', value: 'enqueue', action: 'Add tasks to a queue', description: 'Add one task per input item, all in one transaction' },
+	description,
+	execute,
+};

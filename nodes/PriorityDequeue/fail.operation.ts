@@ -1,0 +1,83 @@
+/** Priority Dequeue, operation "fail": its entry in the Operation list, its parameters and its execute. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { type QueueOperation, show, taskFields } from './common';
+import { checkLeaseToken, checkSeconds, checkTaskId, fail, type FailInput } from '../../src/queue';
+import { runSettle } from './settle';
+
+const description: INodeProperties[] = [
+	...taskFields('fail'),
+	{
+		displayName: 'Error Message',
+		name: 'errorMessage',
+		type: 'string',
+		default: '={{ $json.error?.message ?? $json.error ?? "failed" }}',
+		description: 'Recorded as the last error; a task that goes to the dead letter keeps it',
+		displayOptions: show('fail'),
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('fail'),
+		options: [
+			{
+				displayName: 'Backoff Base (Seconds)',
+				name: 'backoffBaseSeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 5,
+				description: 'Backoff of the first retry. Attempt n waits min(cap, base × 2^(n-1)) with equal jitter: half of it fixed, half random.',
+			},
+			{
+				displayName: 'Backoff Cap (Seconds)',
+				name: 'backoffCapSeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 3600,
+				description: 'Upper bound of the backoff before jitter',
+			},
+			{
+				displayName: 'Give Up',
+				name: 'giveUp',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to send the task to the dead letter now instead of retrying (for errors a retry cannot fix)',
+			},
+		],
+	},
+];
+
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	// Backoff applies to the whole batch: read from the first item.
+	const first = (items.length ? this.getNodeParameter('options', 0, {}) : {}) as IDataObject;
+	let backoff: { baseSeconds: number; capSeconds: number } | undefined;
+	return runSettle(
+		this,
+		items,
+		'Fail',
+		(i, task): FailInput => {
+			backoff ??= {
+				baseSeconds: checkSeconds(first.backoffBaseSeconds ?? 5, 'Backoff base', 0, 86_400),
+				capSeconds: checkSeconds(first.backoffCapSeconds ?? 3600, 'Backoff cap', 0, 31_536_000),
+			};
+			const options = this.getNodeParameter('options', i, {}) as IDataObject;
+			const message = this.getNodeParameter('errorMessage', i, 'failed');
+			return {
+				taskId: checkTaskId(task.taskId),
+				leaseToken: checkLeaseToken(task.leaseToken),
+				error: typeof message === 'string' ? message || 'failed' : JSON.stringify(message),
+				giveUp: options.giveUp === true,
+			};
+		},
+		(pool, schema, inputs) => fail(pool, schema, inputs, backoff),
+	);
+}
+
+export const failOperation: QueueOperation = {
+	resource: 'task',
+	option: { name: 'Fail', value: 'fail', action: 'Fail a task', description: 'Retry a claimed task after a backoff, or send it to the dead letter at its max attempts' },
+	description,
+	execute,
+};

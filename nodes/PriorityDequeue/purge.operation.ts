@@ -1,0 +1,66 @@
+/** Priority Dequeue, operation "purge": its entry in the Operation list, its parameters and its execute. */
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { asJson, type QueueOperation, show } from './common';
+import { checkQueueName, purge, type PurgeOptions } from '../../src/queue';
+import { getLedgerConnection } from '../shared/connection';
+import { batchFailure, prepareItems } from '../shared/items';
+
+const description: INodeProperties[] = [
+	{
+		displayName: 'Queue',
+		name: 'queue',
+		type: 'string',
+		default: '',
+		description: 'Only this queue. Empty: every queue in the schema.',
+		displayOptions: show('purge'),
+	},
+	{
+		displayName: 'Dead Retention (Days)',
+		name: 'deadRetentionDays',
+		type: 'number',
+		typeOptions: { minValue: -1 },
+		default: 30,
+		description: 'Dead tasks dead for longer than this move to the archive (they can no longer be requeued). -1 keeps them.',
+		displayOptions: show('purge'),
+	},
+	{
+		displayName: 'Archive Retention (Days)',
+		name: 'archiveRetentionDays',
+		type: 'number',
+		typeOptions: { minValue: -1 },
+		default: 14,
+		description: 'Finished tasks (succeeded, and archived dead tasks) older than this are deleted. -1 keeps them.',
+		displayOptions: show('purge'),
+	},
+];
+
+const DAY = 86_400;
+
+/** One bounded retention pass per execution (item 0's parameters). */
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i): PurgeOptions => {
+		const queue = (this.getNodeParameter('queue', i, '') as string).trim();
+		const dead = Number(this.getNodeParameter('deadRetentionDays', i, 30));
+		const archive = Number(this.getNodeParameter('archiveRetentionDays', i, 14));
+		return {
+			queue: queue ? checkQueueName(queue) : null,
+			deadAfterSeconds: dead < 0 ? null : dead * DAY,
+			archiveAfterSeconds: archive < 0 ? null : archive * DAY,
+		};
+	});
+	if (prepared.length === 0) return [errorItems];
+	try {
+		const { pool, config } = await getLedgerConnection(this);
+		const r = await purge(pool, config.schema, prepared[0].value);
+		return [[{ json: asJson({ queue: prepared[0].value.queue ?? null, ...r }), pairedItem: { item: 0 } }]];
+	} catch (e) {
+		return [batchFailure(this, e, 'Purge', [0])];
+	}
+}
+
+export const purgeOperation: QueueOperation = {
+	resource: 'queue',
+	option: { name: 'Purge Finished', value: 'purge', action: 'Purge finished tasks', description: 'Retention: archive old dead tasks and delete old archived tasks' },
+	description,
+	execute,
+};

@@ -1,0 +1,59 @@
+/** Priority Dequeue, operation "release": its entry in the Operation list, its parameters and its execute. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { type QueueOperation, show, taskFields } from './common';
+import { checkLeaseToken, checkSeconds, checkTaskId, release, type ReleaseInput } from '../../src/queue';
+import { runSettle } from './settle';
+
+const description: INodeProperties[] = [
+	...taskFields('release'),
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('release'),
+		options: [
+			{
+				displayName: 'Count Attempt',
+				name: 'countAttempt',
+				type: 'boolean',
+				default: false,
+				description: 'Whether this claim counts as an attempt (by default a released claim does not)',
+			},
+			{
+				displayName: 'Delay (Seconds)',
+				name: 'delaySeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 0,
+				description: 'Seconds before the task may be claimed again. 0 keeps its place at the head of its group.',
+			},
+		],
+	},
+];
+
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	return runSettle(
+		this,
+		items,
+		'Release',
+		(i, task): ReleaseInput => {
+			const options = this.getNodeParameter('options', i, {}) as IDataObject;
+			return {
+				taskId: checkTaskId(task.taskId),
+				leaseToken: checkLeaseToken(task.leaseToken),
+				delaySeconds: checkSeconds(options.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
+				countAttempt: options.countAttempt === true,
+			};
+		},
+		(pool, schema, inputs) => release(pool, schema, inputs),
+	);
+}
+
+export const releaseOperation: QueueOperation = {
+	resource: 'task',
+	option: { name: 'Release', value: 'release', action: 'Release a task', description: 'Give a claimed task back without failing it' },
+	description,
+	execute,
+};

@@ -1,0 +1,61 @@
+/** Priority Dequeue, operation "stats": its entry in the Operation list, its parameters and its execute. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { asJson, queueField, type QueueOperation, show } from './common';
+import { checkInt, checkQueueName, listDead, stats } from '../../src/queue';
+import { getLedgerConnection } from '../shared/connection';
+import { batchFailure, prepareItems } from '../shared/items';
+
+const description: INodeProperties[] = [
+	queueField('stats'),
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: show('stats'),
+		options: [
+			{
+				displayName: 'Include Dead Tasks',
+				name: 'deadTasks',
+				type: 'number',
+				typeOptions: { minValue: 0, maxValue: 1000 },
+				default: 0,
+				description: 'How many of the most recent dead tasks to list under deadTasks (0: none)',
+			},
+		],
+	},
+];
+
+/** One output item per input item: the stats of the queue that item names. */
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	const out: INodeExecutionData[] = [];
+	const { prepared, errorItems } = prepareItems(this, items, (i) => {
+		const options = this.getNodeParameter('options', i, {}) as IDataObject;
+		return {
+			queue: checkQueueName(this.getNodeParameter('queue', i)),
+			deadTasks: checkInt(options.deadTasks ?? 0, 'Include dead tasks', 0, 1000),
+		};
+	});
+	out.push(...errorItems);
+	if (prepared.length === 0) return [out];
+	try {
+		const { pool, config } = await getLedgerConnection(this);
+		for (const p of prepared) {
+			const s = await stats(pool, config.schema, p.value.queue);
+			const json: IDataObject = asJson(s);
+			if (p.value.deadTasks > 0) json.deadTasks = asJson(await listDead(pool, config.schema, p.value.queue, p.value.deadTasks)) as unknown as IDataObject[];
+			out.push({ json, pairedItem: { item: p.index } });
+		}
+	} catch (e) {
+		out.push(...batchFailure(this, e, 'Stats', prepared.map((p) => p.index)));
+	}
+	return [out];
+}
+
+export const statsOperation: QueueOperation = {
+	resource: 'queue',
+	option: { name: 'Stats', value: 'stats', action: 'Get queue stats', description: 'Depth per group, oldest wait, in flight and dead' },
+	description,
+	execute,
+};

@@ -1,0 +1,107 @@
+/** Reconcile Unknown, operation "Claim": take a batch of due unknown operations to look up. */
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile';
+import { getLedgerConnection } from '../shared/connection';
+import { eventContext } from '../shared/context';
+import { batchFailure, prepareItems } from '../shared/items';
+import { outputLayout, placeErrorItems } from '../shared/outputs';
+import type { NodeOperation } from '../shared/router';
+
+const show = { show: { operation: ['claim'] } };
+
+export const claimProperties: INodeProperties[] = [
+	{
+		displayName: 'Batch Size',
+		name: 'batchSize',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 1000 },
+		default: 50,
+		description: 'Most operations to claim in one execution (1 to 1000), oldest first',
+		displayOptions: show,
+	},
+	{
+		displayName: 'Extra Settle Delay (Seconds)',
+		name: 'settleSeconds',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 2592000 },
+		default: 0,
+		description:
+			'Seconds to wait on top of each operation\'s own settle window before checking it (0 to 2592000). The window itself belongs to the operation: it is set by Reserve Operation\'s "Settle Window (Seconds)" and stored when the operation becomes unknown, and the database refuses "did not happen" from a claim made before it ended.',
+		displayOptions: show,
+	},
+	{
+		displayName: 'Claim Duration (Seconds)',
+		name: 'claimSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 86400 },
+		default: 300,
+		description:
+			'How long this execution holds the claimed operations, in seconds, so another reconciler does not check them at the same time. The Resolve step must run before it ends.',
+		displayOptions: show,
+	},
+	{
+		displayName: 'Target',
+		name: 'target',
+		type: 'string',
+		default: '',
+		placeholder: 'payments-api',
+		description: 'Only claim operations for this target (as given to Reserve Operation). Empty: all targets.',
+		displayOptions: show,
+	},
+];
+
+/** Claims once per execution (with the first item's parameters) and emits one item per operation. */
+export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+	const input = fns.getInputData();
+	const items = input.length ? input : [{ json: {} }];
+	const { prepared, errorItems } = prepareItems(fns, items.slice(0, 1), (i) =>
+		checkClaimOptions({
+			limit: fns.getNodeParameter('batchSize', i),
+			settleSeconds: fns.getNodeParameter('settleSeconds', i, 0),
+			claimSeconds: fns.getNodeParameter('claimSeconds', i),
+			target: fns.getNodeParameter('target', i, ''),
+		}),
+	);
+	// Version 1's only output (To Check) is a go-ahead: placeErrorItems throws rather than put an
+	// error item there under "Continue (regular output)".
+	const layout = outputLayout(fns, 1, -1);
+	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
+	placeErrorItems(fns, outputs, layout, errorItems);
+	if (prepared.length === 0) return outputs;
+	try {
+		const { pool, schema, bounds } = await getLedgerConnection(fns);
+		const claimed = await claimUnknown(pool, schema, prepared[0].value, eventContext(fns), bounds);
+		outputs[layout.offset].push(
+			...claimed.map((c) => ({
+				json: {
+					operationKey: c.operationKey,
+					target: c.target,
+					idempotencyKey: c.idempotencyKey,
+					request: c.request as never,
+					attempt: c.attempt,
+					reason: c.reason,
+					unknownSince: c.unknownSince,
+					checks: c.checks,
+					reconcile: { operationKey: c.operationKey, claimToken: c.claimToken, claimExpiresAt: c.claimExpiresAt },
+				},
+				pairedItem: { item: 0 },
+			})),
+		);
+	} catch (e) {
+		placeErrorItems(fns, outputs, layout, batchFailure(fns, e, 'Reconcile Unknown (claim)', [0]));
+	}
+	return outputs;
+}
+
+export const claimOperation: NodeOperation = {
+	option: {
+		name: 'Claim',
+		value: 'claim',
+		description: 'Take a batch of due unknown operations to look up at the target',
+		action: 'Claim unknown operations',
+	},
+	description: claimProperties,
+	execute() {
+		return executeClaim(this);
+	},
+};

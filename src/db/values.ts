@@ -1,0 +1,27 @@
+/**
+ * How the core talks to pg and reads its rows, the same for the ledger and the queue:
+ * - `Queryable`: a pg Pool or a checked-out PoolClient (pass a client to run inside your own
+ *   transaction);
+ * - timestamptz values (Dates with pg's default parser) become ISO-8601 strings;
+ * - bigint (int8) and numeric values stay decimal strings (pg's default for int8).
+ */
+import type { Pool, PoolClient } from 'pg';
+
+/** Anything with pg's `query`: a Pool or a PoolClient. */
+export type Queryable = Pick<Pool | PoolClient, 'query'>;
+
+/** Date or timestamp text (or null) → ISO-8601 string (or null). */
+export function iso(value: Date | string | null | undefined): string | null {
+	if (value === null || value === undefined) return null;
+	return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+/** int8 / numeric text (or null) → string (or null). */
+export function idText(value: string | number | null | undefined): string | null {
+	return value === null || value === undefined ? null : String(value);
+}
+
+/** One round trip that proves the connection answers (the credential's Test button). Throws pg's error. */
+export async function ping(db: Queryable): Promise<void> {
+	await db.query('SELECT 1');
+}

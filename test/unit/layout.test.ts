@@ -1,0 +1,79 @@
+/**
+ * The layout rules of docs in README "How the code is laid out", checked by reading the files (the
+ * ESLint rules in eslint.config.mjs say the same; this test also fails when the lint config loses them):
+ * - src/ (the core) imports nothing of n8n and nothing of nodes/;
+ * - nodes/ holds no SQL statement;
+ * - a node folder imports src/, nodes/shared and its own files only, never a sibling node;
+ * - one input-error class: nodes recognise input errors with instanceof, never by a name string.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+function tsFiles(dir: string): string[] {
+	return readdirSync(dir).flatMap((f) => {
+		const p = path.join(dir, f);
+		return statSync(p).isDirectory() ? tsFiles(p) : p.endsWith('.ts') ? [p] : [];
+	});
+}
+/** Source text without comments (block and line), so prose about SQL does not count. */
+function stripComments(text: string): string {
+	return text
+		.replace(/\/\*[\s\S]*?\*\//g, '')
+		.replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+}
+const code = (file: string) => stripComments(readFileSync(file, 'utf8'));
+const imports = (text: string) => [...text.matchAll(/\bfrom\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)|require\(\s*'([^']+)'\s*\)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
+const SQL = /\b(SELECT\s+[\w*"(]|INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+[\w".]+\s+SET|CREATE\s+(TABLE|FUNCTION|INDEX))/;
+
+describe('code layout', () => {
+	it('the SQL detector sees a statement and ignores prose (so the checks below can fail)', () => {
+		expect(SQL.test("`SELECT * FROM ${s}.queue_claim($1)`")).toBe(true);
+		expect(SQL.test("'UPDATE \"x\".operations SET status = $1'")).toBe(true);
+		expect(SQL.test('Select the queue to watch')).toBe(false);
+		expect(SQL.test("await client.query('SELECT 1')")).toBe(true);
+		expect(stripComments("const a = 1; // SELECT 1\n/* DELETE FROM t */")).not.toMatch(SQL);
+	});
+
+	it('src/ imports nothing of n8n and nothing of nodes/', () => {
+		const bad = tsFiles('src').flatMap((f) =>
+			imports(code(f))
+				.filter((m) => /^(n8n-workflow|n8n-core|@n8n\/)/.test(m) || /(^|\/)nodes(\/|$)/.test(m))
+				.map((m) => `${f}: ${m}`),
+		);
+		expect(bad).toEqual([]);
+	});
+
+	it('nodes/ holds no SQL statement', () => {
+		const bad = tsFiles('nodes').filter((f) => SQL.test(code(f)));
+		expect(bad).toEqual([]);
+	});
+
+	it('a node imports src/, nodes/shared and its own folder only, never a sibling node', () => {
+		const bad: string[] = [];
+		for (const f of tsFiles('nodes')) {
+			const [, node] = f.split(path.sep);
+			if (node === 'shared') continue;
+			for (const m of imports(code(f)).filter((x) => x.startsWith('.'))) {
+				const target = path.relative('.', path.resolve(path.dirname(f), m)).split(path.sep);
+				const ok = target[0] === 'src' || target[0] === 'credentials' || (target[0] === 'nodes' && (target[1] === 'shared' || target[1] === node));
+				if (!ok) bad.push(`${f}: ${m}`);
+			}
+		}
+		expect(bad).toEqual([]);
+	});
+
+	it('input errors are recognised by class (instanceof InputError), never by a name string', () => {
+		const all = [...tsFiles('src'), ...tsFiles('nodes')];
+		const byName = all.filter((f) => /\.name\s*===\s*'\w*(Input|Schema\w*)Error'/.test(code(f)));
+		expect(byName).toEqual([]);
+		const classes = all.flatMap((f) => [...code(f).matchAll(/class\s+(\w*InputError)\s+extends\s+(\w+)/g)].map((m) => `${m[1]} extends ${m[2]}`));
+		// One class, InputError; ItemInputError (nodes/shared/items.ts) only adds a description.
+		expect(classes.sort()).toEqual(['InputError extends Error', 'ItemInputError extends InputError']);
+	});
+
+	it('eslint.config.mjs keeps the import wall and the no-SQL rule', () => {
+		const cfg = readFileSync('eslint.config.mjs', 'utf8');
+		expect(cfg).toMatch(/no-restricted-imports[\s\S]*n8n-workflow[\s\S]*n8n-core/);
+		expect(cfg).toMatch(/no-restricted-syntax[\s\S]*SELECT/);
+	});
+});
