@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 18184293e73fb6352c0b66dea7fd7b3e2ef07c67f18a77964ac8798bec1cc4e2.
+-- Package version 0.1.0; function set SHA-256 a7fc138e8c83ce6fc5b5ce388187b9e2eb532fa4e6f540d1d288d510a349b275.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -114,7 +114,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '18184293e73fb6352c0b66dea7fd7b3e2ef07c67f18a77964ac8798bec1cc4e2')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'a7fc138e8c83ce6fc5b5ce388187b9e2eb532fa4e6f540d1d288d510a349b275')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -1,5 +1,5 @@
 -- Claim up to p_limit ready tasks of p_queue, in fair-queuing tag order (docs/queue.md, "Scheduling").
---   p_groups / p_weights: the groups (order: ties only) and their weights (1 to 1000). The weights are
+--   p_groups / p_weights: the groups (any order) and their weights (1 to 1000). The weights are
 --   recorded for the queue (queue_group_weights) when they differ from the recorded ones, and enqueue
 --   tags later tasks with them. p_lease_secs: lease (visibility timeout) in seconds. p_aging_secs:
 --   aging interval in seconds, 0 or null = no aging. Tasks of groups not listed are not claimed.
@@ -17,7 +17,7 @@
 --      FOR UPDATE SKIP LOCKED (queue_tasks_tag_idx), marked processing with a fresh lease token and
 --      attempts + 1 in the same statement. A task whose attempts are already used up (released with
 --      its attempt counted at the last attempt) goes dead instead ('attempts_exhausted'), never
---      handed out, so a batch can come back short by those.
+--      handed out; the rest of the batch is then claimed again (at most 3 rounds).
 -- Rows come back in claim order; claim_seq is drawn from queue_claim_seq (increasing in claim order,
 -- unique, gaps possible); served_as is the task's own group (kept for the output's shape).
 CREATE OR REPLACE FUNCTION queue_claim(
@@ -42,6 +42,11 @@ DECLARE
     v_untagged boolean;
     v_head double precision;
     v_cut timestamptz;
+    v_round integer := 0;
+    v_got integer := 0;
+    v_dead integer;
+    v_ids bigint[];
+    v_all bigint[] := '{}';
     gi integer;
     c integer;
 BEGIN
@@ -130,45 +135,54 @@ BEGIN
         END IF;
     END IF;
 
-    -- 5. The claim. The lease starts at the time read here (after steps 1 to 4).
+    -- 5. The claim. The lease starts at the time read here (after steps 1 to 4). When tasks of the
+    -- batch went dead (attempts used up), the rest of the batch is claimed again (at most 3 rounds).
     v_now := clock_timestamp();
+    LOOP
+        v_round := v_round + 1;
+        WITH cand AS MATERIALIZED (
+            SELECT t.id, t.attempts >= t.max_attempts AS exhausted,
+                   row_number() OVER (ORDER BY t.vtag, t.id) AS ord
+              FROM (SELECT x.id, x.vtag, x.attempts, x.max_attempts FROM queue_tasks x
+                     WHERE x.queue = p_queue AND x.status = 'pending' AND x.vtag IS NOT NULL
+                       AND x.run_at <= v_now AND x.priority_group = ANY (p_groups)
+                     ORDER BY x.vtag, x.id
+                     LIMIT p_limit - v_got
+                       FOR UPDATE SKIP LOCKED) t
+        ), gone AS (
+            UPDATE queue_tasks t
+               SET status = 'dead', dead_at = v_now, dead_reason = 'attempts_exhausted', updated_at = v_now,
+                   last_error = 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
+                                || coalesce('; last error: ' || t.last_error, '')
+              FROM cand c
+             WHERE t.id = c.id AND c.exhausted
+            RETURNING t.id
+        ), claimed AS (
+            UPDATE queue_tasks t
+               SET status = 'processing', attempts = t.attempts + 1, lease_token = gen_random_uuid(),
+                   lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now, lease_end = NULL,
+                   updated_at = v_now
+              FROM cand c
+             WHERE t.id = c.id AND NOT c.exhausted
+            RETURNING c.ord, t.id
+        )
+        SELECT coalesce(array_agg(cl.id ORDER BY cl.ord), '{}'), (SELECT count(*) FROM gone)::integer
+          INTO v_ids, v_dead
+          FROM claimed cl;
+        v_all := v_all || v_ids;
+        v_got := v_got + cardinality(v_ids);
+        EXIT WHEN v_dead = 0 OR v_got >= p_limit OR v_round >= 3;
+    END LOOP;
+    IF v_got = 0 THEN
+        RETURN;
+    END IF;
+
+    -- The claimed rows (locked by this transaction), in claim order, with claim sequence numbers.
     RETURN QUERY
-    WITH cand AS MATERIALIZED (
-        SELECT t.id, t.attempts >= t.max_attempts AS exhausted,
-               row_number() OVER (ORDER BY t.vtag, t.id) AS ord
-          FROM (SELECT x.id, x.vtag, x.attempts, x.max_attempts FROM queue_tasks x
-                 WHERE x.queue = p_queue AND x.status = 'pending' AND x.vtag IS NOT NULL
-                   AND x.run_at <= v_now AND x.priority_group = ANY (p_groups)
-                 ORDER BY x.vtag, x.id
-                 LIMIT p_limit
-                   FOR UPDATE SKIP LOCKED) t
-    ), gone AS (
-        UPDATE queue_tasks t
-           SET status = 'dead', dead_at = v_now, dead_reason = 'attempts_exhausted', updated_at = v_now,
-               last_error = 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
-                            || coalesce('; last error: ' || t.last_error, '')
-          FROM cand c
-         WHERE t.id = c.id AND c.exhausted
-        RETURNING t.id
-    ), claimed AS (
-        UPDATE queue_tasks t
-           SET status = 'processing', attempts = t.attempts + 1, lease_token = gen_random_uuid(),
-               lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now, lease_end = NULL,
-               updated_at = v_now
-          FROM cand c
-         WHERE t.id = c.id AND NOT c.exhausted
-        RETURNING c.ord, t.id, t.queue, t.priority_group, t.payload, t.dedupe_key, t.attempts, t.max_attempts,
-                  t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at, t.last_error
-    ), numbered AS (
-        SELECT cl.*, row_number() OVER (ORDER BY cl.ord) AS rn FROM claimed cl
-    ), seqs AS (
-        SELECT s.n, s.v FROM (SELECT q.n, nextval('queue_claim_seq') AS v
-                                FROM generate_series(1, (SELECT count(*) FROM claimed)) AS q(n)) s
-    )
-    SELECT sq.v, cl.id, cl.queue, cl.priority_group, cl.priority_group, cl.payload, cl.dedupe_key,
-           cl.attempts, cl.max_attempts, cl.lease_token, cl.lease_expires_at, cl.run_at, cl.enqueued_at,
-           cl.last_error, greatest(extract(epoch FROM v_now - cl.run_at)::double precision, 0)
-      FROM numbered cl
-      JOIN seqs sq ON sq.n = cl.rn
-     ORDER BY cl.ord;
+    SELECT nextval('queue_claim_seq'), t.id, t.queue, t.priority_group, t.priority_group, t.payload, t.dedupe_key,
+           t.attempts, t.max_attempts, t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at,
+           t.last_error, greatest(extract(epoch FROM v_now - t.run_at)::double precision, 0)
+      FROM (SELECT x.*, u.o FROM unnest(v_all) WITH ORDINALITY AS u(tid, o)
+              JOIN queue_tasks x ON x.id = u.tid
+             ORDER BY u.o) t;
 END $$;
