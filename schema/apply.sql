@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 a7fc138e8c83ce6fc5b5ce388187b9e2eb532fa4e6f540d1d288d510a349b275.
+-- Package version 0.1.0; function set SHA-256 30b40ae80709394edf328a9c8cf6ddf264ce4529277231b5aec660e724388e2c.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -105,16 +105,18 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_purge.sql
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
+\ir functions/queue/queue_set_weights.sql
 \ir functions/queue/queue_settle_miss.sql
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 \ir functions/queue/queue_tag_due.sql
+\ir functions/queue/queue_tag_round.sql
 \ir functions/queue/queue_take_tags.sql
 \ir functions/queue/queue_vtime.sql
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'a7fc138e8c83ce6fc5b5ce388187b9e2eb532fa4e6f540d1d288d510a349b275')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '30b40ae80709394edf328a9c8cf6ddf264ce4529277231b5aec660e724388e2c')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS queue_group_tags (
 CREATE TABLE IF NOT EXISTS queue_group_weights (
     queue             text NOT NULL,
     priority_group    text NOT NULL,
-    weight            integer NOT NULL CHECK (weight BETWEEN 1 AND 1000),
+    weight            integer NOT NULL CHECK (weight >= 1),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (queue, priority_group)
 );

@@ -7,7 +7,8 @@
 --   1. One statement of probes: an expired lease of the queue? a ready task of a listed group? an
 --      untagged pending task that is due? Expired leases are swept (queue_expire_leases); with no
 --      ready task and nothing expired, return at once (no lock, no write).
---   2. Weights differing from the recorded ones: recorded (rare; rows in group order).
+--   2. Weights differing from the recorded ones: recorded, and the backlog of those groups re-tagged
+--      to them (queue_set_weights; rare, never waits).
 --   3. Untagged due tasks: tagged now (queue_tag_due; never waits).
 --   4. Aging (p_aging_secs > 0): when a listed group's oldest ready task has waited longer than the
 --      interval and its tag is behind the queue's head tag, the tasks of listed groups that waited
@@ -18,8 +19,9 @@
 --      attempts + 1 in the same statement. A task whose attempts are already used up (released with
 --      its attempt counted at the last attempt) goes dead instead ('attempts_exhausted'), never
 --      handed out; the rest of the batch is then claimed again (at most 3 rounds).
--- Rows come back in claim order; claim_seq is drawn from queue_claim_seq (increasing in claim order,
--- unique, gaps possible); served_as is the task's own group (kept for the output's shape).
+-- Rows come back in claim order; claim_seq is drawn from queue_claim_seq as each row is locked
+-- (increasing in claim order across concurrent claims, unique, gaps possible); served_as is the
+-- task's own group (kept for the output's shape).
 CREATE OR REPLACE FUNCTION queue_claim(
     p_queue text, p_groups text[], p_weights integer[], p_limit integer,
     p_lease_secs double precision, p_aging_secs double precision
@@ -47,6 +49,8 @@ DECLARE
     v_dead integer;
     v_ids bigint[];
     v_all bigint[] := '{}';
+    v_seqs bigint[];
+    v_all_seq bigint[] := '{}';
     gi integer;
     c integer;
 BEGIN
@@ -99,10 +103,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
                 LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
                WHERE w.weight IS DISTINCT FROM u.w) THEN
-        INSERT INTO queue_group_weights AS w (queue, priority_group, weight)
-        SELECT p_queue, u.g, u.w FROM unnest(p_groups, p_weights) AS u(g, w) ORDER BY u.g
-        ON CONFLICT (queue, priority_group) DO UPDATE SET weight = excluded.weight, updated_at = now()
-         WHERE w.weight <> excluded.weight;
+        PERFORM queue_set_weights(p_queue, p_groups, p_weights);
     END IF;
 
     -- 3. Due tasks without a tag get theirs (never waits).
@@ -140,9 +141,10 @@ BEGIN
     v_now := clock_timestamp();
     LOOP
         v_round := v_round + 1;
+        -- The sequence number is drawn as each row is locked (above the lock in the plan), so it
+        -- follows the order in which concurrent claims take rows off the tag index.
         WITH cand AS MATERIALIZED (
-            SELECT t.id, t.attempts >= t.max_attempts AS exhausted,
-                   row_number() OVER (ORDER BY t.vtag, t.id) AS ord
+            SELECT t.id, t.attempts >= t.max_attempts AS exhausted, nextval('queue_claim_seq') AS ord
               FROM (SELECT x.id, x.vtag, x.attempts, x.max_attempts FROM queue_tasks x
                      WHERE x.queue = p_queue AND x.status = 'pending' AND x.vtag IS NOT NULL
                        AND x.run_at <= v_now AND x.priority_group = ANY (p_groups)
@@ -166,10 +168,12 @@ BEGIN
              WHERE t.id = c.id AND NOT c.exhausted
             RETURNING c.ord, t.id
         )
-        SELECT coalesce(array_agg(cl.id ORDER BY cl.ord), '{}'), (SELECT count(*) FROM gone)::integer
-          INTO v_ids, v_dead
+        SELECT coalesce(array_agg(cl.id ORDER BY cl.ord), '{}'), coalesce(array_agg(cl.ord ORDER BY cl.ord), '{}'),
+               (SELECT count(*) FROM gone)::integer
+          INTO v_ids, v_seqs, v_dead
           FROM claimed cl;
         v_all := v_all || v_ids;
+        v_all_seq := v_all_seq || v_seqs;
         v_got := v_got + cardinality(v_ids);
         EXIT WHEN v_dead = 0 OR v_got >= p_limit OR v_round >= 3;
     END LOOP;
@@ -179,10 +183,10 @@ BEGIN
 
     -- The claimed rows (locked by this transaction), in claim order, with claim sequence numbers.
     RETURN QUERY
-    SELECT nextval('queue_claim_seq'), t.id, t.queue, t.priority_group, t.priority_group, t.payload, t.dedupe_key,
+    SELECT u.seq, t.id, t.queue, t.priority_group, t.priority_group, t.payload, t.dedupe_key,
            t.attempts, t.max_attempts, t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at,
            t.last_error, greatest(extract(epoch FROM v_now - t.run_at)::double precision, 0)
-      FROM (SELECT x.*, u.o FROM unnest(v_all) WITH ORDINALITY AS u(tid, o)
-              JOIN queue_tasks x ON x.id = u.tid
-             ORDER BY u.o) t;
+      FROM unnest(v_all, v_all_seq) AS u(tid, seq)
+      JOIN queue_tasks t ON t.id = u.tid
+     ORDER BY u.seq;
 END $$;

@@ -1,6 +1,7 @@
 -- Enqueue a batch. p_items: [{"i": item index, "q": queue, "g": priority group, "p": payload (json),
 -- "k": dedupe key or null, "at": not-before time (ISO-8601) or null, "d": delay in seconds or null,
--- "m": max attempts or null (5)}]. run_at = the latest of now, "at" and now + "d".
+-- "m": max attempts or null (5), "n": false = no notification, "t": false = leave untagged}].
+-- run_at = the latest of now, "at" and now + "d".
 -- Set-based, so its cost grows linearly with the batch (no nested loop over the batch):
 --   1. the items are unpacked once into arrays (jsonb_array_elements WITH ORDINALITY);
 --   2. items without a dedupe key: one INSERT; their ids are drawn from the identity sequence
@@ -53,7 +54,7 @@ DECLARE
     -- Tags reserved per (queue, group): base and step (null: the group's tag row was busy).
     t_q text[] := '{}'; t_g text[] := '{}'; t_n integer[] := '{}'; t_v double precision[] := '{}';
     t_base double precision[] := '{}'; t_step double precision[] := '{}';
-    v_base double precision; v_step double precision; v_j integer;
+    v_base double precision; v_step double precision; v_j integer; v_tag boolean;
     t_ids jsonb[];
 BEGIN
     SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
@@ -69,10 +70,12 @@ BEGIN
 
     -- Fair-queuing tags (docs/queue.md, "Scheduling"): once per (queue, group) of the batch's
     -- ready items without a dedupe key, in (queue, group) order, reserve consecutive tags
-    -- (queue_take_tags, never waiting). Not inside a caller's longer transaction
-    -- (transaction_timestamp() < statement_timestamp()): the tag rows would stay locked until the
-    -- caller commits. Untagged ready items are tagged by the next claim (queue_tag_due).
-    IF transaction_timestamp() = statement_timestamp() THEN
+    -- (queue_take_tags, never waiting). Not when an item says "t": false (src/queue/enqueue.ts sends
+    -- it when called with a client that may be inside the caller's longer transaction: the tag rows
+    -- would stay locked until that commits). Untagged ready items are tagged by the next claim
+    -- (queue_tag_due).
+    v_tag := NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e WHERE (e->>'t')::boolean IS FALSE);
+    IF v_tag THEN
         SELECT coalesce(array_agg(x.q ORDER BY x.q, x.g), '{}'), coalesce(array_agg(x.g ORDER BY x.q, x.g), '{}'),
                coalesce(array_agg(x.n ORDER BY x.q, x.g), '{}'), coalesce(array_agg(queue_vtime(x.q) ORDER BY x.q, x.g), '{}')
           INTO t_q, t_g, t_n, t_v
@@ -97,7 +100,7 @@ BEGIN
     ), ins AS (
         INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag)
         OVERRIDING SYSTEM VALUE
-        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, tg.base + tg.step * u.rk
+        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, queue_tag_round(tg.base + tg.step * u.rk)
           FROM u
           LEFT JOIN unnest(t_q, t_g, t_base, t_step) AS tg(q, g, base, step) ON tg.q = u.q AND tg.g = u.g
         RETURNING t.*
@@ -167,7 +170,7 @@ BEGIN
 
     -- Keyed items this call inserted that are ready now: tagged the same way, per (queue, group) in
     -- order (the tag rows of groups tagged above are already this transaction's).
-    IF transaction_timestamp() = statement_timestamp() THEN
+    IF v_tag THEN
         -- Collected first: every virtual time is read before the first reservation.
         SELECT coalesce(array_agg(x.q ORDER BY x.q, x.g), '{}'), coalesce(array_agg(x.g ORDER BY x.q, x.g), '{}'),
                coalesce(array_agg(x.ids ORDER BY x.q, x.g), '{}'), coalesce(array_agg(queue_vtime(x.q) ORDER BY x.q, x.g), '{}')
@@ -180,7 +183,7 @@ BEGIN
             SELECT x.base, x.step INTO v_base, v_step
               FROM queue_take_tags(t_q[v_j], t_g[v_j], jsonb_array_length(t_ids[v_j]), t_v[v_j]) x;
             CONTINUE WHEN v_base IS NULL;
-            UPDATE queue_tasks t SET vtag = v_base + v_step * u.o
+            UPDATE queue_tasks t SET vtag = queue_tag_round(v_base + v_step * u.o)
               FROM jsonb_array_elements_text(t_ids[v_j]) WITH ORDINALITY AS u(tid, o)
              WHERE t.id = u.tid::bigint AND t.status = 'pending' AND t.vtag IS NULL;
         END LOOP;
