@@ -163,8 +163,9 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 	// caller's longer transaction, which would keep the rows locked until it commits, so then the
 	// tasks go in untagged ("t": false) and the first claim after that commit tags them
 	// (docs/queue.md, "Scheduling").
-	const ownTransaction = typeof (db as { totalCount?: unknown }).totalCount === 'number' && typeof (db as { idleCount?: unknown }).idleCount === 'number';
-	const untagged = ownTransaction ? {} : { t: false };
+	// A client: a pool's checked-out client (release) or a plain pg Client (its connection).
+	const maybeInCallerTransaction = typeof (db as { release?: unknown }).release === 'function' || 'connection' in (db as object);
+	const untagged = maybeInCallerTransaction ? { t: false } : {};
 	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it), ...quiet, ...untagged }));
 	// One statement, or chunks in one transaction for very large batches (src/db/batch.ts); items
 	// with the same queue and dedupe key stay in one chunk.
