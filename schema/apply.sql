@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 30b40ae80709394edf328a9c8cf6ddf264ce4529277231b5aec660e724388e2c.
+-- Package version 0.1.0; function set SHA-256 7d1672d9e5bb9bece9efa9053a2574e02532e0e497147707f2083aa563bf72ff.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -116,7 +116,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '30b40ae80709394edf328a9c8cf6ddf264ce4529277231b5aec660e724388e2c')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '7d1672d9e5bb9bece9efa9053a2574e02532e0e497147707f2083aa563bf72ff')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -34,6 +34,9 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- Plans made for this call's values: a generic plan of step 5 (its LIMIT unknown) sorts every ready
+-- task of the queue instead of reading the first few entries of the tag index.
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -187,6 +190,6 @@ BEGIN
            t.attempts, t.max_attempts, t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at,
            t.last_error, greatest(extract(epoch FROM v_now - t.run_at)::double precision, 0)
       FROM unnest(v_all, v_all_seq) AS u(tid, seq)
-      JOIN queue_tasks t ON t.id = u.tid
+     CROSS JOIN LATERAL (SELECT x.* FROM queue_tasks x WHERE x.id = u.tid) t -- one primary-key probe each
      ORDER BY u.seq;
 END $$;
