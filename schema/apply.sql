@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 7d1672d9e5bb9bece9efa9053a2574e02532e0e497147707f2083aa563bf72ff.
+-- Package version 0.1.0; function set SHA-256 4aff65e55483c8c37a346ee74b90aa99d428e3c28ce31d77f02356a1ccf68d65.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -110,13 +110,12 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
 \ir functions/queue/queue_tag_due.sql
-\ir functions/queue/queue_tag_round.sql
 \ir functions/queue/queue_take_tags.sql
 \ir functions/queue/queue_vtime.sql
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '7d1672d9e5bb9bece9efa9053a2574e02532e0e497147707f2083aa563bf72ff')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '4aff65e55483c8c37a346ee74b90aa99d428e3c28ce31d77f02356a1ccf68d65')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

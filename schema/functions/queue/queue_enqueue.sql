@@ -91,7 +91,8 @@ BEGIN
     END IF;
 
     -- Items without a dedupe key: one INSERT, ids drawn first; a ready item's tag is its group's
-    -- base + step * (its rank among the group's ready items of the batch).
+    -- base + step * (its rank among the group's ready items of the batch); tags are rounded to a millionth
+    -- so that equal virtual times compare equal (0.2 * 6 = 0.2 + 2 * 0.5) and tie by id.
     WITH u AS MATERIALIZED (
         SELECT x.i, x.q, x.g, x.p, x.at, x.m, nextval(v_seq) AS tid,
                CASE WHEN x.at <= now() THEN row_number() OVER (PARTITION BY x.q, x.g, x.at <= now() ORDER BY x.i) END AS rk
@@ -100,7 +101,7 @@ BEGIN
     ), ins AS (
         INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag)
         OVERRIDING SYSTEM VALUE
-        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, queue_tag_round(tg.base + tg.step * u.rk)
+        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, round((tg.base + tg.step * u.rk) * 1e6) / 1e6
           FROM u
           LEFT JOIN unnest(t_q, t_g, t_base, t_step) AS tg(q, g, base, step) ON tg.q = u.q AND tg.g = u.g
         RETURNING t.*
@@ -183,7 +184,7 @@ BEGIN
             SELECT x.base, x.step INTO v_base, v_step
               FROM queue_take_tags(t_q[v_j], t_g[v_j], jsonb_array_length(t_ids[v_j]), t_v[v_j]) x;
             CONTINUE WHEN v_base IS NULL;
-            UPDATE queue_tasks t SET vtag = queue_tag_round(v_base + v_step * u.o)
+            UPDATE queue_tasks t SET vtag = round((v_base + v_step * u.o) * 1e6) / 1e6
               FROM jsonb_array_elements_text(t_ids[v_j]) WITH ORDINALITY AS u(tid, o)
              WHERE t.id = u.tid::bigint AND t.status = 'pending' AND t.vtag IS NULL;
         END LOOP;

@@ -37,7 +37,7 @@ BEGIN
                  WHERE g.queue = p_queue AND g.priority_group = r.g AND g.last_tag > v_vtime;
             END IF;
             UPDATE queue_tasks t
-               SET vtag = queue_tag_round(v_vtime + (t.vtag - v_vtime) * r.old_w / r.w)
+               SET vtag = round((v_vtime + (t.vtag - v_vtime) * r.old_w / r.w) * 1e6) / 1e6
              WHERE t.id IN (SELECT y.id FROM queue_tasks y
                              WHERE y.queue = p_queue AND y.priority_group = r.g AND y.status = 'pending'
                                AND y.vtag > v_vtime

@@ -31,7 +31,7 @@ BEGIN
     LOOP
         SELECT x.base, x.step INTO v_base, v_step FROM queue_take_tags(p_queue, r.g, cardinality(r.ids), v_vtime) x;
         CONTINUE WHEN v_base IS NULL;
-        UPDATE queue_tasks t SET vtag = queue_tag_round(v_base + v_step * u.o)
+        UPDATE queue_tasks t SET vtag = round((v_base + v_step * u.o) * 1e6) / 1e6
           FROM unnest(r.ids) WITH ORDINALITY AS u(tid, o)
          WHERE t.id = u.tid AND t.status = 'pending' AND t.vtag IS NULL;
         v_n := v_n + cardinality(r.ids);

@@ -32,6 +32,6 @@ BEGIN
     END IF;
     step := 1.0::double precision / queue_group_weight(p_queue, p_group);
     base := greatest(p_vtime, v_last);
-    UPDATE queue_group_tags g SET last_tag = queue_tag_round(base + p_n * step), updated_at = now()
+    UPDATE queue_group_tags g SET last_tag = round((base + p_n * step) * 1e6) / 1e6, updated_at = now()
      WHERE g.queue = p_queue AND g.priority_group = p_group;
 END $$;
