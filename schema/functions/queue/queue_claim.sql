@@ -11,9 +11,9 @@
 --      to them (queue_set_weights; rare, never waits).
 --   3. Untagged due tasks: tagged now (queue_tag_due; never waits).
 --   4. Aging (p_aging_secs > 0): when a listed group's oldest ready task has waited longer than the
---      interval and its tag is behind the queue's head tag, the tasks of listed groups that waited
---      that long (at most 1000) get the head tag: they go to the front, FIFO among themselves (id
---      order), rows held elsewhere skipped.
+--      interval and its tag is behind the queue's head tag, the oldest p_limit tasks of the listed
+--      groups that waited that long get the head tag: they go to the front, FIFO among themselves
+--      (id order), rows held elsewhere skipped.
 --   5. The claim: the first p_limit ready tasks of the listed groups in (tag, id) order, locked with
 --      FOR UPDATE SKIP LOCKED (queue_tasks_tag_idx), marked processing with a fresh lease token and
 --      attempts + 1 in the same statement. A task whose attempts are already used up (released with
@@ -128,13 +128,20 @@ BEGIN
                                         AND x.status = 'pending' AND x.run_at <= v_cut
                                       ORDER BY x.run_at, x.id LIMIT 1) h
                  WHERE h.vtag > v_head) THEN
+            -- As many as this claim takes (p_limit), oldest first: the cost follows the batch, not
+            -- the number of aged tasks (each group's oldest, read from the ready index).
             UPDATE queue_tasks t SET vtag = v_head
-             WHERE t.id IN (SELECT y.id FROM queue_tasks y
-                             WHERE y.queue = p_queue AND y.priority_group = ANY (p_groups)
-                               AND y.status = 'pending' AND y.run_at <= v_cut AND y.vtag > v_head
-                             ORDER BY y.run_at, y.id
-                             LIMIT 1000
-                               FOR UPDATE SKIP LOCKED)
+             WHERE t.id IN (SELECT h.id
+                              FROM unnest(p_groups) AS g(name)
+                             CROSS JOIN LATERAL (
+                                    SELECT y.id, y.run_at FROM queue_tasks y
+                                     WHERE y.queue = p_queue AND y.priority_group = g.name
+                                       AND y.status = 'pending' AND y.run_at <= v_cut AND y.vtag > v_head
+                                     ORDER BY y.run_at, y.id
+                                     LIMIT p_limit
+                                       FOR UPDATE SKIP LOCKED) h
+                             ORDER BY h.run_at, h.id
+                             LIMIT p_limit)
                AND t.status = 'pending' AND t.vtag > v_head;
         END IF;
     END IF;

@@ -42,10 +42,11 @@ async function probeUnderFlood(agingSeconds: number, lowCount: number, agedBySec
 
 describe('aging', () => {
 	test('under a constant flood of high, an aged low task is served within the aging bound', async () => {
-		// Aging interval 60 s; the low backlog waited 125 s, so all of it moves to the front: the probe
-		// (the last low task) is served after at most the head task and the 39 older low tasks.
+		// Aging interval 60 s; the low backlog waited 125 s. Each claim (batch 8) moves the oldest 8
+		// aged tasks to the front (the head tag), so the 40 low tasks go out over the next rounds,
+		// FIFO, most of each batch, whatever the flood: the probe (the last low task) within 80 claims.
 		const withAging = await probeUnderFlood(60, 40, 125);
-		expect(withAging).toBeLessThanOrEqual(41);
+		expect(withAging).toBeLessThanOrEqual(80);
 		// Control: without aging the probe waits for its tag (its group's 1-in-6 share).
 		const withoutAging = await probeUnderFlood(0, 40, 125);
 		expect(withoutAging).toBeGreaterThan(200);
