@@ -45,6 +45,8 @@ DECLARE
     v_expired boolean;
     v_ready boolean;
     v_untagged boolean;
+    v_reweigh boolean;
+    v_aged boolean;
     v_head double precision;
     v_cut timestamptz;
     v_round integer := 0;
@@ -85,16 +87,25 @@ BEGIN
     END IF;
 
     -- 1. Probes, in one statement: an expired lease (queue_tasks_lease_idx), a listed group's ready
-    -- head (queue_tasks_ready_idx), an untagged due task (queue_tasks_untagged_idx).
+    -- head (queue_tasks_ready_idx), an untagged due task (queue_tasks_untagged_idx), weights that
+    -- differ from the recorded ones, a listed group's head older than the aging interval.
     v_now := clock_timestamp();
+    v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
     SELECT EXISTS (SELECT 1 FROM queue_tasks x
                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= v_now),
            EXISTS (SELECT 1 FROM queue_tasks t
                     WHERE t.queue = p_queue AND t.priority_group = ANY (p_groups)
                       AND t.status = 'pending' AND t.run_at <= v_now),
            EXISTS (SELECT 1 FROM queue_tasks u
-                    WHERE u.queue = p_queue AND u.status = 'pending' AND u.vtag IS NULL AND u.run_at <= v_now)
-      INTO v_expired, v_ready, v_untagged;
+                    WHERE u.queue = p_queue AND u.status = 'pending' AND u.vtag IS NULL AND u.run_at <= v_now),
+           EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
+                     LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
+                    WHERE w.weight IS DISTINCT FROM u.w),
+           v_cut IS NOT NULL AND EXISTS (
+                SELECT 1 FROM queue_tasks a
+                 WHERE a.queue = p_queue AND a.priority_group = ANY (p_groups)
+                   AND a.status = 'pending' AND a.run_at <= v_cut)
+      INTO v_expired, v_ready, v_untagged, v_reweigh, v_aged;
     IF v_expired THEN
         PERFORM queue_expire_leases(p_queue, 1000, v_now);
     ELSIF NOT v_ready THEN
@@ -103,9 +114,7 @@ BEGIN
     END IF;
 
     -- 2. The weights enqueue tags with: written only when they differ.
-    IF EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
-                LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
-               WHERE w.weight IS DISTINCT FROM u.w) THEN
+    IF v_reweigh THEN
         PERFORM queue_set_weights(p_queue, p_groups, p_weights);
     END IF;
 
@@ -115,8 +124,7 @@ BEGIN
     END IF;
 
     -- 4. Aging: tasks that waited past the interval go to the front (the head tag).
-    IF p_aging_secs > 0 THEN
-        v_cut := v_now - make_interval(secs => p_aging_secs);
+    IF v_aged THEN
         SELECT t.vtag INTO v_head FROM queue_tasks t
          WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= v_now
            AND t.priority_group = ANY (p_groups)
