@@ -2,6 +2,10 @@
 // 10 thousand and with 1 million pending tasks, each in its own schema, bulk-loaded with
 // INSERT ... SELECT generate_series and VACUUM ANALYZEd. Claimed tasks are completed (not timed)
 // so the pending count stays put. Samples alternate between the two schemas.
+// Since migration 0009 the load writes the fairness tags enqueue would have written (group n-th
+// task: n / weight), and both schemas' tasks became available over the same 100 s (before, 10 ms
+// apart: the 1 M schema's backlog was 2.8 hours old, so with the default 300 s aging interval only
+// that schema's claims moved aged tasks, which measured aging, not scale).
 import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
@@ -16,10 +20,11 @@ for (const size of SIZES) {
 	await migrateSchema(db, schema);
 	const t = now();
 	await db.query(
-		`INSERT INTO "${schema}".queue_tasks (queue, priority_group, status, payload, run_at, enqueued_at)
+		`INSERT INTO "${schema}".queue_tasks (queue, priority_group, status, payload, run_at, enqueued_at, vtag)
 		 SELECT $2, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending',
 		        jsonb_build_object('n', g, 'file', 'file-' || g || '.csv'),
-		        now() - (($1::int - g) * interval '10 ms'), now() - (($1::int - g) * interval '10 ms')
+		        now() - (($1::int - g) * interval '1 second' / ($1::int / 100)), now() - (($1::int - g) * interval '1 second' / ($1::int / 100)),
+		        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
 		   FROM generate_series(1, $1::int) g`,
 		[size, queue],
 	);

@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 cfb220b18674385810a2b70ea084d11edd7784facfdcf5126f8eb7ee9ba2e693.
+-- Package version 0.1.0; function set SHA-256 18c482f78b589786b2204a50d0c663f29c40d6ccca2c54b39fed31a356d4b417.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -27,9 +27,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 8 AS ol_newer_schema \gset
+SELECT :ol_version > 9 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (8): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (9): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -64,6 +64,10 @@ SELECT :ol_version < 8 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0008_operator.sql
 \endif
+SELECT :ol_version < 9 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0009_queue_fair_tags.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -94,19 +98,24 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_expire_leases.sql
 \ir functions/queue/queue_extend_lease.sql
 \ir functions/queue/queue_fail.sql
+\ir functions/queue/queue_group_weight.sql
 \ir functions/queue/queue_health.sql
 \ir functions/queue/queue_list_dead.sql
 \ir functions/queue/queue_next_due.sql
 \ir functions/queue/queue_purge.sql
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
+\ir functions/queue/queue_set_weights.sql
 \ir functions/queue/queue_settle_miss.sql
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
+\ir functions/queue/queue_tag_due.sql
+\ir functions/queue/queue_take_tags.sql
+\ir functions/queue/queue_vtime.sql
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'cfb220b18674385810a2b70ea084d11edd7784facfdcf5126f8eb7ee9ba2e693')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '18c482f78b589786b2204a50d0c663f29c40d6ccca2c54b39fed31a356d4b417')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

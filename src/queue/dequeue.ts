@@ -10,19 +10,19 @@ export interface DequeueOptions {
 	limit: number;
 	/** Lease (visibility timeout) in seconds (1 to 86,400; default 300). */
 	leaseSeconds?: number;
-	/** Groups in priority order, highest first, with integer weights >= 1 (default high 5, normal 2, low 1). */
+	/** Groups with integer weights >= 1 (default high 5, normal 2, low 1); their order does not matter. Recorded for the queue: enqueue tags with them. */
 	groups?: readonly GroupWeight[];
 	/** Aging interval in seconds: 0 switches aging off, else 0.001 to 31,536,000 (default 300). */
 	agingSeconds?: number;
 }
 
 export interface ClaimedTask {
-	/** Position of this claim in the queue's global claim order (bigint as a string). */
+	/** Claim sequence number (bigint as a string): increasing in claim order, unique; may have gaps. */
 	claimSeq: string;
 	taskId: string;
 	queue: string;
 	group: string;
-	/** The group whose share this claim used: differs from `group` when aging raised the task. */
+	/** The group whose share this claim used: the task's own group (aging moves a task, not a group). */
 	servedAs: string;
 	payload: unknown;
 	dedupeKey: string | null;
@@ -75,11 +75,13 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 /**
  * Claims up to `limit` tasks of `queue` in one statement (schema/functions/queue/queue_claim.sql):
  * expired leases of the queue are swept first when there are any (back to pending, or dead at max
- * attempts); when no listed group has ready work it returns at once; otherwise claims serialize on
- * the queue's scheduler row, ready tasks are read per group without row locks, slots are filled by
- * smooth weighted round robin over the groups that have work (work-conserving, FIFO within a
- * group), and exactly the chosen rows are locked with FOR UPDATE SKIP LOCKED and handed out; aging
- * raises a group one position per `agingSeconds` its oldest task waited.
+ * attempts); when no listed group has ready work it returns at once; otherwise it takes the first
+ * `limit` ready tasks of the listed groups in fair-queuing tag order with FOR UPDATE SKIP LOCKED.
+ * The tags are decided at enqueue (start-time fair queuing: a group's next tag is max(queue virtual
+ * time, its last tag) + 1 / weight, see "Scheduling" in docs/queue.md), so concurrent claims of a
+ * queue overlap and no claim locks a shared row. `groups`' weights are recorded for the queue when
+ * they differ from the recorded ones and apply to tasks tagged afterwards. Aging: tasks of a listed
+ * group that waited longer than `agingSeconds` are moved to the front (FIFO among themselves).
  * Each claimed task gets attempts + 1, a fresh lease token and lease_expires_at = now + leaseSeconds.
  * Returns the tasks in claim order (possibly none). Throws QueueInputError for bad options.
  */

@@ -158,7 +158,15 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 	if (!NOTIFY_MODES.includes(notify)) throw new QueueInputError(`Notify must be one of ${NOTIFY_MODES.join(', ')}, got ${JSON.stringify(notify)}`);
 	if (items.length === 0) return [];
 	const quiet = notify === 'commit' ? {} : { n: false };
-	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it), ...quiet }));
+	// Fairness tags are reserved at enqueue by locking each group's tag row until commit (never
+	// waiting for it). A Pool runs the call in its own short transaction; a client may be inside the
+	// caller's longer transaction, which would keep the rows locked until it commits, so then the
+	// tasks go in untagged ("t": false) and the first claim after that commit tags them
+	// (docs/queue.md, "Scheduling").
+	// A client: a pool's checked-out client (release) or a plain pg Client (its connection).
+	const maybeInCallerTransaction = typeof (db as { release?: unknown }).release === 'function' || 'connection' in (db as object);
+	const untagged = maybeInCallerTransaction ? { t: false } : {};
+	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it), ...quiet, ...untagged }));
 	// One statement, or chunks in one transaction for very large batches (src/db/batch.ts); items
 	// with the same queue and dedupe key stay in one chunk.
 	const rows = await queryChunked<Row>(

@@ -11,8 +11,9 @@ export interface NextDue {
 	/** Milliseconds from the database's now until dueAt (0 when due, null when nothing is pending). */
 	inMs: number | null;
 	/**
-	 * Only from nextDueFor(): the queue's claim counter (decimal string; tasks claimed so far).
-	 * The same value before and after an execution means that execution claimed nothing.
+	 * Only from nextDueFor(): a progress marker (decimal string): the id of the first claimable task
+	 * of the groups in claim order, '0' when none (before migration 0009: a per-queue claim counter).
+	 * The same value before and after an execution while work is due means it claimed nothing.
 	 */
 	claims?: string;
 }
@@ -29,7 +30,7 @@ export async function nextDue(db: Queryable, schema: string, queue: string): Pro
 
 /**
  * Like nextDue, restricted to work of `groups` (the groups a consumer's Dequeue claims; null or
- * omitted: every group), plus the queue's claim counter. One round trip to queue_wake_state.
+ * omitted: every group), plus the progress marker. One round trip to queue_wake_state.
  * Read-only. Throws QueueInputError on an invalid queue name.
  */
 export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null): Promise<NextDue> {

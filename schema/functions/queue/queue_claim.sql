@@ -1,27 +1,27 @@
--- Claim up to p_limit ready tasks of p_queue.
---   p_groups / p_weights: the groups in priority order (first = highest) and their weights (>= 1).
---   p_lease_secs: lease (visibility timeout) in seconds. p_aging_secs: aging interval in seconds,
---   0 or null = no aging. Tasks of groups not listed are not claimed by this call.
--- Steps:
---   1. Expired leases of the queue: one probe of the lease index; only when it finds one, sweep them
---      (back to pending, or dead at max attempts, see queue_expire_leases). Done before the
---      scheduler lock, so the sweep never lengthens it.
---   2. When no listed group has a ready task, return at once: no lock, no write, no commit flush.
---   3. Lock the queue's scheduler row (claims of a queue serialize on it) and read the clock.
---   4. Read up to p_limit ready tasks per group (FIFO) WITHOUT locking them: claims cannot overlap
---      (step 3), and step 6 re-checks every row it takes. A ready task whose attempts are used up
---      goes dead here ('attempts_exhausted'), never handed out.
---   5. Fill the slots by smooth weighted round robin over the positions that have work
---      (work-conserving), each slot taking the oldest head among the groups competing at that
---      position (FIFO within a group).
---   6. Lock exactly the chosen rows with FOR UPDATE SKIP LOCKED (still pending and ready: a row
---      another transaction holds or changed is not taken). If one is missing, drop it from the
---      candidates and run step 5 again from the saved counters (at most 4 rounds), so the
---      counters match what is handed out.
---   7. Mark the taken rows processing with a fresh lease token, attempts + 1, and save the counters
---      (one statement).
--- Rows come back in claim order; claim_seq numbers all claims of the queue (no gaps), served_as is
--- the group whose share the slot used.
+-- Claim up to p_limit ready tasks of p_queue, in fair-queuing tag order (docs/queue.md, "Scheduling").
+--   p_groups / p_weights: the groups (any order) and their weights (1 to 1000). The weights are
+--   recorded for the queue (queue_group_weights) when they differ from the recorded ones, and enqueue
+--   tags later tasks with them. p_lease_secs: lease (visibility timeout) in seconds. p_aging_secs:
+--   aging interval in seconds, 0 or null = no aging. Tasks of groups not listed are not claimed.
+-- Steps (no shared row is locked or written on the common path, so claims of a queue overlap):
+--   1. One statement of probes: an expired lease of the queue? a ready task of a listed group? an
+--      untagged pending task that is due? Expired leases are swept (queue_expire_leases); with no
+--      ready task and nothing expired, return at once (no lock, no write).
+--   2. Weights differing from the recorded ones: recorded, and the backlog of those groups re-tagged
+--      to them (queue_set_weights; rare, never waits).
+--   3. Untagged due tasks: tagged now (queue_tag_due; never waits).
+--   4. Aging (p_aging_secs > 0): when a listed group's oldest ready task has waited longer than the
+--      interval and its tag is behind the queue's head tag, the oldest p_limit tasks of the listed
+--      groups that waited that long get the head tag: they go to the front, FIFO among themselves
+--      (id order), rows held elsewhere skipped.
+--   5. The claim: the first p_limit ready tasks of the listed groups in (tag, id) order, locked with
+--      FOR UPDATE SKIP LOCKED (queue_tasks_tag_idx), marked processing with a fresh lease token and
+--      attempts + 1 in the same statement. A task whose attempts are already used up (released with
+--      its attempt counted at the last attempt) goes dead instead ('attempts_exhausted'), never
+--      handed out; the rest of the batch is then claimed again (at most 3 rounds).
+-- Rows come back in claim order; claim_seq is drawn from queue_claim_seq as each row is locked
+-- (increasing in claim order across concurrent claims, unique, gaps possible); served_as is the
+-- task's own group (kept for the output's shape).
 CREATE OR REPLACE FUNCTION queue_claim(
     p_queue text, p_groups text[], p_weights integer[], p_limit integer,
     p_lease_secs double precision, p_aging_secs double precision
@@ -34,39 +34,30 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- Plans made for this call's values: a generic plan of step 5 (its LIMIT unknown) sorts every ready
+-- task of the queue instead of reading the first few entries of the tag index.
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
     k integer := coalesce(array_length(p_groups, 1), 0);
     v_now timestamptz;
-    v_state jsonb;
-    v_seq bigint;
-    cw0 bigint[];
-    cw bigint[];
-    c_id bigint[];
-    c_run timestamptz[];
-    c_grp integer[];
-    g_cnt integer[];
-    g_start integer[];
-    g_pos integer[];
-    g_end integer[];
-    g_eff integer[];
-    has_work boolean[];
-    chosen bigint[];
-    chosen_as integer[];
-    got bigint[] := '{}';
-    got_ctid tid[];
-    missed bigint[];
-    v_exhausted bigint[];
-    rounds integer := 0;
     v_expired boolean;
     v_ready boolean;
+    v_untagged boolean;
+    v_reweigh boolean;
+    v_aged boolean;
+    v_head double precision;
+    v_cut timestamptz;
+    v_round integer := 0;
+    v_got integer := 0;
+    v_dead integer;
+    v_ids bigint[];
+    v_all bigint[] := '{}';
+    v_seqs bigint[];
+    v_all_seq bigint[] := '{}';
     gi integer;
     c integer;
-    best integer;
-    pick integer;
-    total bigint;
-    any_work boolean;
 BEGIN
     IF k = 0 OR k <> coalesce(array_length(p_weights, 1), 0) THEN
         RAISE EXCEPTION 'queue_claim: give one weight per group (% groups, % weights)', k, coalesce(array_length(p_weights, 1), 0)
@@ -95,15 +86,26 @@ BEGIN
         RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
     END IF;
 
-    -- 1. and 2. in one statement: is a lease expired (one entry of queue_tasks_lease_idx), is any
-    -- listed group's head ready (ready index)?
+    -- 1. Probes, in one statement: an expired lease (queue_tasks_lease_idx), a listed group's ready
+    -- head (queue_tasks_ready_idx), an untagged due task (queue_tasks_untagged_idx), weights that
+    -- differ from the recorded ones, a listed group's head older than the aging interval.
     v_now := clock_timestamp();
+    v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
     SELECT EXISTS (SELECT 1 FROM queue_tasks x
                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= v_now),
            EXISTS (SELECT 1 FROM queue_tasks t
                     WHERE t.queue = p_queue AND t.priority_group = ANY (p_groups)
-                      AND t.status = 'pending' AND t.run_at <= v_now)
-      INTO v_expired, v_ready;
+                      AND t.status = 'pending' AND t.run_at <= v_now),
+           EXISTS (SELECT 1 FROM queue_tasks u
+                    WHERE u.queue = p_queue AND u.status = 'pending' AND u.vtag IS NULL AND u.run_at <= v_now),
+           EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
+                     LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
+                    WHERE w.weight IS DISTINCT FROM u.w),
+           v_cut IS NOT NULL AND EXISTS (
+                SELECT 1 FROM queue_tasks a
+                 WHERE a.queue = p_queue AND a.priority_group = ANY (p_groups)
+                   AND a.status = 'pending' AND a.run_at <= v_cut)
+      INTO v_expired, v_ready, v_untagged, v_reweigh, v_aged;
     IF v_expired THEN
         PERFORM queue_expire_leases(p_queue, 1000, v_now);
     ELSIF NOT v_ready THEN
@@ -111,165 +113,98 @@ BEGIN
         RETURN;
     END IF;
 
-    -- 3. The scheduler row, locked until commit.
-    SELECT s.current_weights, s.claims INTO v_state, v_seq FROM queue_scheduler s WHERE s.queue = p_queue FOR UPDATE;
-    IF NOT FOUND THEN
-        INSERT INTO queue_scheduler AS s (queue) VALUES (p_queue) ON CONFLICT (queue) DO NOTHING;
-        SELECT s.current_weights, s.claims INTO v_state, v_seq FROM queue_scheduler s WHERE s.queue = p_queue FOR UPDATE;
+    -- 2. The weights enqueue tags with: written only when they differ.
+    IF v_reweigh THEN
+        PERFORM queue_set_weights(p_queue, p_groups, p_weights);
     END IF;
-    -- The claim's time is read after the lock: a claim that waited for the lock must not start its
-    -- leases (or judge readiness) at an earlier time.
+
+    -- 3. Due tasks without a tag get theirs (never waits).
+    IF v_untagged THEN
+        PERFORM queue_tag_due(p_queue, v_now);
+    END IF;
+
+    -- 4. Aging: tasks that waited past the interval go to the front (the head tag).
+    IF v_aged THEN
+        SELECT t.vtag INTO v_head FROM queue_tasks t
+         WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= v_now
+           AND t.priority_group = ANY (p_groups)
+         ORDER BY t.vtag, t.id LIMIT 1;
+        IF v_head IS NOT NULL AND EXISTS (
+                SELECT 1 FROM unnest(p_groups) AS g(name)
+                 CROSS JOIN LATERAL (SELECT x.vtag FROM queue_tasks x
+                                      WHERE x.queue = p_queue AND x.priority_group = g.name
+                                        AND x.status = 'pending' AND x.run_at <= v_cut
+                                      ORDER BY x.run_at, x.id LIMIT 1) h
+                 WHERE h.vtag > v_head) THEN
+            -- As many as this claim takes (p_limit), oldest first: the cost follows the batch, not
+            -- the number of aged tasks (each group's oldest, read from the ready index).
+            UPDATE queue_tasks t SET vtag = v_head
+             WHERE t.id IN (SELECT h.id
+                              FROM unnest(p_groups) AS g(name)
+                             CROSS JOIN LATERAL (
+                                    SELECT y.id, y.run_at FROM queue_tasks y
+                                     WHERE y.queue = p_queue AND y.priority_group = g.name
+                                       AND y.status = 'pending' AND y.run_at <= v_cut AND y.vtag > v_head
+                                     ORDER BY y.run_at, y.id
+                                     LIMIT p_limit
+                                       FOR UPDATE SKIP LOCKED) h
+                             ORDER BY h.run_at, h.id
+                             LIMIT p_limit)
+               AND t.status = 'pending' AND t.vtag > v_head;
+        END IF;
+    END IF;
+
+    -- 5. The claim. The lease starts at the time read here (after steps 1 to 4). When tasks of the
+    -- batch went dead (attempts used up), the rest of the batch is claimed again (at most 3 rounds).
     v_now := clock_timestamp();
-
-    -- 4. Candidates, FIFO per group, groups in priority order, no row locks. A candidate whose
-    -- attempts are already used up (attempts >= max_attempts, for example released with its attempt
-    -- counted at the last attempt) is never handed out: it goes dead here, exactly once (the update
-    -- re-checks it under its row lock), with dead_reason 'attempts_exhausted', and the candidates
-    -- are read again (at most 3 reads; a batch can come back short by the tasks sent dead).
     LOOP
-        rounds := rounds + 1;
-        WITH h AS MATERIALIZED (
-            SELECT g.gi::integer AS gi, t.id, t.run_at, t.exhausted
-              FROM unnest(p_groups) WITH ORDINALITY AS g(name, gi)
-             CROSS JOIN LATERAL (
-                    SELECT x.id, x.run_at, x.attempts >= x.max_attempts AS exhausted FROM queue_tasks x
-                     WHERE x.queue = p_queue AND x.priority_group = g.name
-                       AND x.status = 'pending' AND x.run_at <= v_now
-                     ORDER BY x.run_at, x.id
-                     LIMIT p_limit) t
+        v_round := v_round + 1;
+        -- The sequence number is drawn as each row is locked (above the lock in the plan), so it
+        -- follows the order in which concurrent claims take rows off the tag index.
+        WITH cand AS MATERIALIZED (
+            SELECT t.id, t.attempts >= t.max_attempts AS exhausted, nextval('queue_claim_seq') AS ord
+              FROM (SELECT x.id, x.vtag, x.attempts, x.max_attempts FROM queue_tasks x
+                     WHERE x.queue = p_queue AND x.status = 'pending' AND x.vtag IS NOT NULL
+                       AND x.run_at <= v_now AND x.priority_group = ANY (p_groups)
+                     ORDER BY x.vtag, x.id
+                     LIMIT p_limit - v_got
+                       FOR UPDATE SKIP LOCKED) t
+        ), gone AS (
+            UPDATE queue_tasks t
+               SET status = 'dead', dead_at = v_now, dead_reason = 'attempts_exhausted', updated_at = v_now,
+                   last_error = 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
+                                || coalesce('; last error: ' || t.last_error, '')
+              FROM cand c
+             WHERE t.id = c.id AND c.exhausted
+            RETURNING t.id
+        ), claimed AS (
+            UPDATE queue_tasks t
+               SET status = 'processing', attempts = t.attempts + 1, lease_token = gen_random_uuid(),
+                   lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now, lease_end = NULL,
+                   updated_at = v_now
+              FROM cand c
+             WHERE t.id = c.id AND NOT c.exhausted
+            RETURNING c.ord, t.id
         )
-        SELECT (SELECT coalesce(array_agg(h.id ORDER BY h.gi, h.run_at, h.id), '{}') FROM h WHERE NOT h.exhausted),
-               (SELECT coalesce(array_agg(h.run_at ORDER BY h.gi, h.run_at, h.id), '{}') FROM h WHERE NOT h.exhausted),
-               (SELECT coalesce(array_agg(h.gi ORDER BY h.gi, h.run_at, h.id), '{}') FROM h WHERE NOT h.exhausted),
-               (SELECT array_agg((SELECT count(*) FROM h WHERE h.gi = s.i AND NOT h.exhausted)::integer ORDER BY s.i)
-                  FROM generate_series(1, k) AS s(i)),
-               (SELECT coalesce(array_agg(h.id ORDER BY h.id), '{}') FROM h WHERE h.exhausted)
-          INTO c_id, c_run, c_grp, g_cnt, v_exhausted;
-        EXIT WHEN cardinality(v_exhausted) = 0;
-        UPDATE queue_tasks t
-           SET status = 'dead', dead_at = v_now, dead_reason = 'attempts_exhausted', updated_at = v_now,
-               last_error = 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
-                            || coalesce('; last error: ' || t.last_error, '')
-         WHERE t.id IN (SELECT y.id FROM queue_tasks y
-                         WHERE y.id = ANY (v_exhausted) AND y.status = 'pending' AND y.attempts >= y.max_attempts
-                         ORDER BY y.id FOR UPDATE SKIP LOCKED)
-           AND t.status = 'pending' AND t.attempts >= t.max_attempts;
-        EXIT WHEN rounds >= 3;
+        SELECT coalesce(array_agg(cl.id ORDER BY cl.ord), '{}'), coalesce(array_agg(cl.ord ORDER BY cl.ord), '{}'),
+               (SELECT count(*) FROM gone)::integer
+          INTO v_ids, v_seqs, v_dead
+          FROM claimed cl;
+        v_all := v_all || v_ids;
+        v_all_seq := v_all_seq || v_seqs;
+        v_got := v_got + cardinality(v_ids);
+        EXIT WHEN v_dead = 0 OR v_got >= p_limit OR v_round >= 3;
     END LOOP;
-    rounds := 0;
-    FOR gi IN 1..k LOOP
-        cw0[gi] := coalesce((v_state->>p_groups[gi])::bigint, 0);
-    END LOOP;
-
-    LOOP
-        rounds := rounds + 1;
-        -- Each group's candidates are one contiguous range of c_id (g_cnt of them).
-        c := 0;
-        FOR gi IN 1..k LOOP
-            g_start[gi] := c + 1;
-            c := c + g_cnt[gi];
-            g_end[gi] := c;
-        END LOOP;
-        g_pos := g_start;
-        cw := cw0;
-        chosen := '{}';
-        chosen_as := '{}';
-
-        -- 5. Smooth weighted round robin.
-        FOR slot IN 1..p_limit LOOP
-            -- The position each group competes at: its own, raised one per aging interval its head waited.
-            has_work := array_fill(false, ARRAY[k]);
-            any_work := false;
-            FOR gi IN 1..k LOOP
-                IF g_pos[gi] <= g_end[gi] THEN
-                    g_eff[gi] := gi;
-                    IF p_aging_secs > 0 THEN
-                        g_eff[gi] := greatest(1, gi - least(greatest(floor(extract(epoch FROM v_now - c_run[g_pos[gi]])::double precision / p_aging_secs), 0), k)::integer);
-                    END IF;
-                    has_work[g_eff[gi]] := true;
-                    any_work := true;
-                ELSE
-                    g_eff[gi] := NULL;
-                END IF;
-            END LOOP;
-            EXIT WHEN NOT any_work;
-            -- Smooth weighted round robin over the positions with work (ties: the higher position).
-            total := 0;
-            best := NULL;
-            FOR c IN 1..k LOOP
-                IF has_work[c] THEN
-                    cw[c] := cw[c] + p_weights[c];
-                    total := total + p_weights[c];
-                    IF best IS NULL OR cw[c] > cw[best] THEN
-                        best := c;
-                    END IF;
-                END IF;
-            END LOOP;
-            cw[best] := cw[best] - total;
-            -- The oldest head among the groups competing at that position.
-            pick := NULL;
-            FOR gi IN 1..k LOOP
-                IF g_eff[gi] = best AND (pick IS NULL
-                    OR (c_run[g_pos[gi]], c_id[g_pos[gi]]) < (c_run[g_pos[pick]], c_id[g_pos[pick]])) THEN
-                    pick := gi;
-                END IF;
-            END LOOP;
-            chosen := chosen || c_id[g_pos[pick]];
-            chosen_as := chosen_as || best;
-            g_pos[pick] := g_pos[pick] + 1;
-        END LOOP;
-        EXIT WHEN cardinality(chosen) = 0;
-
-        -- 6. Lock exactly the chosen rows; a row held by another transaction is skipped, and a row
-        -- changed since step 4 is re-checked against the current version.
-        -- (One primary-key probe per chosen id, in id order: never a scan of the ready index.)
-        SELECT coalesce(array_agg(l.id), '{}'), coalesce(array_agg(l.ctid), '{}') INTO got, got_ctid
-          FROM (SELECT DISTINCT x FROM unnest(chosen) AS x ORDER BY x) AS c(tid)
-         CROSS JOIN LATERAL (
-                SELECT t.id, t.ctid FROM queue_tasks t
-                 WHERE t.id = c.tid AND t.status = 'pending' AND t.run_at <= v_now AND t.attempts < t.max_attempts
-                   FOR UPDATE SKIP LOCKED) l;
-        EXIT WHEN cardinality(got) = cardinality(chosen) OR rounds >= 4;
-        missed := ARRAY(SELECT unnest(chosen) EXCEPT SELECT unnest(got));
-        SELECT coalesce(array_agg(u.tid ORDER BY u.o), '{}'), coalesce(array_agg(u.tr ORDER BY u.o), '{}'),
-               coalesce(array_agg(u.tg ORDER BY u.o), '{}')
-          INTO c_id, c_run, c_grp
-          FROM unnest(c_id, c_run, c_grp) WITH ORDINALITY AS u(tid, tr, tg, o)
-         WHERE NOT u.tid = ANY (missed);
-        SELECT array_agg((SELECT count(*) FROM unnest(c_grp) AS x WHERE x = s.i)::integer ORDER BY s.i)
-          INTO g_cnt
-          FROM generate_series(1, k) AS s(i);
-    END LOOP;
-    IF cardinality(chosen) = 0 THEN
+    IF v_got = 0 THEN
         RETURN;
     END IF;
 
-    -- 7. Hand out the taken rows and save the counters, in one statement.
-    -- (The rows are locked by this transaction, so their ctids are stable: no second index probe.)
-    FOR gi IN 1..k LOOP
-        v_state := v_state || jsonb_build_object(p_groups[gi], cw[gi]);
-    END LOOP;
+    -- The claimed rows (locked by this transaction), in claim order, with claim sequence numbers.
     RETURN QUERY
-    WITH picked AS (
-        SELECT u.tid, u.ord FROM unnest(chosen) WITH ORDINALITY AS u(tid, ord)
-    ), claimed AS (
-        UPDATE queue_tasks t
-           SET status = 'processing', attempts = t.attempts + 1, lease_token = gen_random_uuid(),
-               lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now, lease_end = NULL,
-               updated_at = v_now
-          FROM picked p
-         WHERE t.ctid = ANY (got_ctid) AND t.id = p.tid AND t.attempts < t.max_attempts
-        RETURNING p.ord, t.id, t.queue, t.priority_group, t.payload, t.dedupe_key, t.attempts, t.max_attempts,
-                  t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at, t.last_error
-    ), saved AS (
-        UPDATE queue_scheduler s
-           SET current_weights = v_state, claims = s.claims + (SELECT count(*) FROM claimed), updated_at = v_now
-         WHERE s.queue = p_queue
-    )
-    SELECT v_seq + row_number() OVER (ORDER BY cl.ord), cl.id, cl.queue, cl.priority_group,
-           p_groups[chosen_as[cl.ord]], cl.payload, cl.dedupe_key, cl.attempts, cl.max_attempts,
-           cl.lease_token, cl.lease_expires_at, cl.run_at, cl.enqueued_at, cl.last_error,
-           greatest(extract(epoch FROM v_now - cl.run_at)::double precision, 0)
-      FROM claimed cl
-     ORDER BY cl.ord;
+    SELECT u.seq, t.id, t.queue, t.priority_group, t.priority_group, t.payload, t.dedupe_key,
+           t.attempts, t.max_attempts, t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at,
+           t.last_error, greatest(extract(epoch FROM v_now - t.run_at)::double precision, 0)
+      FROM unnest(v_all, v_all_seq) AS u(tid, seq)
+     CROSS JOIN LATERAL (SELECT x.* FROM queue_tasks x WHERE x.id = u.tid) t -- one primary-key probe each
+     ORDER BY u.seq;
 END $$;

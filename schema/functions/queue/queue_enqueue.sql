@@ -1,6 +1,7 @@
 -- Enqueue a batch. p_items: [{"i": item index, "q": queue, "g": priority group, "p": payload (json),
 -- "k": dedupe key or null, "at": not-before time (ISO-8601) or null, "d": delay in seconds or null,
--- "m": max attempts or null (5)}]. run_at = the latest of now, "at" and now + "d".
+-- "m": max attempts or null (5), "n": false = no notification, "t": false = leave untagged}].
+-- run_at = the latest of now, "at" and now + "d".
 -- Set-based, so its cost grows linearly with the batch (no nested loop over the batch):
 --   1. the items are unpacked once into arrays (jsonb_array_elements WITH ORDINALITY);
 --   2. items without a dedupe key: one INSERT; their ids are drawn from the identity sequence
@@ -11,6 +12,11 @@
 --      processing) of its key, found through the unique dedupe index: deduplicated = false only
 --      for the item whose row this call inserted. A key whose live task settled between the two
 --      statements is inserted again (the loop ends when every key has its live task).
+--   4. fairness tags (docs/queue.md, "Scheduling"): ready items get consecutive tags of their
+--      group, reserved once per (queue, group) of the batch (queue_take_tags, which locks the
+--      group's tag row until commit but never waits for it). Delayed items, items of a group whose
+--      tag row another transaction holds, and items enqueued inside the caller's own longer
+--      transaction stay untagged: the first claim after they are due tags them (queue_tag_due).
 -- One statement, so the batch is all or nothing.
 -- Sends pg_notify(queue_channel(queue), payload) once per queue that gained a task: payload = the
 -- queue name when a task that is claimable now was added, '' when only delayed tasks were (a
@@ -45,6 +51,11 @@ DECLARE
     v_q text;
     v_rounds integer := 0;
     v_quiet text[];
+    -- Tags reserved per (queue, group): base and step (null: the group's tag row was busy).
+    t_q text[] := '{}'; t_g text[] := '{}'; t_n integer[] := '{}'; t_v double precision[] := '{}';
+    t_base double precision[] := '{}'; t_step double precision[] := '{}';
+    v_base double precision; v_step double precision; v_j integer; v_tag boolean;
+    t_ids jsonb[];
 BEGIN
     SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
            array_agg(coalesce(e->'p', '{}'::jsonb) ORDER BY o), array_agg(nullif(e->>'k', '') ORDER BY o),
@@ -57,15 +68,42 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Items without a dedupe key: one INSERT, ids drawn first.
+    -- Fair-queuing tags (docs/queue.md, "Scheduling"): once per (queue, group) of the batch's
+    -- ready items without a dedupe key, in (queue, group) order, reserve consecutive tags
+    -- (queue_take_tags, never waiting). Not when an item says "t": false (src/queue/enqueue.ts sends
+    -- it when called with a client that may be inside the caller's longer transaction: the tag rows
+    -- would stay locked until that commits). Untagged ready items are tagged by the next claim
+    -- (queue_tag_due).
+    v_tag := NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e WHERE (e->>'t')::boolean IS FALSE);
+    IF v_tag THEN
+        SELECT coalesce(array_agg(x.q ORDER BY x.q, x.g), '{}'), coalesce(array_agg(x.g ORDER BY x.q, x.g), '{}'),
+               coalesce(array_agg(x.n ORDER BY x.q, x.g), '{}'), coalesce(array_agg(queue_vtime(x.q) ORDER BY x.q, x.g), '{}')
+          INTO t_q, t_g, t_n, t_v
+          FROM (SELECT y.q, y.g, count(*)::integer AS n
+                  FROM unnest(a_q, a_g, a_k, a_at) AS y(q, g, k, at)
+                 WHERE y.k IS NULL AND y.at <= now()
+                 GROUP BY y.q, y.g) x;
+        FOR v_j IN 1..cardinality(t_q) LOOP
+            SELECT x.base, x.step INTO v_base, v_step FROM queue_take_tags(t_q[v_j], t_g[v_j], t_n[v_j], t_v[v_j]) x;
+            t_base := t_base || v_base;
+            t_step := t_step || v_step;
+        END LOOP;
+    END IF;
+
+    -- Items without a dedupe key: one INSERT, ids drawn first; a ready item's tag is its group's
+    -- base + step * (its rank among the group's ready items of the batch); tags are rounded to a millionth
+    -- so that equal virtual times compare equal (0.2 * 6 = 0.2 + 2 * 0.5) and tie by id.
     WITH u AS MATERIALIZED (
-        SELECT x.i, x.q, x.g, x.p, x.at, x.m, nextval(v_seq) AS tid
+        SELECT x.i, x.q, x.g, x.p, x.at, x.m, nextval(v_seq) AS tid,
+               CASE WHEN x.at <= now() THEN row_number() OVER (PARTITION BY x.q, x.g, x.at <= now() ORDER BY x.i) END AS rk
           FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
          WHERE x.k IS NULL
     ), ins AS (
-        INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts)
+        INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag)
         OVERRIDING SYSTEM VALUE
-        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m FROM u
+        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, round((tg.base + tg.step * u.rk) * 1e6) / 1e6
+          FROM u
+          LEFT JOIN unnest(t_q, t_g, t_base, t_step) AS tg(q, g, base, step) ON tg.q = u.q AND tg.g = u.g
         RETURNING t.*
     )
     SELECT coalesce(array_agg(u.i), '{}'), coalesce(array_agg(s.id), '{}'), coalesce(array_agg(false), '{}'),
@@ -130,6 +168,27 @@ BEGIN
         r_run := r_run || n_run; r_att := r_att || n_att; r_m := r_m || n_m; r_enq := r_enq || n_enq;
         -- Keys whose live task settled in between are still waiting: insert again.
     END LOOP;
+
+    -- Keyed items this call inserted that are ready now: tagged the same way, per (queue, group) in
+    -- order (the tag rows of groups tagged above are already this transaction's).
+    IF v_tag THEN
+        -- Collected first: every virtual time is read before the first reservation.
+        SELECT coalesce(array_agg(x.q ORDER BY x.q, x.g), '{}'), coalesce(array_agg(x.g ORDER BY x.q, x.g), '{}'),
+               coalesce(array_agg(x.ids ORDER BY x.q, x.g), '{}'), coalesce(array_agg(queue_vtime(x.q) ORDER BY x.q, x.g), '{}')
+          INTO t_q, t_g, t_ids, t_v
+          FROM (SELECT y.q, y.g, jsonb_agg(y.id ORDER BY y.i) AS ids
+                  FROM unnest(r_dup, r_k, r_q, r_g, r_run, r_id, r_i) AS y(dup, k, q, g, run, id, i)
+                 WHERE NOT y.dup AND y.k IS NOT NULL AND y.run <= now()
+                 GROUP BY y.q, y.g) x;
+        FOR v_j IN 1..cardinality(t_q) LOOP
+            SELECT x.base, x.step INTO v_base, v_step
+              FROM queue_take_tags(t_q[v_j], t_g[v_j], jsonb_array_length(t_ids[v_j]), t_v[v_j]) x;
+            CONTINUE WHEN v_base IS NULL;
+            UPDATE queue_tasks t SET vtag = round((v_base + v_step * u.o) * 1e6) / 1e6
+              FROM jsonb_array_elements_text(t_ids[v_j]) WITH ORDINALITY AS u(tid, o)
+             WHERE t.id = u.tid::bigint AND t.status = 'pending' AND t.vtag IS NULL;
+        END LOOP;
+    END IF;
 
     -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
     SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= now()), '{}'),

@@ -54,7 +54,9 @@ BEGIN
                 b := least(p_cap_secs, p_base_secs * power(2::double precision, least(greatest(t.attempts - 1, 0), 60)));
                 UPDATE queue_tasks x
                    SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = now(), lease_end = 'failed',
-                       run_at = now() + make_interval(secs => b / 2 + random() * b / 2)
+                       run_at = now() + make_interval(secs => b / 2 + random() * b / 2),
+                       -- Re-tagged when due, as if enqueued then (queue_tag_due; docs/queue.md, "Scheduling").
+                       vtag = NULL
                  WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
                 RETURNING x.* INTO t;
                 outcome := 'retry_scheduled';

@@ -28,7 +28,9 @@ BEGIN
         UPDATE queue_tasks x
            SET status = 'pending', lease_expires_at = NULL, updated_at = now(), lease_end = 'released',
                attempts = CASE WHEN it.count_attempt THEN x.attempts ELSE greatest(x.attempts - 1, 0) END,
-               run_at = CASE WHEN it.delay > 0 THEN now() + make_interval(secs => it.delay) ELSE x.run_at END
+               run_at = CASE WHEN it.delay > 0 THEN now() + make_interval(secs => it.delay) ELSE x.run_at END,
+               -- With a delay: re-tagged when due (queue_tag_due); without: it keeps its tag (its place).
+               vtag = CASE WHEN it.delay > 0 THEN NULL ELSE x.vtag END
          WHERE x.id = it.tid AND x.status = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
         RETURNING x.* INTO t;
         IF FOUND THEN

@@ -4,8 +4,11 @@
 -- Returns one row:
 --   due_at  the earliest head run_at among the listed groups' pending tasks, or the earliest lease
 --           expiry among the listed groups' processing tasks, whichever is first; null when none.
---   claims  queue_scheduler.claims of the queue (tasks claimed so far, 0 before the first claim);
---           unchanged between two calls = nobody claimed from this queue in between.
+--   claims  a progress marker: the id of the first claimable task of the listed groups in claim order
+--           (tag, id), 0 when none is tagged and ready. A claim takes that task first, so the
+--           marker unchanged between two calls while work is due = nobody claimed from these
+--           groups in between. (Before migration 0009 this was a per-queue claim counter, which
+--           every claim had to lock; the trigger only compares it for equality.)
 --   now     the database's now(), to turn due_at into a delay.
 -- Reads the first entry per listed group of the ready index and the lease index; writes nothing.
 CREATE OR REPLACE FUNCTION queue_wake_state(p_queue text, p_groups text[])
@@ -25,6 +28,9 @@ AS $$
                                       WHERE t.queue = p_queue AND t.status = 'processing' AND t.priority_group = g.name
                                       ORDER BY t.lease_expires_at LIMIT 1) l))
            END,
-           coalesce((SELECT s.claims FROM queue_scheduler s WHERE s.queue = p_queue), 0),
+           coalesce((SELECT t.id FROM queue_tasks t
+                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= now()
+                        AND (p_groups IS NULL OR t.priority_group = ANY (p_groups))
+                      ORDER BY t.vtag, t.id LIMIT 1), 0),
            now()
 $$;

@@ -1,6 +1,7 @@
 /**
- * Aging: a group whose oldest ready task has waited n aging intervals competes n positions higher,
- * so a low-priority task is served within the aging bound even under a constant flood of high.
+ * Aging (docs/queue.md, "Scheduling"): a task of a listed group that has waited longer than the aging
+ * interval is moved to the front (the queue's head tag), FIFO among the moved tasks, so a low-priority
+ * task is served within the aging bound even under a constant flood of high.
  */
 import { dequeue, enqueue } from '../../../src/queue';
 import { advanceQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
@@ -41,44 +42,54 @@ async function probeUnderFlood(agingSeconds: number, lowCount: number, agedBySec
 
 describe('aging', () => {
 	test('under a constant flood of high, an aged low task is served within the aging bound', async () => {
-		// Aging interval 60 s; the low backlog waited 2 intervals + 5 s, so it competes as "high".
-		// Bound: at the top position the oldest head wins, so the probe is served before any high
-		// task that arrived after it: at most the 39 older low tasks go first.
+		// Aging interval 60 s; the low backlog waited 125 s. Each claim (batch 8) moves the oldest 8
+		// aged tasks to the front (the head tag), so the 40 low tasks go out over the next rounds,
+		// FIFO, most of each batch, whatever the flood: the probe (the last low task) within 80 claims.
 		const withAging = await probeUnderFlood(60, 40, 125);
-		expect(withAging).toBeLessThanOrEqual(40);
-		// Control: without aging the same probe waits for its group's 1-in-6 share.
+		expect(withAging).toBeLessThanOrEqual(80);
+		// Control: without aging the probe waits for its tag (its group's 1-in-6 share).
 		const withoutAging = await probeUnderFlood(0, 40, 125);
 		expect(withoutAging).toBeGreaterThan(200);
 	});
 
-	test('one interval of waiting raises a group by one position only', async () => {
-		const queue = db.queueName('one-step');
+	test('only tasks that waited longer than the interval move; they go to the front in FIFO order', async () => {
+		const queue = db.queueName('front');
 		await db.fill(queue, 'high', 20);
 		const low = await db.fill(queue, 'low', 5);
-		// Low waited 1.5 intervals: it competes as "normal" (weight 2), not as "high".
+		// Low waited 30 s of a 60 s interval: nothing moves, the tag order holds (high .2 .4 ... 1.2, low 1.2 2.2 ...; ties by id).
+		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() - interval '30 seconds' WHERE id = ANY($1::bigint[])`, [low]);
+		const first = await dequeue(db.pool, db.schema, { queue, limit: 7, leaseSeconds: 600, agingSeconds: 60 });
+		expect(first.map((t) => t.group[0]).join('')).toBe('hhhhhhl');
+		// Now the rest of low waited 90 s: all four move to the front (the head tag), ahead of the
+		// 14 high tasks left, in FIFO order.
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() - interval '90 seconds' WHERE id = ANY($1::bigint[])`, [low]);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 7, leaseSeconds: 600, agingSeconds: 60 });
-		// Smooth weighted round robin 5:2; as "low" (5:1) it would be hhhl..., as "high" lllll...
-		expect(got.map((t) => t.group[0]).join('')).toBe('hlhhhlh');
-		expect(got.filter((t) => t.group === 'low').every((t) => t.servedAs === 'normal')).toBe(true);
+		const next = await dequeue(db.pool, db.schema, { queue, limit: 6, leaseSeconds: 600, agingSeconds: 60 });
+		// The head (a high task) keeps its place; the moved tasks tie with it and follow by id.
+		expect(next.map((t) => t.group[0]).join('')).toBe('hllllh');
+		expect(next.filter((t) => t.group === 'low').map((t) => t.taskId)).toEqual(low.slice(1));
+		expect(next.every((t) => t.servedAs === t.group)).toBe(true);
 	});
 
-	test('aging follows the database clock: a low task that waited two intervals beats fresh high work', async () => {
+	test('aging follows the database clock: low tasks that waited two intervals beat fresh high work', async () => {
 		const queue = db.queueName('clock');
-		const [lowTask] = await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { probe: true } }]);
-		await advanceQueueClock(db.pool, db.schema, queue, 2.3); // two aging intervals of 1 s pass on the database clock
 		await db.fill(queue, 'high', 20);
-		const [first] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 1 });
-		expect(first.taskId).toBe(lowTask.taskId);
-		expect(first.servedAs).toBe('high');
-		expect(first.waitedSeconds).toBeGreaterThanOrEqual(2);
+		const low = await db.fill(queue, 'low', 10); // tags 1.2 .. 10.2
+		await advanceQueueClock(db.pool, db.schema, queue, 2.3); // two aging intervals of 1 s pass on the database clock
+		await db.fill(queue, 'high', 20); // fresh, tags 4.2 .. 8.2: ahead of most of low by tag
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 1 });
+		// Everything that waited moved to the front in id order: 20 old high, then the 10 low; fresh high last.
+		expect(got.map((t) => t.group[0]).join('')).toBe('h'.repeat(20) + 'l'.repeat(10) + 'h'.repeat(10));
+		const probe = got.find((t) => t.taskId === low[9]);
+		expect(probe?.waitedSeconds).toBeGreaterThanOrEqual(2);
 	});
 
-	test('without aging the same situation serves high first', async () => {
+	test('without aging the same situation serves by tag: fresh high before the last low tasks', async () => {
 		const queue = db.queueName('clock-off');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: {} }]);
 		await db.fill(queue, 'high', 20);
-		const [first] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
-		expect(first.group).toBe('high');
+		const low = await db.fill(queue, 'low', 10);
+		await db.fill(queue, 'high', 20);
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 50, leaseSeconds: 60, agingSeconds: 0 });
+		const pos = got.findIndex((t) => t.taskId === low[9]);
+		expect(pos).toBe(49);
 	});
 });

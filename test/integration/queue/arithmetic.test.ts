@@ -100,12 +100,14 @@ describe('numeric parameters at their extremes', () => {
 			results[`list dead ${n}`] = await sql(`SELECT * FROM $S.queue_list_dead($1, $2::int)`, [queue, n]);
 		}
 		// Counters at their top: requeues at max int does not overflow.
-		const [t] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', maxAttempts: 1000 }]);
+		// (A queue of its own: tasks of the loops above whose 1-second leases expired are pending again.)
+		const maxQueue = db.queueName('max');
+		const [t] = await enqueue(db.pool, db.schema, [{ queue: maxQueue, group: 'high', maxAttempts: 1000 }]);
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET status = 'dead', dead_at = now(), requeues = $2 WHERE id = $1`, [t.taskId, INT_MAX]);
-		results['requeue at max requeues'] = await sql(`SELECT * FROM $S.queue_requeue_dead($1, ARRAY[$2::bigint], NULL, 1)`, [queue, t.taskId]);
+		results['requeue at max requeues'] = await sql(`SELECT * FROM $S.queue_requeue_dead($1, ARRAY[$2::bigint], NULL, 1)`, [maxQueue, t.taskId]);
 		// Attempts 999 of 1000: backoff 2^998 is capped, never infinite.
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET attempts = 999 WHERE id = $1`, [t.taskId]);
-		const [c] = await dequeue(db.pool, db.schema, { queue, limit: 1, groups: [{ name: 'high', weight: 1 }] });
+		const [c] = await dequeue(db.pool, db.schema, { queue: maxQueue, limit: 1, groups: [{ name: 'high', weight: 1 }] });
 		expect(c).toMatchObject({ taskId: t.taskId, attempt: 1000 });
 		results['fail at attempt 1000'] = await verdict(() => fail(db.pool, db.schema, [{ ...c, error: 'x' }], { baseSeconds: 86_400, capSeconds: 31_536_000 }));
 		const bad = Object.entries(results).filter(([, v]) => v !== 'ok' && v !== '22023');

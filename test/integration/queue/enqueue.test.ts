@@ -101,8 +101,8 @@ describe('enqueue', () => {
 		expect(again[1].deduplicated).toBe(false);
 		expect(again[2]).toMatchObject({ taskId: again[1].taskId, deduplicated: true, payload: { v: 3 } });
 		// Still live while processing.
-		const [claimed] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
-		expect(claimed.taskId).toBe(again[1].taskId); // high first
+		const [claimed] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, groups: [{ name: 'high', weight: 5 }] });
+		expect(claimed.taskId).toBe(again[1].taskId); // only high listed
 		const [whileHeld] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
 		expect(whileHeld).toMatchObject({ taskId: claimed.taskId, deduplicated: true, status: 'processing' });
 		// Once finished, the key is free again.

@@ -1,6 +1,7 @@
 /**
- * Weighted fair queuing across groups: shares follow the weights within one task per cycle across
- * concurrent consumers; an empty group's share goes to the others; FIFO within a group.
+ * Weighted fair queuing across groups (tags decided at enqueue, docs/queue.md "Scheduling"): shares
+ * follow the weights within one task per cycle across concurrent consumers; an empty group's share
+ * goes to the others; FIFO within a group. Larger windows and 10 consumers: fairness-concurrent.test.ts.
  */
 import { dequeue, type ClaimedTask } from '../../../src/queue';
 import { queueTestDb, type QueueTestDb } from '../../helpers/db';
@@ -49,8 +50,8 @@ describe('weighted fair dequeue', () => {
 		const cycles = 100;
 		const claimed = (await drain(queue, cycles * CYCLE, 4)).slice(0, cycles * CYCLE);
 		expect(claimed).toHaveLength(cycles * CYCLE);
-		// The claim sequence is one global order with no gaps (claims serialize on the scheduler row).
-		expect(claimed.map((t) => Number(t.claimSeq))).toEqual(Array.from({ length: cycles * CYCLE }, (_, i) => i + 1));
+		// Claim sequence numbers are unique (one sequence; concurrent claims may leave gaps).
+		expect(new Set(claimed.map((t) => t.claimSeq)).size).toBe(cycles * CYCLE);
 
 		for (let c = 0; c < cycles; c++) {
 			const window = claimed.slice(c * CYCLE, (c + 1) * CYCLE);
@@ -59,13 +60,14 @@ describe('weighted fair dequeue', () => {
 				expect(Math.abs(n - WEIGHTS[g])).toBeLessThanOrEqual(1);
 			}
 		}
-		// Every prefix stays within one task of the ideal share.
+		// Every prefix stays within two tasks of the ideal share (start-time fair queuing's bound is one
+		// task; concurrent claims interleave their sequence numbers by about one more).
 		const seen: Record<string, number> = { high: 0, normal: 0, low: 0 };
 		claimed.forEach((t, i) => {
 			seen[t.group]++;
-			for (const g of Object.keys(WEIGHTS)) expect(Math.abs(seen[g] - ((i + 1) * WEIGHTS[g]) / CYCLE)).toBeLessThan(1);
+			for (const g of Object.keys(WEIGHTS)) expect(Math.abs(seen[g] - ((i + 1) * WEIGHTS[g]) / CYCLE)).toBeLessThan(2);
 		});
-		expect(seen).toEqual({ high: 500, normal: 200, low: 100 });
+		for (const g of Object.keys(WEIGHTS)) expect(Math.abs(seen[g] - 100 * WEIGHTS[g])).toBeLessThanOrEqual(2);
 
 		// FIFO within each group: claimed in enqueue order.
 		for (const g of Object.keys(WEIGHTS) as Array<keyof typeof ids>) {
@@ -108,13 +110,16 @@ describe('weighted fair dequeue', () => {
 			{ name: 'vip', weight: 3 },
 			{ name: 'bulk', weight: 1 },
 		];
+		// The tasks were tagged with weight 1 each (groups no Dequeue had named yet); the claim records
+		// 3:1 and re-tags the backlog to it (queue_set_weights).
 		const got = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, groups, agingSeconds: 0 });
-		expect(got.filter((t) => t.group === 'vip')).toHaveLength(30);
-		expect(got.filter((t) => t.group === 'bulk')).toHaveLength(10);
+		expect(got).toHaveLength(40);
+		expect(Math.abs(got.filter((t) => t.group === 'vip').length - 30)).toBeLessThanOrEqual(1);
+		expect(Math.abs(got.filter((t) => t.group === 'bulk').length - 10)).toBeLessThanOrEqual(1);
 		expect(got.filter((t) => t.group === 'other')).toHaveLength(0);
 	});
 
-	test('the scheduler state carries over between claims of one task each', async () => {
+	test('the order carries over between claims of one task each', async () => {
 		const queue = db.queueName('single');
 		await db.fill(queue, 'high', 50);
 		await db.fill(queue, 'normal', 50);
@@ -124,8 +129,17 @@ describe('weighted fair dequeue', () => {
 			const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
 			order.push(t.group[0]);
 		}
-		// Smooth weighted round robin 5:2:1, the same sequence every cycle.
-		expect(order.join('')).toBe('hnhhlhnhhnhhlhnh');
+		// Tags (docs/queue.md, "Scheduling"): high .2 .4 .6 ..., then normal and low from the queue's
+		// virtual time .2: normal .7 1.2 ..., low 1.2 2.2 ...; ties by id (high, normal, low were
+		// enqueued in that order).
+		expect(order.join('')).toBe('hhhnhhhnlhhnhhhn');
+		// 5:2:1 in every window of 8 (±1).
+		for (let i = 0; i + 8 <= 16; i++) {
+			const w = order.slice(i, i + 8);
+			expect(Math.abs(w.filter((g) => g === 'h').length - 5)).toBeLessThanOrEqual(1);
+			expect(Math.abs(w.filter((g) => g === 'n').length - 2)).toBeLessThanOrEqual(1);
+			expect(Math.abs(w.filter((g) => g === 'l').length - 1)).toBeLessThanOrEqual(1);
+		}
 	});
 
 	test('delayed tasks are not claimed before their time', async () => {

@@ -190,17 +190,19 @@ describe('leases', () => {
 			const got = await dequeue(db.pool, db.schema, { queue, limit: 8, leaseSeconds: 60, agingSeconds: 0 });
 			expect(got).toHaveLength(8);
 			expect(got.map((t) => t.taskId)).not.toContain(high[0]);
-			// The schedule was computed without it: the usual order, FIFO from the next high task.
-			expect(got.map((t) => t.group[0]).join('')).toBe('hnhhlhnh');
+			// The usual tag order without it, FIFO from the next high task. Tags (docs/queue.md,
+			// "Scheduling"): high .2 .4 ... 1.2; normal and low were enqueued when the queue's virtual
+			// time was .2 (high's head): normal .7 1.2 ..., low 1.2 ...; ties by id.
+			expect(got.map((t) => t.group[0]).join('')).toBe('hhnhhhnl');
 			expect(got.filter((t) => t.group === 'high').map((t) => t.taskId)).toEqual(high.slice(1, 6));
-			expect(got.map((t) => Number(t.claimSeq))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+			const seqs = got.map((t) => Number(t.claimSeq));
+			seqs.forEach((s, i) => i > 0 && expect(s).toBeGreaterThan(seqs[i - 1]));
 			await tx.query('ROLLBACK');
 		} finally {
 			tx.release();
 		}
 		const [next] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
 		expect(next.taskId).toBe(high[0]);
-		expect(next.claimSeq).toBe('9');
 	});
 
 	test('claims racing completes and releases: a task is only handed out again after its holder let go', async () => {
@@ -239,9 +241,9 @@ describe('leases', () => {
 			list.slice(0, -1).forEach((c) => expect(released.has(c.leaseToken)).toBe(true));
 			expect(released.has(list[list.length - 1].leaseToken)).toBe(false);
 		}
-		// One global claim order without gaps.
-		const seqs = claims.map((c) => Number(c.claimSeq)).sort((a, b) => a - b);
-		expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+		// Claim sequence numbers are unique (drawn from one sequence; gaps allowed).
+		const seqs = claims.map((c) => Number(c.claimSeq));
+		expect(new Set(seqs).size).toBe(seqs.length);
 	}, 60_000);
 
 	test('a lease expiring at max attempts goes dead exactly once, with several claimers sweeping at once', async () => {
