@@ -26,6 +26,8 @@ export class PriorityDequeueTrigger implements INodeType {
 		defaultVersion: 2,
 		subtitle: '={{ ($parameter["mode"] === "claim" ? "claim: " : "wake up: ") + $parameter["queue"] }}',
 		description: 'Starts a consumer execution as soon as a Priority Dequeue queue has ready work',
+		eventTriggerDescription: 'Waiting for ready tasks in the queue',
+		activationMessage: 'Consumer executions now start when the queue has ready work (or claimed tasks, in Claim Tasks mode).',
 		defaults: { name: 'Priority Dequeue Trigger' },
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],

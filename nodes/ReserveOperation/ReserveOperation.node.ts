@@ -13,7 +13,9 @@ export class ReserveOperation implements INodeType {
 		group: ['transform'],
 		version: [1, 2],
 		defaultVersion: 2,
-		subtitle: '={{ $parameter["keyMode"] === "custom" ? "custom key" : $parameter["resource"] + ":" + $parameter["action"] }}',
+		// A fresh node has no resource or action yet: say what is missing rather than show ":".
+		subtitle:
+			'={{ $parameter["keyMode"] === "custom" ? "custom key" : ($parameter["resource"] && $parameter["action"] ? $parameter["resource"] + ":" + $parameter["action"] : "set the operation key") }}',
 		description: 'Reserve a business operation key before an outside write, so retries never repeat it',
 		defaults: { name: 'Reserve Operation' },
 		inputs: [NodeConnectionTypes.Main],
