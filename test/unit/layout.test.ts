@@ -76,4 +76,11 @@ describe('code layout', () => {
 		expect(cfg).toMatch(/no-restricted-imports[\s\S]*n8n-workflow[\s\S]*n8n-core/);
 		expect(cfg).toMatch(/no-restricted-syntax[\s\S]*SELECT/);
 	});
+	it('nodes/ and credentials/ raise only n8n error types (NodeOperationError / NodeApiError), never a plain Error', () => {
+		const PLAIN = /\bthrow\s+new\s+(Error|TypeError|RangeError)\s*\(/;
+		expect(PLAIN.test("throw new Error('x')")).toBe(true);
+		expect(PLAIN.test("throw new NodeOperationError(node, 'x')")).toBe(false);
+		const bad = [...tsFiles('nodes'), ...tsFiles('credentials')].filter((f) => PLAIN.test(code(f)));
+		expect(bad).toEqual([]);
+	});
 });
