@@ -243,8 +243,9 @@ describe('the crash window in a real n8n', () => {
 		for (const wf of [paymentWorkflow(api.url, 'crash-payment', 'crash-pay'), reconcileWorkflow(api.url), approvalWorkflow(api.url)]) {
 			await main.importWorkflow(wf);
 		}
-		for (const id of ['crash-payment', 'approval-payment']) await main.cli(['publish:workflow', `--id=${id}`]);
+		for (const id of ['crash-payment', 'approval-payment']) await main.publishWorkflow(id);
 		mainProc = await main.start();
+		await main.waitForWebhooks([{ path: 'crash-pay' }]);
 		n8nDb = new Client({ connectionString: main.database.url });
 		await n8nDb.connect();
 		if (queueMode) {
