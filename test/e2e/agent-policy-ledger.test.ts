@@ -83,7 +83,7 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		await n8n.importCredentials([
 			{
 				id: 'ledger-pg',
-				name: 'Operation Ledger Postgres',
+				name: 'Operation Ledger Postgres account',
 				type: 'operationLedgerPostgresApi',
 				data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
 			},

@@ -236,7 +236,7 @@ describe('the crash window in a real n8n', () => {
 		main = await harness.createN8nInstance({ databaseUrl: DATABASE_URL, tarball, extraEnv: queueEnv });
 		await main.importCredentials({
 			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
+			name: 'Operation Ledger Postgres account',
 			type: 'operationLedgerPostgresApi',
 			data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
 		});

@@ -103,7 +103,7 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		t = Date.now();
 		await n8n.importCredentials({
 			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
+			name: 'Operation Ledger Postgres account',
 			type: 'operationLedgerPostgresApi',
 			data: {
 				connectionType: 'connectionString',

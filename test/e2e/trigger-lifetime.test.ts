@@ -19,7 +19,7 @@ import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n
 
 const DB_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const log = (m: string) => process.stdout.write(`[e2e trigger] ${m}\n`);
-const CRED = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Operation Ledger Postgres' } };
+const CRED = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Operation Ledger Postgres account' } };
 /** A second credential (another pool): the Claim Tasks trigger's pool is idle while the others poll. */
 const CRED_2 = { operationLedgerPostgresApi: { id: 'ledger-pg-2', name: 'Operation Ledger Postgres 2' } };
 
@@ -66,7 +66,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		await n8n.importCredentials([
 			{
 				id: 'ledger-pg',
-				name: 'Operation Ledger Postgres',
+				name: 'Operation Ledger Postgres account',
 				type: 'operationLedgerPostgresApi',
 				data: { connectionType: 'connectionString', connectionString: DB_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 3 },
 			},
