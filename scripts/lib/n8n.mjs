@@ -290,6 +290,34 @@ export async function ensureN8n({ log = (m) => process.stderr.write(`${m}\n`) } 
  * The temp folder is removed when this process exits (pass `destDir` to keep the tarball).
  */
 export async function packPackage({ build = true, destDir } = {}) {
+	// Two test files (jest workers) or two processes packing at once would rebuild dist/ under
+	// each other: one at a time (a lock folder, taken over after 10 minutes).
+	const lock = path.join(repoRoot, '.cache', 'pack-lock');
+	mkdirSync(path.dirname(lock), { recursive: true });
+	for (;;) {
+		try {
+			mkdirSync(lock);
+			break;
+		} catch (e) {
+			if (e.code !== 'EEXIST') throw e;
+			let age = 0;
+			try {
+				age = Date.now() - statSync(lock).mtimeMs;
+			} catch {
+				continue; // released meanwhile
+			}
+			if (age > 10 * 60_000) rmSync(lock, { recursive: true, force: true });
+			else await sleep(1000);
+		}
+	}
+	try {
+		return await packLocked({ build, destDir });
+	} finally {
+		rmSync(lock, { recursive: true, force: true });
+	}
+}
+
+async function packLocked({ build, destDir }) {
 	const dest = destDir ?? mkdtempSync(path.join(os.tmpdir(), 'ledger-pack-'));
 	mkdirSync(dest, { recursive: true });
 	if (!destDir) process.on('exit', () => rmSync(dest, { recursive: true, force: true }));
