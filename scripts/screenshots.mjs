@@ -104,12 +104,13 @@ async function main() {
 			for (let i = 0; i < 3; i++) await page.keyboard.press('Escape');
 		};
 
-		// 1. The node creator, searching for the package's nodes.
-		await page.goto(`${n8n.url}/workflow/new`);
-		await page.waitForSelector('[data-test-id="canvas-plus-button"], [data-test-id="canvas-add-button"]');
+		// 1. The node creator, searching for the package's nodes (in a workflow that has a trigger,
+		// so the creator lists actions and triggers, not only triggers).
+		await page.goto(`${n8n.url}/workflow/idempotent-payment`);
+		await page.waitForSelector('[data-test-id="canvas-node"]');
 		await closeModals();
-		await page.locator('[data-test-id="canvas-plus-button"], [data-test-id="canvas-add-button"]').first().click();
-		await page.keyboard.type('operation ledger', { delay: 30 });
+		await page.locator('[data-test-id="node-creator-plus-button"]').first().click();
+		await page.keyboard.type('ledger', { delay: 30 });
 		await shot('node-creator-search');
 		await noPlaceholder('node creator');
 		await closeModals();
