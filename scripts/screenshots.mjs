@@ -110,7 +110,11 @@ async function main() {
 		await page.waitForSelector('[data-test-id="canvas-node"]');
 		await closeModals();
 		await page.locator('[data-test-id="node-creator-plus-button"]').first().click();
-		await page.keyboard.type('ledger', { delay: 30 });
+		// Type into the creator's search field only once it is there (on the canvas, "l" would open
+		// the logs panel).
+		const search = page.locator('[data-test-id="node-creator"] input').first();
+		await search.waitFor();
+		await search.fill('ledger');
 		await shot('node-creator-search');
 		await noPlaceholder('node creator');
 		await closeModals();
