@@ -209,7 +209,17 @@ function runtimeInfo(dir) {
  * allows it (allowScripts). A lock folder keeps two processes from installing at once.
  * Result: { dir, binDir, nodeBin, n8nBin, version, env: { PATH } } with binDir first on PATH.
  */
+let announced = false;
 export async function ensureN8n({ log = (m) => process.stderr.write(`${m}\n`) } = {}) {
+	const rt = await ensureRuntime(log);
+	if (!announced) {
+		announced = true;
+		log(`[harness] n8n ${N8N_VERSION} on Node ${NODE_VERSION} from ${rt.dir}`);
+	}
+	return rt;
+}
+
+async function ensureRuntime(log) {
 	const dir = n8nRuntimeDir();
 	if (runtimeOk(dir)) return runtimeInfo(dir);
 	mkdirSync(dir, { recursive: true });
