@@ -447,7 +447,12 @@ describe('the crash window in a real n8n', () => {
 			const { rows } = await n8nDb.query(
 				`SELECT status FROM execution_entity WHERE "workflowId" = 'crash-payment' ORDER BY id DESC LIMIT 1`,
 			);
-			expect(['crashed', 'error']).toContain(rows[0].status);
+			// n8n 2.x marks the killed execution crashed (or error). n8n 1.x in queue mode re-runs a
+			// stalled job on another worker: the re-run meets the ledger (the lease is still held,
+			// so Reserve answers In Progress), sends nothing, and the execution ends "success".
+			const accepted = queueMode && harness.N8N_MAJOR < 2 ? ['crashed', 'error', 'success'] : ['crashed', 'error'];
+			expect(accepted).toContain(rows[0].status);
+			expect(paymentsOf(order)).toHaveLength(1);
 			if (i === 0) log(`killed pid ${victim}; n8n marked the execution "${rows[0].status}"`);
 		}
 		// The leases run out (they were never confirmed); the operator retries; reconcile; retry.
