@@ -724,9 +724,13 @@ export async function createN8nInstance(opts = {}) {
 		async execute(workflowId, { timeoutMs = 3 * 60_000 } = {}) {
 			const r = await cli(['execute', `--id=${workflowId}`, '--rawOutput'], { timeoutMs, allowFail: true });
 			const parsed = parseRunOutput(r.stdout);
-			if (r.code !== 0 || !parsed) {
+			// n8n 2.41's `execute` sometimes dies by a signal while shutting down, after it printed
+			// the whole run: the printed run is the result then (noted in the log).
+			const diedAfterPrinting = r.code === null && !r.timedOut && r.signal && parsed?.finished === true;
+			if (diedAfterPrinting) note(`n8n execute exited by ${r.signal} after printing a finished run; using that run`);
+			if ((r.code !== 0 && !diedAfterPrinting) || !parsed) {
 				throw new Error(
-					`n8n execute --id=${workflowId} failed (exit ${r.code}${r.timedOut ? ', timed out' : ''}).\n` +
+					`n8n execute --id=${workflowId} failed (exit ${r.code}${r.signal ? `, signal ${r.signal}` : ''}${r.timedOut ? ', timed out' : ''}).\n` +
 						`--- ${logFile} (tail) ---\n${tail(logFile, 80)}`,
 				);
 			}
