@@ -284,6 +284,18 @@ async function ensureRuntime(log) {
 		if (!existsSync(binNode) && existsSync(path.join(nodePkg, 'bin', 'node'))) {
 			symlinkSync(path.join('..', 'node', 'bin', 'node'), binNode);
 		}
+		// With --ignore-scripts (n8n 2.41 needs it) no native module is built: rebuild sqlite3, which
+		// n8n's AI nodes load (without it n8n refuses to activate a workflow holding an AI Agent).
+		if (INSTALL_FLAGS.includes('--ignore-scripts') && existsSync(path.join(dir, 'node_modules', 'sqlite3'))) {
+			const binDir = path.join(dir, 'node_modules', '.bin');
+			const r3 = await run('npm', ['rebuild', 'sqlite3'], {
+				cwd: dir,
+				logFile: installLog,
+				timeoutMs: 15 * 60_000,
+				env: { ...process.env, PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` },
+			});
+			if (r3.code !== 0) log(`npm rebuild sqlite3 failed (exit ${r3.code}); AI Agent workflows will not activate. See ${installLog}`);
+		}
 		if (!runtimeOk(dir)) throw new Error(`n8n runtime in ${dir} is incomplete after install; see ${installLog}`);
 		log(`Installed n8n ${N8N_VERSION} in ${Math.round((Date.now() - t0) / 1000)} s`);
 		return runtimeInfo(dir);
