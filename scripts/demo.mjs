@@ -107,12 +107,12 @@ async function main() {
 		t = Date.now();
 		await n8n.importCredentials({
 			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
+			name: 'Operation Ledger Postgres account',
 			type: 'operationLedgerPostgresApi',
 			data: { connectionType: 'connectionString', connectionString: db.url, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
 		});
 		await n8n.importWorkflow(workflowFor(api.url, 4200));
-		info(`Imported the credential "Operation Ledger Postgres" and workflow "Idempotent payment" (${secs(Date.now() - t)})`);
+		info(`Imported the credential "Operation Ledger Postgres account" and workflow "Idempotent payment" (${secs(Date.now() - t)})`);
 		t = Date.now();
 		const main = await n8n.start();
 		info(`n8n started: ${main.url} (${secs(Date.now() - t)})`);

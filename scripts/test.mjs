@@ -53,6 +53,11 @@ async function main() {
 			stdio: 'inherit',
 			env: { ...process.env, DATABASE_URL: db.url },
 		});
+		// jest prints a line per finished test file; the e2e files take minutes each and print
+		// nothing in between when the output is not a terminal: say it is still running.
+		const heartbeat = setInterval(() => {
+			console.log(`[npm test] still running: ${Math.round((Date.now() - t0) / 60_000)} min so far (a full run takes about 15 min)`);
+		}, 60_000);
 		const watchdog = setTimeout(() => {
 			console.error(`jest ran longer than ${JEST_WATCHDOG_MS / 60_000} minutes: stopping it`);
 			child.kill('SIGKILL');
@@ -62,12 +67,14 @@ async function main() {
 		process.on('SIGTERM', forward);
 		child.on('exit', (code, signal) => {
 			clearTimeout(watchdog);
+			clearInterval(heartbeat);
 			process.off('SIGINT', forward);
 			process.off('SIGTERM', forward);
 			resolve(code ?? (signal ? 128 : 1));
 		});
 		child.on('error', (e) => {
 			clearTimeout(watchdog);
+			clearInterval(heartbeat);
 			console.error(e);
 			resolve(1);
 		});

@@ -23,7 +23,7 @@ export class OperationLedgerAdmin implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Operation Ledger Admin',
 		name: 'operationLedgerAdmin',
-		icon: { light: 'file:../shared/ledger.svg', dark: 'file:../shared/ledger.dark.svg' },
+		icon: { light: 'file:admin.svg', dark: 'file:admin.dark.svg' },
 		group: ['transform'],
 		version: 1,
 		subtitle: '={{ $parameter["operation"] }}',

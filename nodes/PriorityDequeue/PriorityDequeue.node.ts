@@ -10,7 +10,7 @@ export class PriorityDequeue implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Priority Dequeue',
 		name: 'priorityDequeue',
-		icon: { light: 'file:../shared/ledger.svg', dark: 'file:../shared/ledger.dark.svg' },
+		icon: { light: 'file:dequeue.svg', dark: 'file:dequeue.dark.svg' },
 		group: ['transform'],
 		version: [1, 2],
 		defaultVersion: 2,

@@ -18,7 +18,7 @@ export class PriorityDequeueTrigger implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Priority Dequeue Trigger',
 		name: 'priorityDequeueTrigger',
-		icon: { light: 'file:../shared/ledger.svg', dark: 'file:../shared/ledger.dark.svg' },
+		icon: { light: 'file:trigger.svg', dark: 'file:trigger.dark.svg' },
 		group: ['trigger'],
 		// Version 2: Wake Up mode watches only the groups its consumer claims ("Groups"); version 1
 		// (saved workflows) watches every group. Both: backoff and "Max Executions per Minute".

@@ -83,7 +83,7 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		await n8n.importCredentials([
 			{
 				id: 'ledger-pg',
-				name: 'Operation Ledger Postgres',
+				name: 'Operation Ledger Postgres account',
 				type: 'operationLedgerPostgresApi',
 				data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
 			},
@@ -95,11 +95,11 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 			},
 		]);
 		for (const wf of workflowsFor(provider.url)) await n8n.importWorkflow(wf);
-		for (const id of [APPROVAL_ID, MAIN_ID]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		for (const id of [APPROVAL_ID, MAIN_ID]) await n8n.publishWorkflow(id);
 		await n8n.start();
-		// n8n answers /healthz before it has activated every published workflow: wait for ours.
-		const mainName = readWorkflow('agent-policy-ledger.json').name;
-		await until('the agent workflow to be activated', async () => readFileSync(n8n.logFile, 'utf8').includes(`Activated workflow "${mainName}"`), 120_000, 250);
+		// n8n answers /healthz before it has activated every published workflow: wait until it
+		// serves the agent workflow's webhook.
+		await n8n.waitForWebhooks([{ path: 'agent-refund' }]);
 		n8nDb = new Client({ connectionString: n8n.database.url });
 		await n8nDb.connect();
 		log(`imported, published and started in ${Date.now() - t} ms; n8n at ${n8n.url}, ledger schema ${schema}`);

@@ -236,15 +236,16 @@ describe('the crash window in a real n8n', () => {
 		main = await harness.createN8nInstance({ databaseUrl: DATABASE_URL, tarball, extraEnv: queueEnv });
 		await main.importCredentials({
 			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
+			name: 'Operation Ledger Postgres account',
 			type: 'operationLedgerPostgresApi',
 			data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
 		});
 		for (const wf of [paymentWorkflow(api.url, 'crash-payment', 'crash-pay'), reconcileWorkflow(api.url), approvalWorkflow(api.url)]) {
 			await main.importWorkflow(wf);
 		}
-		for (const id of ['crash-payment', 'approval-payment']) await main.cli(['publish:workflow', `--id=${id}`]);
+		for (const id of ['crash-payment', 'approval-payment']) await main.publishWorkflow(id);
 		mainProc = await main.start();
+		await main.waitForWebhooks([{ path: 'crash-pay' }]);
 		n8nDb = new Client({ connectionString: main.database.url });
 		await n8nDb.connect();
 		if (queueMode) {
@@ -446,7 +447,12 @@ describe('the crash window in a real n8n', () => {
 			const { rows } = await n8nDb.query(
 				`SELECT status FROM execution_entity WHERE "workflowId" = 'crash-payment' ORDER BY id DESC LIMIT 1`,
 			);
-			expect(['crashed', 'error']).toContain(rows[0].status);
+			// n8n 2.x marks the killed execution crashed (or error). n8n 1.x in queue mode re-runs a
+			// stalled job on another worker: the re-run meets the ledger (the lease is still held,
+			// so Reserve answers In Progress), sends nothing, and the execution ends "success".
+			const accepted = queueMode && harness.N8N_MAJOR < 2 ? ['crashed', 'error', 'success'] : ['crashed', 'error'];
+			expect(accepted).toContain(rows[0].status);
+			expect(paymentsOf(order)).toHaveLength(1);
 			if (i === 0) log(`killed pid ${victim}; n8n marked the execution "${rows[0].status}"`);
 		}
 		// The leases run out (they were never confirmed); the operator retries; reconcile; retry.

@@ -68,7 +68,7 @@ describe('idempotent payment in a real n8n', () => {
 		t = Date.now();
 		await n8n.importCredentials({
 			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
+			name: 'Operation Ledger Postgres account',
 			type: 'operationLedgerPostgresApi',
 			data: {
 				connectionType: 'connectionString',

@@ -88,9 +88,9 @@ describe('ledger review: a person settles operations in review through n8n forms
 			},
 		]);
 		await n8n.importWorkflow(workflow());
-		await n8n.cli(['publish:workflow', '--id=ledger-review']);
+		await n8n.publishWorkflow('ledger-review');
 		await n8n.start();
-		await until('the review workflow to be activated', async () => readFileSync(n8n.logFile, 'utf8').includes(`Activated workflow "${workflow().name}"`), 120_000, 250);
+		await n8n.waitForWebhooks([{ path: 'ledger-review', method: 'GET', form: true }]);
 		log(`imported, published and started in ${Date.now() - t} ms; n8n at ${n8n.url}, schema ${schema}`);
 	}, 15 * 60_000);
 

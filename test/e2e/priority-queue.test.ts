@@ -103,7 +103,7 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		t = Date.now();
 		await n8n.importCredentials({
 			id: 'ledger-pg',
-			name: 'Operation Ledger Postgres',
+			name: 'Operation Ledger Postgres account',
 			type: 'operationLedgerPostgresApi',
 			data: {
 				connectionType: 'connectionString',
@@ -122,7 +122,7 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		);
 		// publish:workflow only writes the database ("changes will not take effect if n8n is
 		// running"), so publish first and start after: n8n activates published workflows on start.
-		for (const id of [WF.worker, WF.producer, WF.consumer]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		for (const id of [WF.worker, WF.producer, WF.consumer]) await n8n.publishWorkflow(id);
 		log(`imported the credential and 4 workflows, published 3, in ${Date.now() - t} ms`);
 
 		n8nDb = new Client({ connectionString: n8n.database.url });
@@ -132,8 +132,9 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 
 		t = Date.now();
 		// /healthz answers before n8n has activated the published workflows (webhooks answer 404
-		// until then); its log says "Editor is now accessible" once activation is done.
-		await n8n.start({ readyPattern: /Editor is now accessible/ });
+		// until then): wait until n8n serves the producer's webhook.
+		await n8n.start();
+		await n8n.waitForWebhooks([{ path: 'priority-task' }]);
 		log(`n8n start ready in ${Date.now() - t} ms at ${n8n.url}`);
 		webhookUrl = `${n8n.url}/webhook/priority-task`;
 	}, 20 * 60_000);

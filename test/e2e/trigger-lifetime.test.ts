@@ -19,7 +19,7 @@ import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n
 
 const DB_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const log = (m: string) => process.stdout.write(`[e2e trigger] ${m}\n`);
-const CRED = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Operation Ledger Postgres' } };
+const CRED = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Operation Ledger Postgres account' } };
 /** A second credential (another pool): the Claim Tasks trigger's pool is idle while the others poll. */
 const CRED_2 = { operationLedgerPostgresApi: { id: 'ledger-pg-2', name: 'Operation Ledger Postgres 2' } };
 
@@ -66,7 +66,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		await n8n.importCredentials([
 			{
 				id: 'ledger-pg',
-				name: 'Operation Ledger Postgres',
+				name: 'Operation Ledger Postgres account',
 				type: 'operationLedgerPostgresApi',
 				data: { connectionType: 'connectionString', connectionString: DB_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 3 },
 			},
@@ -87,14 +87,26 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 			triggerWorkflow(WF.other, 2, { queue: Q.other, mode: 'wakeUp', groups: 'high:5, normal:2, low:1', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
 			triggerWorkflow(WF.empty, 1, { queue: Q.empty, mode: 'wakeUp', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
 		]);
-		for (const id of Object.values(WF)) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		for (const id of Object.values(WF)) await n8n.publishWorkflow(id);
 		await n8n.start({
-			readyPattern: /Editor is now accessible/,
 			// Short idle timeout, and one pool per process: the two credentials' pools evict each other.
 			env: { OPERATION_LEDGER_POOL_IDLE_MS: '1000', OPERATION_LEDGER_POOL_SWEEP_MS: '250', OPERATION_LEDGER_MAX_POOLS: '1' },
 		});
 		n8nDb = new Client({ connectionString: n8n.database.url });
 		await n8nDb.connect();
+		// n8n's own activation state: each activated trigger opens its LISTEN connection (n8n
+		// answers /healthz before it has activated published workflows).
+		await until(
+			'the three triggers to be activated (LISTEN on their queues)',
+			async () => {
+				const { rows } = await ledger.query(`SELECT count(DISTINCT query)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = ANY($1)`, [
+					Object.values(Q).map((q) => `LISTEN ${queueChannel(schema, q)}`),
+				]);
+				return rows[0].n === Object.values(Q).length;
+			},
+			120_000,
+			250,
+		);
 		log(`n8n at ${n8n.url}, ledger schema ${schema}`);
 	}, 20 * 60_000);
 

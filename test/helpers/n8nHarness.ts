@@ -40,6 +40,10 @@ export interface N8nInstance {
 	importWorkflow(w: Json | Json[] | string): Promise<CliResult>;
 	cli(args: string[], opts?: { timeoutMs?: number; allowFail?: boolean }): Promise<CliResult>;
 	execute(id: string): Promise<RunResult>;
+	/** publish:workflow on 2.x, update:workflow --active=true on 1.x; before start(). */
+	publishWorkflow(id: string): Promise<CliResult>;
+	/** Waits until the running n8n serves these production webhooks (its own activation state). */
+	waitForWebhooks(hooks: Array<{ path: string; method?: string; form?: boolean }>, opts?: { timeoutMs?: number }): Promise<number>;
 	start(opts?: Json): Promise<N8nProcess>;
 	spawn(command: string, opts?: Json): Promise<N8nProcess>;
 	cleanup(opts?: { keep?: boolean }): Promise<void>;
@@ -47,6 +51,10 @@ export interface N8nInstance {
 }
 
 export interface Harness {
+	/** The n8n version under test (N8N_VERSION, default the pinned one) and its major. */
+	N8N_VERSION: string;
+	N8N_MAJOR: number;
+	NODE_VERSION: string;
 	packPackage(): Promise<string>;
 	ensureN8n(): Promise<{ dir: string }>;
 	createN8nInstance(opts: Json): Promise<N8nInstance>;
