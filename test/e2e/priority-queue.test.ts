@@ -286,9 +286,9 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		for (const e of consumerRuns) {
 			expect({ id: e.id, status: e.status }).toEqual({ id: e.id, status: 'success' });
 			const run = { data: e.data } as RunResult;
-			claims.push(...(harness.outputItems(run, 'Dequeue Tasks')?.[0] ?? []));
-			completes.push(...(harness.outputItems(run, 'Complete Task')?.[0] ?? []));
-			fails.push(...(harness.outputItems(run, 'Fail Task')?.[0] ?? []));
+			claims.push(...(harness.outputItems(run, 'Dequeue Tasks')?.[1] ?? []));
+			completes.push(...(harness.outputItems(run, 'Complete Task')?.[1] ?? []));
+			fails.push(...(harness.outputItems(run, 'Fail Task')?.[1] ?? []));
 		}
 		log(`consumer executions: ${consumerRuns.length} (modes ${[...new Set(consumerRuns.map((e) => e.mode))].join(', ')}), ${claims.length} claims`);
 		expect(completes.map((c) => c.outcome)).toEqual(goodOnes().map(() => 'completed'));
@@ -357,7 +357,7 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		log(`dead-letter report: n8n execute took ${r.__ms} ms; nodes run: ${harness.nodesRun(r).join(' → ')}`);
 		expect(r.data.resultData.error).toBeUndefined();
 
-		const stats = harness.outputItems(r, 'Queue Stats')![0][0];
+		const stats = harness.outputItems(r, 'Queue Stats')![1][0];
 		expect(stats).toMatchObject({ queue: 'jobs', dead: 1, depth: 0, inFlight: 0 });
 		expect(stats.deadTasks).toHaveLength(1);
 		expect(stats.deadTasks[0]).toMatchObject({ taskId: f.answer.taskId, group: 'normal' });
@@ -372,7 +372,7 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		expect(harness.nodesRun(r)).toContain('Send Notification (placeholder)');
 
 		// Retention ran too, and kept everything (30 and 14 days).
-		const purged = harness.outputItems(r, 'Purge Finished')![0][0];
+		const purged = harness.outputItems(r, 'Purge Finished')![1][0];
 		expect(purged).toMatchObject({ deadArchived: 0, archiveDeleted: 0 });
 		const { rows } = await pg.query(`SELECT status FROM "${schema}".queue_tasks WHERE id = $1`, [f.answer.taskId]);
 		expect(rows).toEqual([{ status: 'dead' }]);
