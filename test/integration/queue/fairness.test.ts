@@ -69,13 +69,34 @@ describe('weighted fair dequeue', () => {
 		});
 		for (const g of Object.keys(WEIGHTS)) expect(Math.abs(seen[g] - 100 * WEIGHTS[g])).toBeLessThanOrEqual(2);
 
-		// FIFO within each group: claimed in enqueue order.
+		// FIFO within each group, as far as concurrent claims allow: what a group gave out is exactly the
+		// head of its enqueue order (no task overtaken and left behind), and a task's place in claim
+		// order is off its enqueue rank by less than what the other consumers can take at the same
+		// moment (3 consumers x 8 tasks). Exact order across concurrent claims is not defined: a claim
+		// draws its sequence number right after locking a row, and another claim can lock and draw in
+		// between (the CI run of 2026-11-30 saw task 129 behind 130 and 131). Strict FIFO for one
+		// consumer: the next test.
 		for (const g of Object.keys(WEIGHTS) as Array<keyof typeof ids>) {
 			const order = claimed.filter((t) => t.group === g).map((t) => t.taskId);
-			expect(order).toEqual(ids[g].slice(0, order.length));
+			expect([...order].sort((a, b) => Number(a) - Number(b))).toEqual(ids[g].slice(0, order.length));
+			order.forEach((id, i) => expect(Math.abs(ids[g].indexOf(id) - i)).toBeLessThan(3 * 8));
 		}
 		// No task was handed out twice.
 		expect(new Set(claimed.map((t) => t.taskId)).size).toBe(claimed.length);
+	});
+
+	test('one consumer claims each group in exact enqueue order, whatever its batch sizes', async () => {
+		const queue = db.queueName('fifo');
+		const ids = {
+			high: await db.fill(queue, 'high', 120),
+			normal: await db.fill(queue, 'normal', 60),
+			low: await db.fill(queue, 'low', 30),
+		};
+		const claimed = await drain(queue, 210, 1);
+		expect(claimed).toHaveLength(210);
+		for (const g of Object.keys(WEIGHTS) as Array<keyof typeof ids>) {
+			expect(claimed.filter((t) => t.group === g).map((t) => t.taskId)).toEqual(ids[g]);
+		}
 	});
 
 	test("an empty group's share goes to the others (work-conserving)", async () => {
