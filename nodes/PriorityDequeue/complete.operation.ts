@@ -36,7 +36,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			return {
 				taskId: checkTaskId(task.taskId),
 				leaseToken: checkLeaseToken(task.leaseToken),
-				result: options.result === undefined ? undefined : jsonParameter(this, options.result, 'The result', i),
+				result: options.result === undefined ? undefined : jsonParameter(this, options.result, 'The result', i, true, 'last-wins'),
 			};
 		},
 		(pool, schema, inputs) => complete(pool, schema, inputs),

@@ -198,6 +198,23 @@ describe('Confirm Operation node', () => {
 		expect(replay[1][0].json.ledger).toMatchObject({ outcome: 'already_succeeded', replay: true, externalRef: 'pay_h1', response: { id: 'pay_h1' } });
 	});
 
+	it('a text body (full response, Response Format: Text) is stored as text, even when it is not JSON', async () => {
+		const r = await runReserve([{ json: { orderId: 't-1', amount: 1 } }, { json: { orderId: 't-2', amount: 2 } }]);
+		const httpOut: INodeExecutionData[] = [
+			{ json: { statusCode: 200, headers: {}, body: 'OK id=pay_t1', id: 'pay_t1' }, pairedItem: { item: 0 } },
+			{ json: { statusCode: 201, headers: {}, body: '{"id":"pay_t2","id":"dup"}', id: 'pay_t2' }, pairedItem: { item: 1 } },
+		];
+		const out = await runConfirm(httpOut, r[0]);
+		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		const { rows } = await db.pool.query(
+			`SELECT status, external_ref, response FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:t-%' ORDER BY 1, 2`,
+		);
+		expect(rows).toEqual([
+			{ status: 'succeeded', external_ref: 'pay_t1', response: 'OK id=pay_t1' },
+			{ status: 'succeeded', external_ref: 'pay_t2', response: '{"id":"pay_t2","id":"dup"}' },
+		]);
+	});
+
 	it('with two Reserve nodes upstream it follows the nearest one (n8n lists parents furthest first)', async () => {
 		const outer = await runReserve([{ json: { orderId: 'two-outer', amount: 1 } }]);
 		const inner = await runReserve([{ json: { orderId: 'two-inner', amount: 1 } }]);
