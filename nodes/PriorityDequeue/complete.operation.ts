@@ -39,7 +39,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 				result: options.result === undefined ? undefined : jsonParameter(this, options.result, 'The result', i, true, 'last-wins'),
 			};
 		},
-		(pool, schema, inputs) => complete(pool, schema, inputs),
+		(pool, schema, inputs, bounds) => complete(pool, schema, inputs, bounds),
 	);
 }
 

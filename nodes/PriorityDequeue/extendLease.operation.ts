@@ -27,7 +27,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			leaseToken: checkLeaseToken(task.leaseToken),
 			leaseSeconds: checkSeconds(this.getNodeParameter('leaseSeconds', i), 'Lease', 1, 86_400),
 		}),
-		(pool, schema, inputs) => extendLease(pool, schema, inputs),
+		(pool, schema, inputs, bounds) => extendLease(pool, schema, inputs, bounds),
 	);
 }
 

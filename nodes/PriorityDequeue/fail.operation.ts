@@ -71,7 +71,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 				giveUp: options.giveUp === true,
 			};
 		},
-		(pool, schema, inputs) => fail(pool, schema, inputs, backoff),
+		(pool, schema, inputs, bounds) => fail(pool, schema, inputs, backoff, bounds),
 	);
 }
 

@@ -50,8 +50,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	});
 	if (prepared.length === 0) return [errorItems];
 	try {
-		const { pool, config } = await getLedgerConnection(this);
-		const r = await purge(pool, config.schema, prepared[0].value);
+		const { pool, config, bounds } = await getLedgerConnection(this);
+		const r = await purge(pool, config.schema, prepared[0].value, bounds);
 		return [[{ json: asJson({ queue: prepared[0].value.queue ?? null, ...r }), pairedItem: { item: 0 } }]];
 	} catch (e) {
 		return [batchFailure(this, e, 'Purge', [0])];

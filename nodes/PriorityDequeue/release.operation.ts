@@ -47,7 +47,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 				countAttempt: options.countAttempt === true,
 			};
 		},
-		(pool, schema, inputs) => release(pool, schema, inputs),
+		(pool, schema, inputs, bounds) => release(pool, schema, inputs, bounds),
 	);
 }
 

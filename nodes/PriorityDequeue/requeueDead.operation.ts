@@ -69,10 +69,10 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config } = await getLedgerConnection(this);
+		const { pool, config, bounds } = await getLedgerConnection(this);
 		if (scope !== 'byId') {
 			const p = prepared[0].value;
-			const results = await requeueDead(pool, config.schema, { queue: p.queue, group: p.group, limit: p.limit });
+			const results = await requeueDead(pool, config.schema, { queue: p.queue, group: p.group, limit: p.limit }, bounds);
 			out.push(...results.map((r) => ({ json: asJson(r), pairedItem: { item: 0 } })));
 			return [out];
 		}
@@ -80,7 +80,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 		const byQueue = new Map<string, typeof prepared>();
 		for (const p of prepared) byQueue.set(p.value.queue, [...(byQueue.get(p.value.queue) ?? []), p]);
 		for (const [queue, list] of byQueue) {
-			const results = await requeueDead(pool, config.schema, { queue, taskIds: list.map((p) => p.value.taskId as string) });
+			const results = await requeueDead(pool, config.schema, { queue, taskIds: list.map((p) => p.value.taskId as string) }, bounds);
 			const byId = new Map<string, RequeueResult>(results.map((r) => [r.taskId, r]));
 			const seen = new Set<string>();
 			for (const p of list) {

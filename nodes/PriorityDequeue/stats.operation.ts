@@ -40,11 +40,11 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config } = await getLedgerConnection(this);
+		const { pool, config, bounds } = await getLedgerConnection(this);
 		for (const p of prepared) {
-			const s = await stats(pool, config.schema, p.value.queue);
+			const s = await stats(pool, config.schema, p.value.queue, bounds);
 			const json: IDataObject = asJson(s);
-			if (p.value.deadTasks > 0) json.deadTasks = asJson(await listDead(pool, config.schema, p.value.queue, p.value.deadTasks)) as unknown as IDataObject[];
+			if (p.value.deadTasks > 0) json.deadTasks = asJson(await listDead(pool, config.schema, p.value.queue, p.value.deadTasks, bounds)) as unknown as IDataObject[];
 			out.push({ json, pairedItem: { item: p.index } });
 		}
 	} catch (e) {

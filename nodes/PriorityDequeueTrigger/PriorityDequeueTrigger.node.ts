@@ -10,6 +10,7 @@ import {
 } from 'n8n-workflow';
 import { ensureSchema } from '../../src/db/migrate';
 import { getPool } from '../../src/db/pool';
+import { toBounds } from '../../src/db/bounds';
 import { checkGroups, checkInt, checkQueueName, checkSeconds, connectListener, dequeue, nextDueFor, parseGroupWeights, queueChannel, QueueWatcher, type WakeReason } from '../../src/queue';
 import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
 
@@ -183,6 +184,8 @@ export class PriorityDequeueTrigger implements INodeType {
 		// A handle that holds no pool between calls: the idle sweeper or eviction may end the pool
 		// underneath, and the next call simply uses a new one (src/db/pool.ts).
 		const pool = getPool(config);
+		// The credential's statement and lock timeouts bound every claim and due check (src/db/bounds.ts).
+		const bounds = toBounds(config);
 		await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
 
 		const manual = this.getMode() === 'manual';
@@ -194,7 +197,7 @@ export class PriorityDequeueTrigger implements INodeType {
 		};
 		const fire = async (reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined> => {
 			if (claim) {
-				const tasks = await dequeue(pool, config.schema, claim);
+				const tasks = await dequeue(pool, config.schema, claim, bounds);
 				if (tasks.length === 0) return undefined;
 				return emitAndWait(tasks.map((t) => ({ json: JSON.parse(JSON.stringify(t)) as IDataObject })));
 			}
@@ -205,7 +208,7 @@ export class PriorityDequeueTrigger implements INodeType {
 			pollMs,
 			maxInFlight: manual ? 1 : maxInFlight,
 			inFlightTimeoutMs,
-			check: () => nextDueFor(pool, config.schema, queue, watchGroups),
+			check: () => nextDueFor(pool, config.schema, queue, watchGroups, bounds),
 			// With a group list, a notification (which does not say the group) is checked first.
 			directOnNotify: watchGroups === null,
 			maxPerMinute: manual ? undefined : maxPerMinute,

@@ -89,39 +89,32 @@ type Runner = Pick<Pool | PoolClient, 'query'> & { connect?: unknown; release?: 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Runs one batch statement bounded as described above and returns its rows. `db` is normally the
- * pool; given a checked-out client (one with release()), the statement runs in the caller's own
- * transaction with the caller's settings, unchanged.
+ * True when `db` is a pool (pg's Pool or the nodes' LedgerPool, both with totalCount): the call
+ * gets a bounded transaction of its own. A client (checked out, or a plain pg Client) runs in the
+ * caller's transaction with the caller's settings.
  */
-export async function boundedQuery<R extends object>(db: Runner, text: string, values: unknown[], bounds: Bounds = toBounds()): Promise<R[]> {
-	return boundedStatements<R>(db, text, [values], bounds);
+function isPool(db: Runner): boolean {
+	return typeof db.connect === 'function' && typeof db.release !== 'function' && 'totalCount' in db;
+}
+
+/** The SET LOCAL prefix of every bounded transaction (the values are integers from toBounds). */
+function beginSql(b: Bounds): string {
+	return `BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`;
 }
 
 /**
- * Like boundedQuery, for one statement text run once per parameter set (the chunks of a large
- * batch, src/db/batch.ts): all of them in ONE bounded transaction, rows concatenated in order.
- * statement_timeout applies to each statement; a retry re-runs every chunk.
+ * Runs `body` (which sends BEGIN … COMMIT itself) on a checked-out client, with the error handling
+ * every bounded transaction shares: ROLLBACK on any error; 40001/40P01 run the whole transaction
+ * again (it was rolled back, so it recorded nothing); 55P03/57014 become LedgerBusyError; a
+ * connection error destroys the client and is thrown as it is (never retried: the server may have
+ * committed before the connection broke).
  */
-export async function boundedStatements<R extends object>(db: Runner, text: string, valueSets: unknown[][], bounds: Bounds = toBounds()): Promise<R[]> {
-	// A pool (pg's Pool or the nodes' LedgerPool, both with totalCount) gets its own bounded
-	// transaction; a client (checked out, or a plain pg Client) runs in the caller's transaction.
-	const isPool = typeof db.connect === 'function' && typeof db.release !== 'function' && 'totalCount' in db;
-	if (!isPool) {
-		const out: R[] = [];
-		for (const values of valueSets) out.push(...(await (db as Pick<Pool, 'query'>).query<R>(text, values)).rows);
-		return out;
-	}
-	const pool = db as unknown as Pool;
-	const b = toBounds(bounds);
+async function inTransaction<R>(pool: Pool, b: Bounds, body: (client: PoolClient) => Promise<R>): Promise<R> {
 	const RETRY = Symbol('retry');
 	for (let attempt = 0; ; attempt++) {
-		const out = await checkedOut(pool, async (client, markBroken): Promise<R[] | typeof RETRY> => {
+		const out = await checkedOut(pool, async (client, markBroken): Promise<R | typeof RETRY> => {
 			try {
-				await client.query(`BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`);
-				const rows: R[] = [];
-				for (const values of valueSets) rows.push(...(await client.query<R>(text, values)).rows);
-				await client.query('COMMIT');
-				return rows;
+				return await body(client);
 			} catch (e) {
 				const code = (e as { code?: string }).code ?? '';
 				await client.query('ROLLBACK').catch((re: Error) => markBroken(re));
@@ -149,4 +142,122 @@ export async function boundedStatements<R extends object>(db: Runner, text: stri
 		});
 		if (out !== RETRY) return out;
 	}
+}
+
+/**
+ * Runs `work` in one bounded transaction (BEGIN; SET LOCAL statement_timeout / lock_timeout; work;
+ * COMMIT) and returns its result; for several different statements that belong together (e.g.
+ * queue stats). With a client instead of a pool, `work` runs on it directly, in the caller's
+ * transaction with the caller's settings. `work` may run more than once (serialization retries),
+ * so it must not have effects outside the database. Throws LedgerBusyError when a bound fired.
+ */
+export async function boundedTransaction<T>(db: Runner, bounds: Bounds | undefined, work: (q: Pick<PoolClient, 'query'>) => Promise<T>): Promise<T> {
+	if (!isPool(db)) return work(db as Pick<PoolClient, 'query'>);
+	const b = toBounds(bounds);
+	return inTransaction(db as unknown as Pool, b, async (client) => {
+		await client.query(beginSql(b));
+		const out = await work(client);
+		await client.query('COMMIT');
+		return out;
+	});
+}
+
+/**
+ * `values` as SQL literals for the one-round-trip form, or undefined when one of them is not a
+ * plain string, finite number, boolean, null or an array of those (then the statement is sent with
+ * parameters instead). Strings become standard string literals ('' doubled; E'' with doubled
+ * backslashes when they hold one), arrays Postgres array literals ("Arrays", 8.15.6), both typed
+ * by the statement's casts or the function's argument, as an unspecified parameter would be.
+ */
+function literals(values: unknown[]): string[] | undefined {
+	const quote = (s: string) => (s.includes('\\') ? `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'` : `'${s.replace(/'/g, "''")}'`);
+	const scalar = (v: unknown): string | undefined => {
+		if (typeof v === 'string') return v.includes('\u0000') ? undefined : v;
+		if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
+		if (typeof v === 'boolean') return v ? 'true' : 'false';
+		return undefined;
+	};
+	const out: string[] = [];
+	for (const v of values) {
+		if (v === null || v === undefined) {
+			out.push('NULL');
+			continue;
+		}
+		if (Array.isArray(v)) {
+			const parts: string[] = [];
+			for (const e of v) {
+				if (e === null || e === undefined) {
+					parts.push('NULL');
+					continue;
+				}
+				const t = scalar(e);
+				if (t === undefined) return undefined;
+				parts.push(`"${t.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+			}
+			out.push(quote(`{${parts.join(',')}}`));
+			continue;
+		}
+		const t = scalar(v);
+		if (t === undefined) return undefined;
+		out.push(quote(t));
+	}
+	return out;
+}
+
+/**
+ * `text` with $1..$n replaced by `values` as literals, or undefined when that is not certain to
+ * mean the same: the text (quoted identifiers aside) holds a quote, a semicolon, a dollar quote or
+ * a comment, a placeholder has no value,
+ * or a value is not plain (see literals()).
+ */
+function inline(text: string, values: unknown[]): string | undefined {
+	if (/['";]|--|\/\*|\$\$/.test(text.replace(/"[a-z_][a-z0-9_]*"/g, ''))) return undefined;
+	const lit = literals(values);
+	if (!lit) return undefined;
+	let ok = true;
+	const out = text.replace(/(?<![\w$])\$(\d+)(?!\w)/g, (_, n: string) => {
+		const v = lit[Number(n) - 1];
+		if (v === undefined) ok = false;
+		return v ?? '';
+	});
+	return ok ? out : undefined;
+}
+
+/**
+ * Runs one statement bounded as described above and returns its rows. `db` is normally the pool;
+ * given a checked-out client (one with release()), the statement runs in the caller's own
+ * transaction with the caller's settings, unchanged.
+ *
+ * With a pool it costs ONE round trip when the values are plain (strings, numbers, booleans,
+ * nulls, arrays of those: every call of the ledger and queue core): the transaction is sent as one
+ * simple-protocol query, `BEGIN; SET LOCAL statement_timeout = …; SET LOCAL lock_timeout = …;
+ * <statement with the values as literals>; COMMIT`. Postgres runs the statements of such a query
+ * in order and (since PostgreSQL 13) applies statement_timeout to each statement separately, with
+ * the value SET LOCAL gave it just before; the first error skips the rest, and the transaction is
+ * rolled back. Otherwise (other value types) it is sent in three round trips as in
+ * boundedStatements. BENCHMARKS.md ("Bounded claims") has the measured difference.
+ */
+export async function boundedQuery<R extends object>(db: Runner, text: string, values: unknown[], bounds: Bounds = toBounds()): Promise<R[]> {
+	if (!isPool(db)) return (await (db as Pick<Pool, 'query'>).query<R>(text, values)).rows;
+	const sql = inline(text, values);
+	if (sql === undefined) return boundedStatements<R>(db, text, [values], bounds);
+	const b = toBounds(bounds);
+	return inTransaction(db as unknown as Pool, b, async (client) => {
+		const results = (await client.query(`${beginSql(b)}; ${sql}; COMMIT`)) as unknown as Array<{ rows: R[] }>;
+		return results[3].rows;
+	});
+}
+
+/**
+ * Like boundedQuery, for one statement text run once per parameter set (the chunks of a large
+ * batch, src/db/batch.ts): all of them in ONE bounded transaction, rows concatenated in order
+ * (round trips: BEGIN with the SET LOCALs, one per parameter set, COMMIT).
+ * statement_timeout applies to each statement; a retry re-runs every chunk.
+ */
+export async function boundedStatements<R extends object>(db: Runner, text: string, valueSets: unknown[][], bounds: Bounds = toBounds()): Promise<R[]> {
+	return boundedTransaction(db, bounds, async (q) => {
+		const rows: R[] = [];
+		for (const values of valueSets) rows.push(...(await (q as Pick<Pool, 'query'>).query<R>(text, values)).rows);
+		return rows;
+	});
 }

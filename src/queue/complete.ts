@@ -3,6 +3,7 @@
  */
 import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { fn, iso, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface CompleteInput extends SettleTarget {
 	/** Optional JSON result kept with the archived task. */
@@ -26,11 +27,13 @@ interface Row extends SettleRow {
  * Outcomes per item: completed | already_settled (this token
  * already completed it) | lease_lost (expired or another holder: nothing changed) | not_found.
  * Results in input order. Throws QueueInputError for a malformed id or token (before any write).
+ * `bounds`: statement and lock timeouts of the call's transaction when `db` is a pool (src/db/bounds.ts;
+ * default 30000 / 5000 ms); a bound that fires throws LedgerBusyError and nothing was changed.
  */
-export async function complete(db: Queryable, schema: string, items: CompleteInput[]): Promise<CompleteResult[]> {
+export async function complete(db: Queryable, schema: string, items: CompleteInput[], bounds?: Bounds): Promise<CompleteResult[]> {
 	if (items.length === 0) return [];
 	const payload = items.map((it, i) => ({ i, ...settleKey(it), res: it.result === undefined ? null : it.result }));
-	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)]);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)], bounds);
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, finishedAt: iso(r.finished_at) })),
 		items.length,

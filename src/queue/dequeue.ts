@@ -3,6 +3,7 @@
  */
 import { DEFAULT_AGING_SECONDS, DEFAULT_GROUPS, DEFAULT_LEASE_SECONDS, type GroupWeight } from './states';
 import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, QueueInputError, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface DequeueOptions {
 	queue: string;
@@ -84,8 +85,14 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
  * group that waited longer than `agingSeconds` are moved to the front (FIFO among themselves).
  * Each claimed task gets attempts + 1, a fresh lease token and lease_expires_at = now + leaseSeconds.
  * Returns the tasks in claim order (possibly none). Throws QueueInputError for bad options.
+ *
+ * `bounds` (when `db` is a pool; src/db/bounds.ts): the claim runs in a transaction of its own with
+ * SET LOCAL statement_timeout / lock_timeout (default 30000 / 5000 ms), sent in one round trip. A
+ * bound that fires throws LedgerBusyError and nothing was claimed. Only a claim whose transaction
+ * was rolled back (40001, 40P01) is run again; a claim whose connection broke is never re-run, since
+ * its COMMIT may have handed tasks out (they come back when their lease ends).
  */
-export async function dequeue(db: Queryable, schema: string, options: DequeueOptions): Promise<ClaimedTask[]> {
+export async function dequeue(db: Queryable, schema: string, options: DequeueOptions, bounds?: Bounds): Promise<ClaimedTask[]> {
 	const queue = checkQueueName(options.queue);
 	const limit = checkInt(options.limit, 'Batch size', 1, 10_000);
 	const lease = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
@@ -93,9 +100,11 @@ export async function dequeue(db: Queryable, schema: string, options: DequeueOpt
 	// Below a millisecond the aging position (wait / interval) would leave the double range.
 	if (aging > 0 && aging < 0.001) throw new QueueInputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
 	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
-	const { rows } = await db.query<Row>(
+	const rows = await boundedQuery<Row>(
+		db,
 		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6)`,
 		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging],
+		bounds,
 	);
 	return rows.map(toClaimedTask);
 }

@@ -4,6 +4,7 @@
 import type { TaskState } from './states';
 import { checkKeyText } from '../keyText';
 import { queryChunked } from '../db/batch';
+import { boundedQuery, type Bounds } from '../db/bounds';
 import { DEFAULT_MAX_ATTEMPTS } from './states';
 import { assertJson, NotJsonError } from '../json/canonical';
 import {
@@ -152,8 +153,11 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
  * only delayed tasks were. `options.notify` moves that notification after the commit or drops it
  * (see NotifyMode).
  * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
+ * `bounds`: statement and lock timeouts of the enqueue's own transaction when `db` is a pool
+ * (src/db/bounds.ts; LedgerBusyError when one fires, nothing was enqueued). A client you pass runs
+ * the enqueue in your transaction with your settings: bound it yourself (SET LOCAL).
  */
-export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}): Promise<EnqueuedTask[]> {
+export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}, bounds?: Bounds): Promise<EnqueuedTask[]> {
 	const notify = options.notify ?? 'commit';
 	if (!NOTIFY_MODES.includes(notify)) throw new QueueInputError(`Notify must be one of ${NOTIFY_MODES.join(', ')}, got ${JSON.stringify(notify)}`);
 	if (items.length === 0) return [];
@@ -174,6 +178,8 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 		`SELECT * FROM ${fn(schema, 'queue_enqueue')}($1::jsonb)`,
 		payload.map((p) => JSON.stringify(p)),
 		payload.map((p) => (p.k === undefined ? null : `${String(p.q)}\u0000${String(p.k)}`)),
+		[],
+		bounds,
 	);
 	if (notify === 'after') {
 		// The same payloads as the in-transaction notification: the queue name when a task claimable
@@ -187,10 +193,7 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 		}
 		if (ready.size > 0) {
 			const qs = [...ready.keys()];
-			await db.query(`SELECT pg_notify(${fn(schema, 'queue_channel')}(x.q), x.p) FROM unnest($1::text[], $2::text[]) AS x(q, p)`, [
-				qs,
-				qs.map((q) => (ready.get(q) ? q : '')),
-			]);
+			await boundedQuery(db, `SELECT pg_notify(${fn(schema, 'queue_channel')}(x.q), x.p) FROM unnest($1::text[], $2::text[]) AS x(q, p)`, [qs, qs.map((q) => (ready.get(q) ? q : ''))], bounds);
 		}
 	}
 	const out: EnqueuedTask[] = new Array(items.length);

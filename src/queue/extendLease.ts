@@ -4,6 +4,7 @@
 import { DEFAULT_LEASE_SECONDS } from './states';
 import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface ExtendLeaseInput extends SettleTarget {
 	/** New lease length from now, seconds (1 to 86,400; default 300). */
@@ -22,16 +23,16 @@ interface Row extends SettleRow {
 /**
  * Extends a batch of leases in one statement. An expired lease cannot be extended (lease_lost):
  * once expired, another consumer may already hold the task. Outcomes: extended | lease_lost |
- * not_found. Throws QueueInputError for a malformed id, token or seconds.
+ * not_found. Throws QueueInputError for a malformed id, token or seconds. `bounds`: as in complete().
  */
-export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[]): Promise<ExtendLeaseResult[]> {
+export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[], bounds?: Bounds): Promise<ExtendLeaseResult[]> {
 	if (items.length === 0) return [];
 	const payload = items.map((it, i) => ({
 		i,
 		...settleKey(it),
 		secs: checkSeconds(it.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400),
 	}));
-	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)]);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)], bounds);
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), leaseExpiresAt: iso(r.lease_expires_at) })),
 		items.length,

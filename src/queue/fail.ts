@@ -5,6 +5,7 @@
 import { DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_CAP_SECONDS } from './states';
 import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface FailInput extends SettleTarget {
 	/** The error to record as last_error (truncated to 10,000 characters). */
@@ -47,9 +48,9 @@ export function backoffSeconds(attempt: number, baseSeconds: number, capSeconds:
  * Fails a batch in one statement. Outcomes per item: retry_scheduled (pending again at retryAt) |
  * dead (attempts used up or giveUp; happens once per task life, with this error as last_error) |
  * already_settled | lease_lost | not_found. Results in input order.
- * Throws QueueInputError for a malformed id, token or backoff (before any write).
+ * Throws QueueInputError for a malformed id, token or backoff (before any write). `bounds`: as in complete().
  */
-export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}): Promise<FailResult[]> {
+export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}, bounds?: Bounds): Promise<FailResult[]> {
 	const base = checkSeconds(backoff.baseSeconds ?? DEFAULT_BACKOFF_BASE_SECONDS, 'Backoff base', 0, 86_400);
 	const cap = checkSeconds(backoff.capSeconds ?? DEFAULT_BACKOFF_CAP_SECONDS, 'Backoff cap', 0, 31_536_000);
 	if (items.length === 0) return [];
@@ -59,7 +60,7 @@ export async function fail(db: Queryable, schema: string, items: FailInput[], ba
 		err: String(it.error ?? 'failed').slice(0, 10_000) || 'failed',
 		giveUp: it.giveUp === true,
 	}));
-	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap]);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap], bounds);
 	return inInputOrder(
 		rows.map((r) => ({
 			...baseResult(r),

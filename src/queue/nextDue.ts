@@ -2,6 +2,7 @@
  * Next due: when the queue next has claimable work (used by the trigger's polling).
  */
 import { checkQueueName, fn, iso, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface NextDue {
 	/** Earliest time a task becomes claimable (ready head or expired lease), ISO-8601; null when the queue has no pending or processing task. */
@@ -18,26 +19,28 @@ export interface NextDue {
 	claims?: string;
 }
 
-/** Reads the first entry per group of the ready index and the earliest lease expiry. Read-only. */
-export async function nextDue(db: Queryable, schema: string, queue: string): Promise<NextDue> {
+/**
+ * Reads the first entry per group of the ready index and the earliest lease expiry. Read-only.
+ * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); LedgerBusyError when one fires.
+ */
+export async function nextDue(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<NextDue> {
 	checkQueueName(queue);
-	const { rows } = await db.query<{ due_at: Date | null; now: Date }>(
-		`SELECT ${fn(schema, 'queue_next_due')}($1) AS due_at, now() AS now`,
-		[queue],
-	);
+	const rows = await boundedQuery<{ due_at: Date | null; now: Date }>(db, `SELECT ${fn(schema, 'queue_next_due')}($1) AS due_at, now() AS now`, [queue], bounds);
 	return toNextDue(rows[0]?.due_at ?? null, rows[0].now);
 }
 
 /**
  * Like nextDue, restricted to work of `groups` (the groups a consumer's Dequeue claims; null or
  * omitted: every group), plus the progress marker. One round trip to queue_wake_state.
- * Read-only. Throws QueueInputError on an invalid queue name.
+ * Read-only. Throws QueueInputError on an invalid queue name; LedgerBusyError when a bound fires.
  */
-export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null): Promise<NextDue> {
+export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null, bounds?: Bounds): Promise<NextDue> {
 	checkQueueName(queue);
-	const { rows } = await db.query<{ due_at: Date | null; claims: string; now: Date }>(
+	const rows = await boundedQuery<{ due_at: Date | null; claims: string; now: Date }>(
+		db,
 		`SELECT due_at, claims, now FROM ${fn(schema, 'queue_wake_state')}($1, $2::text[])`,
 		[queue, groups && groups.length > 0 ? groups : null],
+		bounds,
 	);
 	return { ...toNextDue(rows[0]?.due_at ?? null, rows[0].now), claims: String(rows[0].claims) };
 }

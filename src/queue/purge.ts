@@ -3,6 +3,7 @@
  * (they move to queue_tasks_archive); purge moves old dead tasks there too and deletes old archive rows.
  */
 import { checkInt, checkQueueName, checkSeconds, fn, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface PurgeOptions {
 	/** Only this queue; omit for every queue in the schema. */
@@ -20,16 +21,22 @@ export interface PurgeResult {
 	archiveDeleted: number;
 }
 
-/** Runs one bounded retention pass in one statement. Throws QueueInputError for bad options. */
-export async function purge(db: Queryable, schema: string, options: PurgeOptions): Promise<PurgeResult> {
+/**
+ * Runs one bounded retention pass in one statement. Throws QueueInputError for bad options.
+ * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); a bound that fires
+ * throws LedgerBusyError and nothing was moved or deleted.
+ */
+export async function purge(db: Queryable, schema: string, options: PurgeOptions, bounds?: Bounds): Promise<PurgeResult> {
 	const queue = options.queue ? checkQueueName(options.queue) : null;
 	const dead = options.deadAfterSeconds == null ? null : checkSeconds(options.deadAfterSeconds, 'Dead retention', 0, 3_153_600_000);
 	const archive =
 		options.archiveAfterSeconds == null ? null : checkSeconds(options.archiveAfterSeconds, 'Archive retention', 0, 3_153_600_000);
 	const limit = checkInt(options.limit ?? 10_000, 'Purge limit', 1, 100_000);
-	const { rows } = await db.query<{ dead_archived: number; archive_deleted: number }>(
+	const rows = await boundedQuery<{ dead_archived: number; archive_deleted: number }>(
+		db,
 		`SELECT * FROM ${fn(schema, 'queue_purge')}($1, $2, $3, $4)`,
 		[queue, dead, archive, limit],
+		bounds,
 	);
 	return { deadArchived: rows[0]?.dead_archived ?? 0, archiveDeleted: rows[0]?.archive_deleted ?? 0 };
 }

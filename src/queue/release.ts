@@ -3,6 +3,7 @@
  */
 import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
+import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface ReleaseInput extends SettleTarget {
 	/** Seconds before it may be claimed again; 0 (default) keeps its place at the head of its group. */
@@ -24,9 +25,9 @@ interface Row extends SettleRow {
 
 /**
  * Releases a batch in one statement. Outcomes: released | already_settled | lease_lost | not_found.
- * Throws QueueInputError for a malformed id, token or delay.
+ * Throws QueueInputError for a malformed id, token or delay. `bounds`: as in complete().
  */
-export async function release(db: Queryable, schema: string, items: ReleaseInput[]): Promise<ReleaseResult[]> {
+export async function release(db: Queryable, schema: string, items: ReleaseInput[], bounds?: Bounds): Promise<ReleaseResult[]> {
 	if (items.length === 0) return [];
 	const payload = items.map((it, i) => ({
 		i,
@@ -34,7 +35,7 @@ export async function release(db: Queryable, schema: string, items: ReleaseInput
 		delay: checkSeconds(it.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
 		count: it.countAttempt === true,
 	}));
-	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_release')}($1::jsonb)`, [JSON.stringify(payload)]);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_release')}($1::jsonb)`, [JSON.stringify(payload)], bounds);
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, availableAt: iso(r.run_at) })),
 		items.length,

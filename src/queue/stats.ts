@@ -2,6 +2,7 @@
  * Stats: depth per group, oldest wait, in flight, dead; and a sample of dead tasks.
  */
 import { checkInt, checkQueueName, fn, idText, iso, type Queryable } from './types';
+import { boundedQuery, boundedTransaction, type Bounds } from '../db/bounds';
 
 export interface GroupStats {
 	group: string;
@@ -121,11 +122,17 @@ const num = (v: string | number | null): number | null => (v === null ? null : N
 /**
  * Reads the queue's depth (one statement: counts over the queue's live rows, linear in the queue's
  * size, so call it from a schedule, not per task) and its table health (queue_health: statistics
- * views and one aggregate over the pending rows). Two read-only statements. Throws QueueInputError.
+ * views and one aggregate over the pending rows). Two read-only statements in one transaction,
+ * bounded by `bounds` when `db` is a pool (src/db/bounds.ts: statement_timeout applies to each; on a
+ * large queue raise the credential's Statement Timeout). Throws QueueInputError, and LedgerBusyError
+ * when a bound fires.
  */
-export async function stats(db: Queryable, schema: string, queue: string): Promise<QueueStats> {
+export async function stats(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<QueueStats> {
 	checkQueueName(queue);
-	const { rows } = await db.query<StatsRow>(`SELECT s.*, now() AS measured_at FROM ${fn(schema, 'queue_stats')}($1) s`, [queue]);
+	const [rows, hr] = await boundedTransaction(db, bounds, async (q) => [
+		(await q.query<StatsRow>(`SELECT s.*, now() AS measured_at FROM ${fn(schema, 'queue_stats')}($1) s`, [queue])).rows,
+		(await q.query<HealthRow>(`SELECT * FROM ${fn(schema, 'queue_health')}($1)`, [queue])).rows,
+	] as const);
 	const groups: GroupStats[] = rows.map((r) => ({
 		group: r.priority_group,
 		ready: Number(r.ready),
@@ -138,7 +145,6 @@ export async function stats(db: Queryable, schema: string, queue: string): Promi
 		succeededLastHour: Number(r.succeeded_last_hour),
 		oldestPendingSeconds: 0,
 	}));
-	const { rows: hr } = await db.query<HealthRow>(`SELECT * FROM ${fn(schema, 'queue_health')}($1)`, [queue]);
 	const h = hr[0];
 	const pendingAge = h?.groups_oldest_pending ?? {};
 	for (const g of groups) g.oldestPendingSeconds = Number(pendingAge[g.group] ?? 0);
@@ -190,11 +196,11 @@ interface DeadRow {
 	dead_at: Date;
 }
 
-/** The most recent dead tasks of a queue, newest first (limit 1 to 1000). Read-only. */
-export async function listDead(db: Queryable, schema: string, queue: string, limit: number): Promise<DeadTask[]> {
+/** The most recent dead tasks of a queue, newest first (limit 1 to 1000). Read-only. `bounds`: as in stats(). */
+export async function listDead(db: Queryable, schema: string, queue: string, limit: number, bounds?: Bounds): Promise<DeadTask[]> {
 	checkQueueName(queue);
 	const n = checkInt(limit, 'Dead task limit', 1, 1000);
-	const { rows } = await db.query<DeadRow>(`SELECT * FROM ${fn(schema, 'queue_list_dead')}($1, $2)`, [queue, n]);
+	const rows = await boundedQuery<DeadRow>(db, `SELECT * FROM ${fn(schema, 'queue_list_dead')}($1, $2)`, [queue, n], bounds);
 	return rows.map((r) => ({
 		taskId: idText(r.id) as string,
 		queue: r.queue,

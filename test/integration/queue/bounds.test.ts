@@ -1,0 +1,250 @@
+/**
+ * Every statement of the queue path is bounded (src/db/bounds.ts): with a pool, each call runs in a
+ * transaction of its own with SET LOCAL lock_timeout / statement_timeout, so a task another session
+ * holds locked makes Complete, Fail, Release, Extend Lease and Requeue Dead fail within the lock
+ * timeout with a clear, retry-safe error (and change nothing) instead of waiting; a slow Stats
+ * meets the statement timeout; Claim and Purge never wait on a row (SKIP LOCKED) and meet the lock
+ * timeout on a table lock. A client passed in runs in the caller's transaction, unbounded by us.
+ * The one-round-trip form sends values as literals: quotes, backslashes, braces and "NULL" survive.
+ */
+import { Client } from 'pg';
+import { LedgerBusyError } from '../../../src/db/bounds';
+import { complete, dequeue, enqueue, extendLease, fail, nextDue, nextDueFor, purge, release, requeueDead, stats, type ClaimedTask } from '../../../src/queue';
+import { DATABASE_URL, testDatabase } from '../../helpers/db';
+
+let db: Awaited<ReturnType<typeof testDatabase>>;
+beforeAll(async () => {
+	db = await testDatabase({ prefix: 'ol_qbounds' });
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+const LOCK = { statementTimeoutMs: 10_000, lockTimeoutMs: 300 };
+
+/** A second session holding `sql`'s locks (e.g. SELECT … FOR UPDATE, LOCK TABLE) until release(). */
+async function hold(sql: string, values: unknown[] = []) {
+	const c = new Client({ connectionString: DATABASE_URL });
+	await c.connect();
+	await c.query('BEGIN');
+	await c.query(sql, values);
+	return {
+		async release() {
+			await c.query('ROLLBACK').catch(() => undefined);
+			await c.end();
+		},
+	};
+}
+
+async function claimOne(queue: string): Promise<ClaimedTask> {
+	await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { queue } }]);
+	const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 300 });
+	expect(t).toBeDefined();
+	return t;
+}
+
+const row = async (id: string) =>
+	(await db.pool.query(`SELECT status, attempts, lease_token::text AS tok, lease_expires_at FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [id])).rows[0];
+
+/** Runs `call` and expects a lock-timeout LedgerBusyError within `maxMs`. */
+async function expectLockTimeout(call: () => Promise<unknown>, maxMs = 3_000) {
+	const t0 = Date.now();
+	const err = await call().then(
+		() => undefined,
+		(e: unknown) => e,
+	);
+	const ms = Date.now() - t0;
+	expect(err).toBeInstanceOf(LedgerBusyError);
+	expect((err as LedgerBusyError).code).toBe('55P03');
+	expect((err as Error).message).toMatch(/row lock was not granted within the lock timeout \(300 ms\).*nothing of it was recorded; running it again is safe/);
+	expect(ms).toBeGreaterThanOrEqual(250);
+	expect(ms).toBeLessThan(maxMs);
+}
+
+describe('a task locked by another session', () => {
+	const settles: Array<[string, (t: ClaimedTask) => Promise<unknown>]> = [
+		['complete', (t) => complete(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, result: { ok: true } }], LOCK)],
+		['fail', (t) => fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom' }], {}, LOCK)],
+		['release', (t) => release(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken }], LOCK)],
+		['extendLease', (t) => extendLease(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, leaseSeconds: 900 }], LOCK)],
+	];
+	for (const [name, call] of settles) {
+		it(`${name} fails with a lock-timeout error within the bound and changes nothing; after the lock it works`, async () => {
+			const t = await claimOne(`locked-${name}`);
+			const before = await row(t.taskId);
+			const lock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
+			try {
+				await expectLockTimeout(() => call(t));
+			} finally {
+				await lock.release();
+			}
+			expect(await row(t.taskId)).toEqual(before);
+			const [after] = (await call(t)) as Array<{ outcome: string }>;
+			expect(['completed', 'retry_scheduled', 'released', 'extended']).toContain(after.outcome);
+		});
+	}
+
+	it('requeueDead of a locked dead task fails with a lock-timeout error; the task stays dead', async () => {
+		const t = await claimOne('locked-requeue');
+		await fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom', giveUp: true }]);
+		const lock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
+		try {
+			await expectLockTimeout(() => requeueDead(db.pool, db.schema, { queue: 'locked-requeue', taskIds: [t.taskId] }, LOCK));
+		} finally {
+			await lock.release();
+		}
+		expect((await row(t.taskId)).status).toBe('dead');
+		expect((await requeueDead(db.pool, db.schema, { queue: 'locked-requeue', taskIds: [t.taskId] }, LOCK))[0].outcome).toBe('requeued');
+	});
+
+	it('purge skips a locked dead task at once (SKIP LOCKED) and meets the lock timeout on a table lock', async () => {
+		const t = await claimOne('locked-purge');
+		await fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom', giveUp: true }]);
+		const rowLock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
+		try {
+			const t0 = Date.now();
+			expect(await purge(db.pool, db.schema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK)).toEqual({ deadArchived: 0, archiveDeleted: 0 });
+			expect(Date.now() - t0).toBeLessThan(1_000);
+		} finally {
+			await rowLock.release();
+		}
+		const tableLock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks_archive IN ACCESS EXCLUSIVE MODE`);
+		try {
+			await expectLockTimeout(() => purge(db.pool, db.schema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK));
+		} finally {
+			await tableLock.release();
+		}
+		expect((await row(t.taskId)).status).toBe('dead');
+		expect(await purge(db.pool, db.schema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK)).toEqual({ deadArchived: 1, archiveDeleted: 0 });
+	});
+
+	it('a claim does not wait for a locked task (SKIP LOCKED); with the table locked it fails within the lock timeout and claims nothing', async () => {
+		const queue = 'locked-claim';
+		await enqueue(db.pool, db.schema, [
+			{ queue, group: 'normal', payload: { n: 1 } },
+			{ queue, group: 'normal', payload: { n: 2 } },
+		]);
+		const ids = (await db.pool.query<{ id: string }>(`SELECT id::text FROM ${db.schemaSql}.queue_tasks WHERE queue = $1 ORDER BY id`, [queue])).rows.map((r) => r.id);
+		const rowLock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [ids[0]]);
+		try {
+			const got = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 }, LOCK);
+			expect(got.map((t) => t.taskId)).toEqual([ids[1]]);
+		} finally {
+			await rowLock.release();
+		}
+		const tableLock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
+		try {
+			await expectLockTimeout(() => dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 }, LOCK));
+		} finally {
+			await tableLock.release();
+		}
+		expect((await row(ids[0])).status).toBe('pending');
+	});
+});
+
+describe('the statement timeout', () => {
+	it('stats that cannot finish in time fail with a statement-timeout error within the bound', async () => {
+		await enqueue(db.pool, db.schema, [{ queue: 'slow-stats', group: 'normal', payload: {} }]);
+		// A lock held elsewhere keeps stats waiting; with a long lock timeout, the statement timeout ends it.
+		const lock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
+		try {
+			const t0 = Date.now();
+			const err = await stats(db.pool, db.schema, 'slow-stats', { statementTimeoutMs: 400, lockTimeoutMs: 60_000 }).catch((e: unknown) => e);
+			expect(err).toBeInstanceOf(LedgerBusyError);
+			expect((err as LedgerBusyError).code).toBe('57014');
+			expect((err as Error).message).toMatch(/statement did not finish within the statement timeout \(400 ms\)/);
+			expect(Date.now() - t0).toBeLessThan(3_000);
+		} finally {
+			await lock.release();
+		}
+		expect((await stats(db.pool, db.schema, 'slow-stats', LOCK)).ready).toBe(1);
+	});
+
+	it('the trigger\'s due checks are bounded too', async () => {
+		const lock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
+		try {
+			await expectLockTimeout(() => nextDueFor(db.pool, db.schema, 'slow-stats', ['normal'], LOCK));
+			await expectLockTimeout(() => nextDue(db.pool, db.schema, 'slow-stats', LOCK));
+		} finally {
+			await lock.release();
+		}
+		expect((await nextDue(db.pool, db.schema, 'slow-stats', LOCK)).due).toBe(true);
+	});
+
+	it('each call sets its bounds with SET LOCAL: nothing stays on the pooled connection', async () => {
+		const one = new (await import('pg')).Pool({ connectionString: DATABASE_URL, max: 1 });
+		try {
+			await stats(one, db.schema, 'slow-stats', { statementTimeoutMs: 1234, lockTimeoutMs: 567 });
+			await dequeue(one, db.schema, { queue: 'nothing-here', limit: 1 }, { statementTimeoutMs: 1234, lockTimeoutMs: 567 });
+			const { rows } = await one.query(`SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l`);
+			expect(rows[0]).toEqual({ s: '0', l: '0' });
+		} finally {
+			await one.end();
+		}
+	});
+});
+
+describe('round trips', () => {
+	it('a claim, a settle and a due check each cost one round trip; stats (two statements) three', async () => {
+		const { Pool } = await import('pg');
+		const one = new Pool({ connectionString: DATABASE_URL, max: 1 });
+		const sent: string[] = [];
+		one.on('connect', (client) => {
+			const q = client.query.bind(client);
+			(client as unknown as { query: unknown }).query = (...args: Parameters<typeof q>) => {
+				sent.push(String((args[0] as unknown as { text?: string })?.text ?? args[0]));
+				return q(...args);
+			};
+		});
+		try {
+			await enqueue(db.pool, db.schema, [{ queue: 'trips', group: 'normal', payload: {} }]);
+			sent.length = 0;
+			const [t] = await dequeue(one, db.schema, { queue: 'trips', limit: 1 }, LOCK);
+			expect(sent).toEqual([expect.stringMatching(/^BEGIN; SET LOCAL statement_timeout = 10000; SET LOCAL lock_timeout = 300; SELECT \* FROM "ol_qbounds_\w+"\.queue_claim\('trips', '\{"high","normal","low"\}'::text\[\], '\{"5","2","1"\}'::integer\[\], '1', '300', '300'\); COMMIT$/)]);
+			sent.length = 0;
+			await complete(one, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken }], LOCK);
+			await nextDueFor(one, db.schema, 'trips', null, LOCK);
+			expect(sent).toHaveLength(2);
+			sent.length = 0;
+			await stats(one, db.schema, 'trips', LOCK);
+			expect(sent).toHaveLength(4);
+		} finally {
+			await one.end();
+		}
+	});
+});
+
+describe('inside the caller\'s transaction', () => {
+	it('a client passed in runs the call in its transaction: no COMMIT of ours, the caller\'s ROLLBACK undoes it', async () => {
+		const c = await db.pool.connect();
+		try {
+			await c.query('BEGIN');
+			await c.query(`SET LOCAL lock_timeout = 1234`);
+			const [t] = await enqueue(c, db.schema, [{ queue: 'in-caller-txn', group: 'normal', payload: {} }], {}, LOCK);
+			expect((await c.query(`SELECT current_setting('lock_timeout') AS l`)).rows[0].l).toBe('1234ms');
+			expect((await c.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [t.taskId])).rows[0].n).toBe(1);
+			await c.query('ROLLBACK');
+			expect((await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [t.taskId])).rows[0].n).toBe(0);
+		} finally {
+			c.release();
+		}
+	});
+});
+
+describe('values sent as literals in the one-round-trip form', () => {
+	it('quotes, backslashes, braces, commas, "NULL" and emoji reach Postgres exactly', async () => {
+		const queue = `q'uo"te\\s {a,b} 😀`;
+		const groups = [`g"1\\,{x}`, 'NULL', "it's"];
+		await enqueue(db.pool, db.schema, groups.map((group, n) => ({ queue, group, payload: { n, s: `a'b"c\\d {e} \u00e9 😀`, group } })));
+		const tasks = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60, groups: groups.map((name) => ({ name, weight: 1 })) });
+		expect(tasks.map((t) => t.group).sort()).toEqual([...groups].sort());
+		for (const t of tasks) expect(t.payload).toEqual({ n: groups.indexOf(t.group), s: `a'b"c\\d {e} \u00e9 😀`, group: t.group });
+		const result = { text: "O'Brien \\ \"q\" $1 $$ -- /* */ ;" };
+		const done = await complete(db.pool, db.schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken, result })));
+		expect(done.map((d) => d.outcome)).toEqual(['completed', 'completed', 'completed']);
+		const { rows } = await db.pool.query(`SELECT DISTINCT result FROM ${db.schemaSql}.queue_tasks_archive WHERE queue = $1`, [queue]);
+		expect(rows).toEqual([{ result }]);
+		const s = await stats(db.pool, db.schema, queue);
+		expect(s.groups.map((g) => g.group).sort()).toEqual([...groups].sort());
+	});
+});
