@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -177,6 +177,16 @@ function printTables(latest) {
 					['1 new key', `${fmt(lr.latency.before.reserve1.median)} / ${fmt(lr.latency.before.reserve1.p99)}`, `${fmt(lr.latency.during.reserve1.median)} / ${fmt(lr.latency.during.reserve1.p99)}`, `${fmt(lr.latency.after.reserve1.median)} / ${fmt(lr.latency.after.reserve1.p99)}`],
 					['100 replays', `${fmt(lr.latency.before.replay100.median)} / ${fmt(lr.latency.before.replay100.p99)}`, '', `${fmt(lr.latency.after.replay100.median)} / ${fmt(lr.latency.after.replay100.p99)}`],
 				],
+			),
+		);
+	}
+	const cb = s['queue-claim-bounds'];
+	if (cb?.batches) {
+		out.push('\nClaim latency and its bounds: plain statement vs BEGIN/SET LOCAL/COMMIT in 3 round trips vs the package (1 round trip), ms p50 / p99');
+		out.push(
+			table(
+				['batch', 'plain', '3 trips', 'package'],
+				Object.entries(cb.batches).map(([b, v]) => [b, ...['plain', '3 trips', 'package'].map((k) => `${fmt(v[k].p50)} / ${fmt(v[k].p99)}`)]),
 			),
 		);
 	}
