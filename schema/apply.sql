@@ -18,6 +18,14 @@
 SET ROLE :"owner";
 \endif
 CREATE SCHEMA IF NOT EXISTS :"schema";
+-- Every lock wait is bounded: the advisory lock (another migrator at work) and each table lock a
+-- migration takes (a long transaction on the table), 60 s unless -v lock_timeout=<ms> is given.
+-- When it fires, psql stops and the transaction (-1) is rolled back: nothing was applied.
+\if :{?lock_timeout}
+\else
+\set lock_timeout 60000
+\endif
+SET LOCAL lock_timeout = :'lock_timeout';
 SELECT pg_advisory_xact_lock(hashtextextended('n8n-nodes-operation-ledger:migrate:' || :'schema', 0)) AS ol_locked \gset
 SET search_path TO :"schema";
 \ir version_table.sql

@@ -31,6 +31,11 @@ export const DEFAULTS = {
 	lockTimeoutMs: 5_000,
 	/** Longest wait for a pool connection (and for a new connection's handshake), in milliseconds. */
 	connectTimeoutMs: 10_000,
+	/**
+	 * Longest wait of the schema migrator for a lock, in milliseconds: its advisory lock (another
+	 * process applying the schema) and each table lock a migration statement takes (src/db/migrate.ts).
+	 */
+	migrateLockTimeoutMs: 60_000,
 	/** Runs after the first on 40001 / 40P01. */
 	serializationRetries: 3,
 	/** Pause before retry n (1-based): random in [0, retryBaseMs * 2^(n-1)) plus retryBaseMs / 2. */

@@ -24,6 +24,7 @@ import type { Pool as PgPool } from 'pg';
 import type { LedgerPool } from './pool';
 import { quoteSchema } from './identifiers';
 import { withClient } from './pool';
+import { boundedTransaction, DEFAULTS } from './bounds';
 
 export interface Migration {
 	version: number;
@@ -278,6 +279,32 @@ export function describeSchemaGap(schema: string, state: SchemaState): string {
 	);
 }
 
+/**
+ * Raised when the migration waited longer than its lock timeout: for the advisory lock (another
+ * process is applying the schema) or for a table lock a migration statement needs (a transaction
+ * is using the table). The transaction was rolled back: nothing was applied; trying again is safe.
+ */
+export class MigrationLockTimeoutError extends Error {
+	readonly code = '55P03';
+	constructor(
+		public readonly schema: string,
+		public readonly lockTimeoutMs: number,
+		public readonly waitingFor: 'advisory lock' | 'table lock',
+	) {
+		super(
+			waitingFor === 'advisory lock'
+				? `Applying the ledger schema "${schema}": another session held the migration lock for longer than the ` +
+						`migration lock timeout (${lockTimeoutMs} ms), so nothing was applied. Another n8n process (or psql with ` +
+						`schema/apply.sql) is probably applying it now: run again in a moment. If this persists, look for the ` +
+						`holder in pg_locks (locktype 'advisory').`
+				: `Applying the ledger schema "${schema}": a migration statement waited for a table lock for longer than the ` +
+						`migration lock timeout (${lockTimeoutMs} ms), because another transaction is using the table; nothing ` +
+						`was applied. Run again when long transactions on the schema's tables have ended.`,
+		);
+		this.name = 'MigrationLockTimeoutError';
+	}
+}
+
 /** Errors a concurrent migrator can cause in the instant it commits; one retry sees its work. */
 const RACE_CODES = new Set(['42P06', '42P07', '42710', '42723', '3F000', '42P01', '23505']);
 
@@ -295,9 +322,22 @@ const RACE_CODES = new Set(['42P06', '42P07', '42710', '42723', '3F000', '42P01'
  *   every function file (search_path pinned to the schema, check_function_bodies off, as pg_dump
  *   does, so files need no order) and record the set; RESET search_path; COMMIT. A race error
  *   from a concurrent migrator (duplicate object) is retried once.
+ *
+ * Every wait is bounded by `options.lockTimeoutMs` (default DEFAULTS.migrateLockTimeoutMs, 60000 ms,
+ * src/db/bounds.ts) through SET LOCAL lock_timeout, which applies to advisory locks too: the wait
+ * for the migration lock, and every table lock a migration statement takes (so a migration never
+ * queues behind a long transaction and blocks the table's other users meanwhile). When it fires:
+ * MigrationLockTimeoutError, nothing applied. The first state read runs in a bounded transaction
+ * of its own (same lock timeout, statement timeout DEFAULTS.statementTimeoutMs). The wait for a
+ * pool connection is the pool's connection timeout. Migration statements themselves have no
+ * statement timeout (a DDL statement on a large table may take long; it holds no one waiting).
  */
-export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApply: boolean): Promise<number> {
-	const before = await readSchemaState(pool, schema);
+export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApply: boolean, options: { lockTimeoutMs?: number } = {}): Promise<number> {
+	const lockMs = Math.max(1, Math.trunc(options.lockTimeoutMs ?? DEFAULTS.migrateLockTimeoutMs));
+	const before = await boundedTransaction(pool, { statementTimeoutMs: DEFAULTS.statementTimeoutMs, lockTimeoutMs: lockMs }, (q) => readSchemaState(q, schema)).catch((e: unknown) => {
+		if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema, lockMs, 'table lock');
+		throw e;
+	});
 	const gap = schemaGap(before);
 	if (gap === null) return before.version;
 	if (gap === 'newer' || !autoApply) {
@@ -307,9 +347,11 @@ export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApp
 	const lockKey = `n8n-nodes-operation-ledger:migrate:${schema}`;
 	return withClient(pool, async (client) => {
 		for (let attempt = 1; ; attempt++) {
-			await client.query('BEGIN');
+			await client.query(`BEGIN; SET LOCAL lock_timeout = ${lockMs}`);
+			let waitingFor: 'advisory lock' | 'table lock' = 'advisory lock';
 			try {
 				await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockKey]);
+				waitingFor = 'table lock';
 				// A legacy version table of ours is renamed first (never another tool's).
 				await client.query(`SET LOCAL search_path TO ${q}`);
 				await client.query(readSchemaFile(VERSION_TABLE_FILE));
@@ -341,6 +383,7 @@ export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApp
 			} catch (e) {
 				await client.query('ROLLBACK').catch(() => undefined);
 				if (attempt < 2 && RACE_CODES.has((e as { code?: string }).code ?? '')) continue;
+				if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema, lockMs, waitingFor);
 				throw e;
 			}
 		}

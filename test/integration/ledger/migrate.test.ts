@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { Pool } from 'pg';
-import { currentVersion, loadFunctionSet, loadMigrations, migrate, readSchemaState, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
+import { Client, Pool } from 'pg';
+import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -128,6 +128,59 @@ describe('migrations', () => {
 		await pool.query(`ALTER TABLE "${viaPsql}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${viaPsql}".schema_migrations WHERE version > 4`);
 		execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${viaPsql}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
 		expect((await readSchemaState(pool, viaPsql)).version).toBe(requiredVersion());
+	});
+
+	it('waits for the migration lock at most its lock timeout, with an error naming the bound; nothing is applied', async () => {
+		const schema = fresh();
+		// Another session holds the migration's advisory lock (as a migrator at work would).
+		const holder = new Client({ connectionString: DATABASE_URL });
+		await holder.connect();
+		await holder.query('BEGIN');
+		await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`n8n-nodes-operation-ledger:migrate:${schema}`]);
+		try {
+			const t0 = Date.now();
+			const err = await migrate(pool, schema, true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
+			const ms = Date.now() - t0;
+			expect(err).toBeInstanceOf(MigrationLockTimeoutError);
+			expect((err as MigrationLockTimeoutError).waitingFor).toBe('advisory lock');
+			expect((err as Error).message).toMatch(new RegExp(`"${schema}": another session held the migration lock for longer than the migration lock timeout \\(300 ms\\), so nothing was applied`));
+			expect(ms).toBeGreaterThanOrEqual(250);
+			expect(ms).toBeLessThan(5_000);
+			expect((await readSchemaState(pool, schema)).version).toBe(0);
+			// psql with apply.sql is bounded the same way (-v lock_timeout, default 60 s).
+			let psqlErr = '';
+			try {
+				execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-v', 'lock_timeout=300', '-f', 'schema/apply.sql'], { stdio: 'pipe', timeout: 20_000 });
+			} catch (e) {
+				psqlErr = String((e as { stderr?: Buffer }).stderr ?? e);
+			}
+			expect(psqlErr).toMatch(/canceling statement due to lock timeout/);
+		} finally {
+			await holder.query('ROLLBACK');
+			await holder.end();
+		}
+		await expect(migrate(pool, schema, true, { lockTimeoutMs: 300 })).resolves.toBe(requiredVersion());
+	});
+
+	it('a migration statement that would queue behind a long transaction on its table gives up after the lock timeout', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		// Behind by one migration whose DDL needs the queue table, which a long transaction holds.
+		const last = loadMigrations().at(-1)!;
+		await pool.query(`DELETE FROM "${schema}".ol_schema_migrations WHERE version = $1`, [last.version]);
+		const holder = new Client({ connectionString: DATABASE_URL });
+		await holder.connect();
+		await holder.query('BEGIN');
+		await holder.query(`LOCK TABLE "${schema}".queue_tasks, "${schema}".operations IN ACCESS EXCLUSIVE MODE`);
+		try {
+			const err = await migrate(pool, schema, true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
+			expect(err).toBeInstanceOf(MigrationLockTimeoutError);
+			expect((err as Error).message).toMatch(/lock timeout \(300 ms\)/);
+		} finally {
+			await holder.query('ROLLBACK');
+			await holder.end();
+		}
+		await expect(migrate(pool, schema, true, { lockTimeoutMs: 300 })).resolves.toBe(requiredVersion());
 	});
 
 	it('rejects schema names that try to inject SQL', async () => {
