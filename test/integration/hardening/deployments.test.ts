@@ -2,6 +2,8 @@
  * Case 3: deployments users run.
  *   - PgBouncer (Debian's package) in transaction pooling mode in front of a private Postgres:
  *     Reserve, Confirm, Reconcile claim/resolve, enqueue, dequeue, complete all work through it;
+ *     every queue call works under its statement and lock timeouts (SET LOCAL, no startup
+ *     parameters), a lock timeout fires cleanly, and no timeout leaks to a server connection;
  *     the trigger works by polling (LISTEN off); auto-applying the schema through it is safe
  *     (one transaction, transaction-level advisory lock: nothing leaks to a shared server
  *     connection); applying the schema directly with auto-apply off works too.
@@ -17,7 +19,9 @@ import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { QueueWatcher } from '../../../src/queue/watcher';
 import { loadMigrations, migrate, requiredVersion } from '../../../src/db/migrate';
 import { closeAllPools, openPoolCount } from '../../../src/db/pool';
+import * as Q from '../../../src/queue';
 import { dequeue as coreDequeue, nextDue, queueChannel } from '../../../src/queue';
+import { LedgerBusyError } from '../../../src/db/bounds';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { startPgbouncer, type Bouncer } from '../../helpers/pgbouncer';
 import { sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
@@ -121,6 +125,62 @@ describe('PgBouncer in transaction pooling mode', () => {
 		await pool.end();
 		expect([...paths]).toEqual(['"$user", public']);
 		await roundTrip(testCredentials(bouncer.url, schema), 'ba');
+	});
+
+	it('the queue path under its statement and lock timeouts: every call works, a lock timeout fires cleanly, nothing leaks to server connections', async () => {
+		const schema = 'hz_bouncer_bounds';
+		const direct = new Pool({ connectionString: pg.url, max: 1 });
+		await migrate(direct, schema, true);
+		const pool = new Pool({ connectionString: bouncer.url, max: 2 });
+		const b = { statementTimeoutMs: 5_000, lockTimeoutMs: 300 };
+		const queue = 'bounded';
+		try {
+			const enq = await Q.enqueue(pool, schema, [1, 2, 3, 4].map((n) => ({ queue, group: 'normal', payload: { n } })), { notify: 'after' }, b);
+			expect(enq).toHaveLength(4);
+			expect((await Q.nextDueFor(pool, schema, queue, ['normal'], b)).due).toBe(true);
+			const tasks = await Q.dequeue(pool, schema, { queue, limit: 4, leaseSeconds: 60 }, b);
+			expect(tasks).toHaveLength(4);
+			const key = (t: Q.ClaimedTask) => ({ taskId: t.taskId, leaseToken: t.leaseToken });
+			expect((await Q.extendLease(pool, schema, [{ ...key(tasks[0]), leaseSeconds: 120 }], b))[0].outcome).toBe('extended');
+			expect((await Q.complete(pool, schema, [key(tasks[0])], b))[0].outcome).toBe('completed');
+			expect((await Q.fail(pool, schema, [{ ...key(tasks[1]), error: 'x', giveUp: true }], {}, b))[0].outcome).toBe('dead');
+			expect((await Q.release(pool, schema, [key(tasks[2])], b))[0].outcome).toBe('released');
+			expect((await Q.requeueDead(pool, schema, { queue, taskIds: [tasks[1].taskId] }, b))[0].outcome).toBe('requeued');
+			expect(await Q.purge(pool, schema, { queue, archiveAfterSeconds: 0 }, b)).toEqual({ deadArchived: 0, archiveDeleted: 1 });
+			const st = await Q.stats(pool, schema, queue, b);
+			expect({ ready: st.ready, inFlight: st.inFlight }).toEqual({ ready: 2, inFlight: 1 });
+			expect((await Q.nextDue(pool, schema, queue, b)).due).toBe(true);
+			// A task another session holds: the settle answers within the lock timeout.
+			const holder = new Client({ connectionString: pg.url });
+			await holder.connect();
+			await holder.query('BEGIN');
+			await holder.query(`SELECT 1 FROM "${schema}".queue_tasks WHERE id = $1 FOR UPDATE`, [tasks[3].taskId]);
+			try {
+				const t0 = Date.now();
+				const err = await Q.complete(pool, schema, [key(tasks[3])], b).catch((e: unknown) => e);
+				expect(err).toBeInstanceOf(LedgerBusyError);
+				expect((err as LedgerBusyError).code).toBe('55P03');
+				expect(Date.now() - t0).toBeLessThan(3_000);
+			} finally {
+				await holder.query('ROLLBACK');
+				await holder.end();
+			}
+			expect((await Q.complete(pool, schema, [key(tasks[3])], b))[0].outcome).toBe('completed');
+			// SET LOCAL ended with each transaction: every server connection has the defaults.
+			const seen = new Set<string>();
+			const wide = new Pool({ connectionString: bouncer.url, max: 6 });
+			await Promise.all(
+				Array.from({ length: 30 }, async () => {
+					const { rows } = await wide.query(`SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l`);
+					seen.add(`${rows[0].s}/${rows[0].l}`);
+				}),
+			);
+			await wide.end();
+			expect([...seen]).toEqual(['0/0']);
+		} finally {
+			await pool.end();
+			await direct.end();
+		}
 	});
 
 	it('the trigger with "Use LISTEN/NOTIFY" off finds work by polling through PgBouncer', async () => {
