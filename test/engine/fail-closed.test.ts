@@ -1,14 +1,17 @@
 /**
  * The fail-closed invariant in n8n's real engine (n8n-core 2.33.2 WorkflowExecute, built nodes from
  * dist/): an item reaches a go-ahead output (Reserve's Proceed, Confirm's Succeeded, Reconcile's To
- * Check, Happened and Did Not Happen, Dequeue's claimed tasks) only if the database decided it in
- * this run.
+ * Check, Happened and Did Not Happen, Dequeue's claimed tasks, the Admin node's Settled) only if
+ * the database decided it in this run.
  *
  * Matrix (node version 2): each node/operation × On Error (stop, continue regular output, continue
  * error output) × Always Output Data × Retry On Fail × Execute Once × items (valid, one invalid,
  * database down via a credential on a closed loopback port; Claim and Dequeue also "nothing due").
  * Each case asserts what reached each downstream sink, checking every go-ahead item against the
  * database. Version 1 runs a smaller matrix: no error item on a go-ahead output either.
+ * Operation Ledger Admin has one version, fail-closed like the others' version 2 (Not Recorded
+ * first): its Settle by Hand (go-ahead "Settled") and its other operations run the version-2
+ * matrix at type version 1, and have no legacy outputs for the version-1 matrix.
  */
 import net from 'node:net';
 import type { INode, INodeExecutionData } from 'n8n-workflow';
@@ -104,6 +107,11 @@ interface Scenario {
 	outputs: { 2: string[]; 1: string[] };
 	/** Go-ahead output indexes per version. */
 	goAhead: { 2: number[]; 1: number[] };
+	/**
+	 * The node's type version when it has a single one that is fail-closed like version 2 (the
+	 * Admin node: version 1). Such a scenario runs only the version-2 matrix, at this type version.
+	 */
+	onlyTypeVersion?: number;
 	seed?(id: string): Promise<void>;
 	/** Builds the workflow; the node under test is "UT", fed (directly or through helpers) by "Source". */
 	build(id: string, mode: Mode, s: Settings, version: number): { nodes: INode[]; feeds: Record<string, string[][]> };
@@ -347,6 +355,93 @@ const scenarios: Scenario[] = [
 	},
 ];
 
+/**
+ * An Operation Ledger Admin operation with the outputs [Not Recorded, Result]: not a go-ahead, but
+ * Result must hold only answers of the database. `params(bad)` gives the node's parameters; `items`
+ * the Source items (the invalid one is `invalidItem`).
+ */
+function adminScenario(
+	op: string,
+	invalidItem: 0 | 1,
+	items: (id: string, mode: Mode) => object[],
+	params: (id: string) => INode['parameters'],
+	seed?: (id: string) => Promise<void>,
+): Scenario {
+	return {
+		name: `Admin ${op}`,
+		modes: ['valid', 'invalid', 'down'],
+		invalidItem,
+		outputs: { 2: ['Not Recorded', 'Result'], 1: [] },
+		goAhead: { 2: [], 1: [] },
+		onlyTypeVersion: 1,
+		seed,
+		build: (id, mode, s, v) => ({
+			nodes: [source(items(id, mode)), ut('operationLedgerAdmin', { operation: op, ...params(id) }, s, v, mode === 'down')],
+			feeds: { Source: [['UT']] },
+		}),
+		async decided() {
+			// Not a go-ahead output.
+		},
+	};
+}
+
+scenarios.push(
+	{
+		name: 'Admin settle by hand',
+		modes: ['valid', 'invalid', 'down'],
+		invalidItem: 1,
+		outputs: { 2: ['Not Recorded', 'Settled', 'Refused'], 1: [] },
+		goAhead: { 2: [1], 1: [] },
+		onlyTypeVersion: 1,
+		seed: seedUnknown,
+		build: (id, mode, s, v) => ({
+			nodes: [
+				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: bad(mode) }]),
+				ut(
+					'operationLedgerAdmin',
+					{
+						operation: 'settle',
+						operationKey: '={{ $json.k }}',
+						decision: "={{ $json.bad ? 'bogus' : ($itemIndex === 0 ? 'happened' : 'not_happened') }}",
+						externalReference: 'found-by-hand',
+						reason: 'checked the provider dashboard',
+						decidedBy: 'alice@example.com',
+					},
+					s,
+					v,
+					mode === 'down',
+				),
+			],
+			feeds: { Source: [['UT']] },
+		}),
+		async decided(item) {
+			const ledger = item.json.ledger as { operationKey: string; result: string; status: string; decidedBy: string };
+			expect(ledger.result).toBe('settled');
+			expect(['succeeded', 'failed']).toContain(ledger.status);
+			expect(ledger.decidedBy).toBe('alice@example.com');
+			const rows = await q(`SELECT status, settled_by FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [ledger.operationKey]);
+			expect(rows).toEqual([{ status: ledger.status, settled_by: 'alice@example.com' }]);
+		},
+	},
+	adminScenario(
+		'get',
+		1,
+		(id, mode) => [{ k: `${id}:a` }, { k: bad(mode) ? '' : `${id}:b` }],
+		() => ({ operationKey: '={{ $json.k }}', maxEvents: 50 }),
+		seedUnknown,
+	),
+	adminScenario(
+		'list',
+		1,
+		(id, mode) => [{}, { bad: bad(mode) }],
+		(id) => ({ kind: 'unknown', minAgeSeconds: 0, target: id, limit: '={{ $json.bad ? 0 : 50 }}', cursor: '', listOutput: 'items' }),
+		seedUnknown,
+	),
+	adminScenario('health', 0, (_id, mode) => [{ bad: bad(mode) }, {}], () => ({ days: '={{ $json.bad ? -1 : 7 }}' })),
+	adminScenario('compact', 0, (_id, mode) => [{ bad: bad(mode) }, {}], () => ({ olderThanDays: '={{ $json.bad ? -1 : 3650 }}', batchSize: 100, maxBatches: 2, maxDurationSeconds: 10, statementTimeoutMs: 10000 })),
+	adminScenario('hardDelete', 0, (_id, mode) => [{ bad: bad(mode) }, {}], () => ({ acknowledge: true, olderThanDays: '={{ $json.bad ? -1 : 3650 }}', batchSize: 100, maxBatches: 2, maxDurationSeconds: 10, statementTimeoutMs: 10000 })),
+);
+
 const ON_ERROR: OnError[] = ['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput'];
 const BOOL = [false, true];
 const allSettings: Settings[] = ON_ERROR.flatMap((onError) =>
@@ -362,7 +457,7 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): P
 	const problems: string[] = [];
 	const id = `eng${process.pid}c${++caseNo}`;
 	if (sc.seed && mode !== 'nothing') await sc.seed(id);
-	const { nodes, feeds } = sc.build(id, mode, s, version);
+	const { nodes, feeds } = sc.build(id, mode, s, sc.onlyTypeVersion ?? version);
 	const names = [...sc.outputs[version]];
 	if (s.onError === 'continueErrorOutput') names.push('Error');
 	const sinkNames = names.map((n) => `UT → ${n}`);
@@ -442,7 +537,7 @@ describe('fail-closed outputs in n8n-core WorkflowExecute (node version 2)', () 
  * the next describe shows the first one.
  */
 describe('node version 1 keeps its outputs but puts no error item on a go-ahead output', () => {
-	for (const sc of scenarios) {
+	for (const sc of scenarios.filter((x) => x.onlyTypeVersion === undefined)) {
 		test(`${sc.name} v1`, async () => {
 			const problems: string[] = [];
 			const singleGoAhead = sc.outputs[1].length === 1 && sc.goAhead[1].length === 1;
@@ -489,6 +584,25 @@ describe('pinned data', () => {
 				expect(received['Not Recorded']).toHaveLength(1);
 			} else expect(received['Proceed']).toHaveLength(1);
 		}
+	});
+});
+
+describe('pinned data on the Admin node', () => {
+	test('pinned output of Settle by Hand goes to Not Recorded (n8n replays pins on output 0), never to Settled', async () => {
+		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
+		const outs = ['Not Recorded', 'Settled', 'Refused'];
+		const { run, received } = await engine.run(
+			[
+				source([{ k: 'pinned:settle' }]),
+				ut('operationLedgerAdmin', { operation: 'settle', operationKey: '={{ $json.k }}', decision: 'happened', externalReference: 'r', reason: 'x', decidedBy: 'alice' }, s, 1, true),
+				...outs.map(sink),
+			],
+			connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
+			{ mode: 'manual', pinData: { UT: [{ json: { ledger: { result: 'settled', status: 'succeeded' } } }] } },
+		);
+		expect(runError(run)).toBeUndefined();
+		expect(received['Settled']).toBeUndefined();
+		expect(received['Not Recorded']).toHaveLength(1);
 	});
 });
 

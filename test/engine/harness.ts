@@ -104,6 +104,7 @@ export class Engine {
 			[`${PKG}.confirmOperation`]: builtNode('ConfirmOperation', 'ConfirmOperation'),
 			[`${PKG}.reconcileUnknown`]: builtNode('ReconcileUnknown', 'ReconcileUnknown'),
 			[`${PKG}.priorityDequeue`]: builtNode('PriorityDequeue', 'PriorityDequeue'),
+			[`${PKG}.operationLedgerAdmin`]: builtNode('OperationLedgerAdmin', 'OperationLedgerAdmin'),
 			'test.source': new SourceNode(),
 			'test.sink': sinkNode(this.received),
 		};
