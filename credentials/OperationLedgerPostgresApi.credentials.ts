@@ -145,7 +145,7 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			typeOptions: { minValue: 100, maxValue: 600000 },
 			default: 30000,
 			description:
-				'Longest time one ledger batch (Reserve, Confirm, Claim, Resolve) may run in the database, in milliseconds (SET LOCAL statement_timeout). When it fires the batch is rolled back: nothing of it was recorded and running it again is safe.',
+				'Longest time one statement of these nodes may run in the database, in milliseconds (SET LOCAL statement_timeout): every ledger batch and every queue call, the trigger\'s included. When it fires the batch is rolled back: nothing of it was recorded and running it again is safe.',
 		},
 		{
 			displayName: 'Lock Timeout (Ms)',
@@ -154,7 +154,7 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			typeOptions: { minValue: 10, maxValue: 600000 },
 			default: 5000,
 			description:
-				'Longest wait for an operation key another transaction holds locked, in milliseconds (SET LOCAL lock_timeout). That item then fails with a retry-safe error; the other keys of the batch are not held up.',
+				'Longest wait for a lock another transaction holds, in milliseconds (SET LOCAL lock_timeout). Ledger: that operation key then fails with a retry-safe error and the other keys of the batch are not held up. Queue: the settle call fails with a retry-safe error, nothing changed (claims skip locked tasks).',
 		},
 	];
 }
