@@ -1,25 +1,36 @@
 /**
- * Every statement the ledger nodes send is bounded in time. Each batch runs as one transaction on a
- * client taken from the pool:
+ * Every statement the nodes send (ledger and queue, the trigger's included) is bounded in time.
+ * Each call runs as one transaction on a client taken from the pool:
  *
- *   BEGIN; SET LOCAL statement_timeout = <ms>; SET LOCAL lock_timeout = <ms>;   (one round trip)
+ *   BEGIN; SET LOCAL statement_timeout = <ms>; SET LOCAL lock_timeout = <ms>;
  *   SELECT * FROM <schema>.<function>(...)                                      (the batch)
  *   COMMIT
  *
+ * sent as ONE simple-protocol query when the values are plain (boundedQuery), else in three round
+ * trips (boundedStatements, boundedTransaction). SET LOCAL, not startup parameters: PgBouncer in
+ * transaction mode refuses those, and SET LOCAL ends with the transaction, so nothing is left on a
+ * pooled server connection.
+ *
  * - Waiting for a pool connection is bounded by the pool's connectionTimeoutMillis (credential
  *   "Connection Timeout (ms)", default DEFAULTS.connectTimeoutMs).
- * - A row lock held by another transaction is waited for at most lock_timeout per lock
- *   (credential "Lock Timeout (ms)"). The ledger functions catch that error per item (SQLSTATE
- *   55P03) and answer `busy` for that key alone; the other keys of the batch carry on.
+ * - A lock held by another transaction is waited for at most lock_timeout per lock (credential
+ *   "Lock Timeout (ms)"). The ledger functions catch that error per item (SQLSTATE 55P03) and
+ *   answer `busy` for that key alone; the other keys of the batch carry on. Elsewhere (the queue's
+ *   settles, any table lock) the transaction is rolled back and LedgerBusyError is thrown.
  * - The whole batch statement is bounded by statement_timeout (credential "Statement Timeout (ms)");
  *   when it fires (57014) the transaction is rolled back and nothing of the batch was recorded.
  * - Serialization failures and deadlocks (40001, 40P01: e.g. a role with
  *   default_transaction_isolation = serializable) roll the transaction back; it is run again up to
  *   DEFAULTS.serializationRetries times after a short random pause. A rolled-back attempt recorded
- *   nothing, so a retry can never hand out a second Proceed.
+ *   nothing, so a retry can never hand out a second Proceed or claim a task twice. A connection
+ *   error is never retried: the COMMIT may have happened.
+ * - With a client instead of a pool (a caller's own transaction), the statement runs as it is, with
+ *   the caller's settings.
  *
  * Sources: PostgreSQL documentation, "Client Connection Defaults" (statement_timeout,
- * lock_timeout) and Appendix A, "PostgreSQL Error Codes".
+ * lock_timeout; "the timeout is applied to each statement separately" of a multi-statement simple
+ * Query since PostgreSQL 13), "Message Flow: Multiple Statements in a Simple Query", and
+ * Appendix A, "PostgreSQL Error Codes".
  */
 import type { Pool, PoolClient } from 'pg';
 import { checkedOut } from './checkout';

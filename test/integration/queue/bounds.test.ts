@@ -11,6 +11,9 @@ import { Client } from 'pg';
 import { LedgerBusyError } from '../../../src/db/bounds';
 import { complete, dequeue, enqueue, extendLease, fail, nextDue, nextDueFor, purge, release, requeueDead, stats, type ClaimedTask } from '../../../src/queue';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { testCredentials } from '../../helpers/fakeExecute';
+import { activateTrigger } from '../../helpers/triggerHarness';
+import { complete as completeNode } from '../hardening/run';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -246,5 +249,54 @@ describe('values sent as literals in the one-round-trip form', () => {
 		expect(rows).toEqual([{ result }]);
 		const s = await stats(db.pool, db.schema, queue);
 		expect(s.groups.map((g) => g.group).sort()).toEqual([...groups].sort());
+	});
+});
+
+describe('the credential\'s bounds reach the nodes', () => {
+	it('Priority Dequeue Complete on a locked task: an item error on Not Recorded within the credential\'s Lock Timeout', async () => {
+		const t = await claimOne('node-locked');
+		const lock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
+		try {
+			const t0 = Date.now();
+			const out = await completeNode(testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 300, statementTimeoutMs: 10_000 }), [t], { typeVersion: 2, continueOnFail: true });
+			expect(Date.now() - t0).toBeLessThan(3_000);
+			expect(out[0]).toEqual([
+				expect.objectContaining({ json: { error: expect.stringMatching(/Complete failed and nothing of this batch was recorded.*lock timeout \(300 ms\).*running it again is safe/) } }),
+			]);
+			expect(out[1]).toEqual([]);
+		} finally {
+			await lock.release();
+		}
+		expect((await row(t.taskId)).status).toBe('processing');
+	});
+
+	it('the trigger (Claim mode): with the queue table locked, its claim gives up within the credential\'s Lock Timeout and it claims once the lock is gone', async () => {
+		const queue = 'trigger-locked';
+		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: {} }]);
+		const lock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
+		let released = false;
+		const t = await activateTrigger({
+			credentials: testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 300, statementTimeoutMs: 10_000 }),
+			typeVersion: 2,
+			parameters: { queue, mode: 'claim', batchSize: 10, leaseSeconds: 60, useListen: false, pollSeconds: 1, maxInFlight: 1, options: {} },
+			consumer: async () => 'success',
+		}).catch(async (e: unknown) => {
+			await lock.release();
+			throw e;
+		});
+		try {
+			const t0 = Date.now();
+			while (t.warnings.length === 0 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 50));
+			expect(t.warnings[0]).toMatch(/checking the queue failed \(The database did not answer in time: a row lock was not granted within the lock timeout \(300 ms\)/);
+			expect(t.emitted).toEqual([]);
+			await lock.release();
+			released = true;
+			const t1 = Date.now();
+			while (t.emitted.length === 0 && Date.now() - t1 < 5_000) await new Promise((r) => setTimeout(r, 50));
+			expect(t.emitted).toHaveLength(1);
+		} finally {
+			if (!released) await lock.release();
+			await t.close();
+		}
 	});
 });
