@@ -7,7 +7,9 @@
  * timeout on a table lock. A client passed in runs in the caller's transaction, unbounded by us.
  * The one-round-trip form sends values as literals: quotes, backslashes, braces and "NULL" survive.
  */
+import net from 'node:net';
 import { Client } from 'pg';
+import { connectListener } from '../../../src/queue/listen';
 import { LedgerBusyError } from '../../../src/db/bounds';
 import { complete, dequeue, enqueue, extendLease, fail, nextDue, nextDueFor, purge, release, requeueDead, stats, type ClaimedTask } from '../../../src/queue';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
@@ -297,6 +299,100 @@ describe('the credential\'s bounds reach the nodes', () => {
 		} finally {
 			if (!released) await lock.release();
 			await t.close();
+		}
+	});
+});
+
+/** A TCP proxy to Postgres that can be frozen: from then on it passes nothing either way (a silent network). */
+async function freezableProxy(target: URL) {
+	let frozen = false;
+	const sockets: net.Socket[] = [];
+	// allowHalfOpen: a frozen proxy does not even answer the client's FIN (a partitioned network).
+	const server = net.createServer({ allowHalfOpen: true }, (client) => {
+		const upstream = net.connect(Number(target.port || 5432), target.hostname);
+		sockets.push(client, upstream);
+		client.on('data', (d) => {
+			if (!frozen) upstream.write(d);
+		});
+		upstream.on('data', (d) => {
+			if (!frozen) client.write(d);
+		});
+		const end = () => {
+			client.destroy();
+			upstream.destroy();
+		};
+		client.on('error', end);
+		upstream.on('error', end);
+		client.on('close', end);
+		upstream.on('close', end);
+	});
+	await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+	const port = (server.address() as net.AddressInfo).port;
+	return {
+		port,
+		freeze() {
+			frozen = true;
+		},
+		async close() {
+			for (const sk of sockets) sk.destroy();
+			await new Promise((r) => server.close(r));
+		},
+	};
+}
+
+describe('the LISTEN connection', () => {
+	const url = new URL(DATABASE_URL);
+	const config = (port: number) => ({
+		connectionString: `postgres://${url.username || 'postgres'}@127.0.0.1:${port}${url.pathname}`,
+		schema: 'ol_any',
+		connectTimeoutMs: 500,
+	});
+
+	it('connecting to a server that never answers gives up within the connection timeout', async () => {
+		const proxy = await freezableProxy(url);
+		proxy.freeze();
+		try {
+			const t0 = Date.now();
+			const err = await connectListener(config(proxy.port)).catch((e: unknown) => e);
+			expect(err).toBeInstanceOf(Error);
+			expect(Date.now() - t0).toBeLessThan(2_500);
+		} finally {
+			await proxy.close();
+		}
+	});
+
+	it('on a connection that went silent, LISTEN and close each give up within the connection timeout', async () => {
+		const proxy = await freezableProxy(url);
+		try {
+			const conn = await connectListener(config(proxy.port));
+			const lost: Array<Error | undefined> = [];
+			conn.onLost((e) => lost.push(e));
+			await conn.listen('oplq_bounds_a');
+			proxy.freeze();
+			let t0 = Date.now();
+			await expect(conn.listen('oplq_bounds_b')).rejects.toThrow(/LISTEN did not finish within the connection timeout \(500 ms\)/);
+			expect(Date.now() - t0).toBeLessThan(2_000);
+			t0 = Date.now();
+			await conn.close();
+			expect(Date.now() - t0).toBeLessThan(2_000);
+		} finally {
+			await proxy.close();
+		}
+	});
+
+	it('closing a connection whose peer went silent ends within the connection timeout (the socket is destroyed)', async () => {
+		const proxy = await freezableProxy(url);
+		try {
+			const conn = await connectListener(config(proxy.port));
+			await conn.listen('oplq_bounds_c');
+			proxy.freeze();
+			const t0 = Date.now();
+			await conn.close();
+			const ms = Date.now() - t0;
+			expect(ms).toBeGreaterThanOrEqual(400);
+			expect(ms).toBeLessThan(2_000);
+		} finally {
+			await proxy.close();
 		}
 	});
 });
