@@ -49,9 +49,9 @@ export interface ConnectionConfig extends EndpointInput {
 	maxConnections?: number;
 	/** Milliseconds to wait for a pool connection or a new connection's handshake (default 10000, src/db/bounds.ts). */
 	connectTimeoutMs?: number;
-	/** statement_timeout for each ledger batch transaction, ms (default 30000, src/db/bounds.ts). */
+	/** statement_timeout for each batch transaction of the ledger and the queue, ms (default 30000, src/db/bounds.ts). */
 	statementTimeoutMs?: number;
-	/** lock_timeout for each ledger batch transaction, ms (default 5000, src/db/bounds.ts). */
+	/** lock_timeout for each batch transaction of the ledger and the queue, ms (default 5000, src/db/bounds.ts). */
 	lockTimeoutMs?: number;
 }
 
