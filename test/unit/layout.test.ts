@@ -4,7 +4,8 @@
  * - src/ (the core) imports nothing of n8n and nothing of nodes/;
  * - nodes/ holds no SQL statement;
  * - a node folder imports src/, nodes/shared and its own files only, never a sibling node;
- * - one input-error class: nodes recognise input errors with instanceof, never by a name string.
+ * - one input-error class: nodes recognise input errors with instanceof, never by a name string;
+ * - the ledger and queue cores send statements through src/db/bounds.ts only.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -81,6 +82,16 @@ describe('code layout', () => {
 		expect(PLAIN.test("throw new Error('x')")).toBe(true);
 		expect(PLAIN.test("throw new NodeOperationError(node, 'x')")).toBe(false);
 		const bad = [...tsFiles('nodes'), ...tsFiles('credentials')].filter((f) => PLAIN.test(code(f)));
+		expect(bad).toEqual([]);
+	});
+	it('the ledger and queue cores never send a statement on the pool they are given (db.query) but through src/db/bounds.ts', () => {
+		// Every core function takes its pool or client as `db`; db.query would run without the
+		// credential's statement and lock timeouts. (A client inside a bounded transaction, e.g.
+		// boundedTransaction's `q`, or the LISTEN connection of src/queue/listen.ts, is not `db`.)
+		const BARE = /\bdb\s*\.\s*query\b/;
+		expect(BARE.test('await db.query<Row>(`x`, [])')).toBe(true);
+		expect(BARE.test('await boundedQuery<Row>(db, `x`, [], bounds)')).toBe(false);
+		const bad = [...tsFiles('src/queue'), ...tsFiles('src/ledger')].filter((f) => BARE.test(code(f)));
 		expect(bad).toEqual([]);
 	});
 });
