@@ -43,6 +43,19 @@ export async function setLedgerClock(pool: Pick<Pool, 'query'>, schema: string, 
 }
 
 /**
+ * Stops the ledger's clock of one test schema at `at` (ledger_now() returns exactly that until it
+ * is moved again; setLedgerClock(.., 0) puts the real clock back). Lets a test compare times the
+ * ledger stored to the microsecond, whichever path stored them.
+ */
+export async function fixLedgerClock(pool: Pick<Pool, 'query'>, schema: string, at: Date): Promise<void> {
+	const ms = at.getTime();
+	if (!Number.isFinite(ms)) throw new Error('at must be a valid Date');
+	await pool.query(
+		`CREATE OR REPLACE FUNCTION "${schema}".ledger_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT '${at.toISOString()}'::timestamptz $$`,
+	);
+}
+
+/**
  * The queue's functions read the database clock (now()). Moving every timestamp of one queue's
  * tasks `seconds` into the past is, for that queue, the clock moving `seconds` forward: a lease of
  * 1 s has run out, a 60 s lease still has 59 s. Lets tests pass leases without sleeping.
