@@ -173,10 +173,8 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END;
-        status := op.status;
-        attempt := op.attempt;
-        external_ref := op.external_ref;
-        updated_at := op.updated_at;
+        -- The row as this call leaves it.
+        SELECT op.status, op.attempt, op.external_ref, op.updated_at INTO status, attempt, external_ref, updated_at;
         RETURN NEXT;
     END LOOP;
 END $$;
