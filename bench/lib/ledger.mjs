@@ -9,6 +9,20 @@ const node = new ReserveOperation();
 export const mib = (b) => round(Number(b) / 1048576, 1);
 
 /**
+ * Reserve Operation's parameters for order items (`{ json: { orderId, ... } }`): key
+ * `payment:charge:<orderId>:v1`, target payments-api, the item as the request, lease 300 s.
+ */
+export function orderReserveParams(items) {
+	return {
+		keyMode: 'custom',
+		operationKey: (i) => `payment:charge:${items[i].json.orderId}:v1`,
+		target: 'payments-api',
+		request: (i) => items[i].json,
+		leaseSeconds: 300,
+	};
+}
+
+/**
  * Runs Reserve Operation's execute on `items` (each `{ json: { orderId, amount, currency } }`, key
  * `payment:charge:<orderId>:v1`, target payments-api, lease 300 s) against `schema`, with the tests'
  * IExecuteFunctions stand-in `fakeExecute` (loadFakeExecute()). Returns the milliseconds it took;
@@ -19,13 +33,7 @@ export async function timedReserve(fakeExecute, schema, items, expectOutput) {
 		items,
 		nodeName: 'Reserve Operation',
 		credentials: credentials(schema),
-		params: {
-			keyMode: 'custom',
-			operationKey: (i) => `payment:charge:${items[i].json.orderId}:v1`,
-			target: 'payments-api',
-			request: (i) => items[i].json,
-			leaseSeconds: 300,
-		},
+		params: orderReserveParams(items),
 	});
 	const t0 = now();
 	const out = await node.execute.call(fns);
