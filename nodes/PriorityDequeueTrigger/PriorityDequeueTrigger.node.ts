@@ -11,7 +11,20 @@ import {
 import { ensureSchema } from '../../src/db/migrate';
 import { getPool } from '../../src/db/pool';
 import { toBounds } from '../../src/db/bounds';
-import { checkGroups, checkInt, checkQueueName, checkSeconds, connectListener, dequeue, nextDueFor, parseGroupWeights, queueChannel, QueueWatcher, type WakeReason } from '../../src/queue';
+import {
+	checkGroups,
+	checkInt,
+	checkQueueName,
+	checkSeconds,
+	connectListener,
+	dequeue,
+	nextDueFor,
+	parseGroupWeights,
+	prepareDequeueOptions,
+	queueChannel,
+	QueueWatcher,
+	type WakeReason,
+} from '../../src/queue';
 import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
 
 /** Starts consumer executions when a Priority Dequeue queue has work: LISTEN/NOTIFY as a hint, polling as the truth. */
@@ -168,13 +181,14 @@ export class PriorityDequeueTrigger implements INodeType {
 		const inFlightTimeoutMs = checkSeconds(options.inFlightTimeoutSeconds ?? 600, 'Execution timeout', 1, 86_400) * 1000;
 		const claim =
 			mode === 'claim'
-				? {
+				? // Checked once here (src/queue: prepareDequeueOptions), not again at every claim.
+					prepareDequeueOptions({
 						queue,
-						limit: checkInt(this.getNodeParameter('batchSize', 10), 'Batch size', 1, 10_000),
-						leaseSeconds: checkSeconds(this.getNodeParameter('leaseSeconds', 300), 'Lease', 1, 86_400),
-						agingSeconds: checkSeconds(options.agingSeconds ?? 300, 'Aging interval', 0, 31_536_000),
-						groups: checkGroups(parseGroupWeights(options.groupWeights)),
-					}
+						limit: this.getNodeParameter('batchSize', 10) as number,
+						leaseSeconds: this.getNodeParameter('leaseSeconds', 300) as number,
+						agingSeconds: (options.agingSeconds ?? 300) as number,
+						groups: parseGroupWeights(options.groupWeights),
+					})
 				: undefined;
 		// Wake Up, version 2: only work of the consumer's groups counts (version 1: every group).
 		const version = this.getNode().typeVersion;

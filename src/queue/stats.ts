@@ -1,8 +1,9 @@
 /**
  * Stats: depth per group, oldest wait, in flight, dead; and a sample of dead tasks.
  */
+import { markPrepared, prepareOnce } from './prepared';
 import { checkInt, checkQueueName, fn, idText, iso, type Queryable } from './types';
-import { boundedQuery, boundedTransaction, type Bounds } from '../db/bounds';
+import { boundedTransaction, type Bounds } from '../db/bounds';
 
 export interface GroupStats {
 	group: string;
@@ -128,11 +129,14 @@ const num = (v: string | number | null): number | null => (v === null ? null : N
  * when a bound fires.
  */
 export async function stats(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<QueueStats> {
-	checkQueueName(queue);
-	const [rows, hr] = await boundedTransaction(db, bounds, async (q) => [
-		(await q.query<StatsRow>(`SELECT s.*, now() AS measured_at FROM ${fn(schema, 'queue_stats')}($1) s`, [queue])).rows,
-		(await q.query<HealthRow>(`SELECT * FROM ${fn(schema, 'queue_health')}($1)`, [queue])).rows,
-	] as const);
+	const q = checkQueueName(queue);
+	return boundedTransaction(db, bounds, (t) => readStats(t, schema, q));
+}
+
+/** Both statements of stats() on `t`, a client inside a bounded transaction (boundedTransaction). */
+async function readStats(t: Queryable, schema: string, queue: string): Promise<QueueStats> {
+	const { rows } = await t.query<StatsRow>(`SELECT s.*, now() AS measured_at FROM ${fn(schema, 'queue_stats')}($1) s`, [queue]);
+	const { rows: hr } = await t.query<HealthRow>(`SELECT * FROM ${fn(schema, 'queue_health')}($1)`, [queue]);
 	const groups: GroupStats[] = rows.map((r) => ({
 		group: r.priority_group,
 		ready: Number(r.ready),
@@ -198,9 +202,43 @@ interface DeadRow {
 
 /** The most recent dead tasks of a queue, newest first (limit 1 to 1000). Read-only. `bounds`: as in stats(). */
 export async function listDead(db: Queryable, schema: string, queue: string, limit: number, bounds?: Bounds): Promise<DeadTask[]> {
-	checkQueueName(queue);
+	const q = checkQueueName(queue);
 	const n = checkInt(limit, 'Dead task limit', 1, 1000);
-	const rows = await boundedQuery<DeadRow>(db, `SELECT * FROM ${fn(schema, 'queue_list_dead')}($1, $2)`, [queue, n], bounds);
+	return boundedTransaction(db, bounds, (t) => readDead(t, schema, q, n));
+}
+
+/** What Priority Dequeue's Stats operation asks for one input item. */
+export interface StatsRequest {
+	queue: string;
+	/** Also list this many of the most recent dead tasks (0 to 1000; default 0: none). */
+	deadTasks?: number;
+}
+
+/** Checks a stats request; returns it normalised, prepared (prepared.ts). Throws QueueInputError. */
+export function prepareStatsRequest(request: StatsRequest): StatsRequest {
+	return markPrepared({ queue: checkQueueName(request.queue), deadTasks: checkInt(request.deadTasks ?? 0, 'Include dead tasks', 0, 1000) });
+}
+
+/**
+ * stats() of the queue, plus listDead() of it when deadTasks > 0 (else null), in one transaction
+ * bounded by `bounds` as stats() is. Read-only. Throws QueueInputError, LedgerBusyError.
+ */
+export async function statsReport(
+	db: Queryable,
+	schema: string,
+	request: StatsRequest,
+	bounds?: Bounds,
+): Promise<{ stats: QueueStats; deadTasks: DeadTask[] | null }> {
+	const { queue, deadTasks } = prepareOnce(request, prepareStatsRequest);
+	return boundedTransaction(db, bounds, async (t) => {
+		const s = await readStats(t, schema, queue);
+		return { stats: s, deadTasks: deadTasks ? await readDead(t, schema, queue, deadTasks) : null };
+	});
+}
+
+/** The dead-task list on `t`, a client inside a bounded transaction. */
+async function readDead(t: Queryable, schema: string, queue: string, n: number): Promise<DeadTask[]> {
+	const { rows } = await t.query<DeadRow>(`SELECT * FROM ${fn(schema, 'queue_list_dead')}($1, $2)`, [queue, n]);
 	return rows.map((r) => ({
 		taskId: idText(r.id) as string,
 		queue: r.queue,
