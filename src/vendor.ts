@@ -10,6 +10,10 @@ import { parse as parseConnectionString } from 'pg-connection-string';
 
 export const Pool = pg.Pool;
 export const Client = pg.Client;
+/** pg's own SQL string literal quoting (doubles quotes; E'' with doubled backslashes when needed). */
+export const escapeLiteral: (text: string) => string = pg.escapeLiteral;
+/** The text pg sends for a query parameter (arrays as Postgres array literals, objects as JSON). */
+export const prepareValue: (value: unknown) => unknown = (pg as unknown as { utils: { prepareValue: (v: unknown) => unknown } }).utils.prepareValue;
 export { canonicalize, parseConnectionString };
 
 /** Startup parameters pg would otherwise take from PG* environment variables when not configured. */

@@ -34,6 +34,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { checkedOut } from './checkout';
+import { escapeLiteral, prepareValue } from '../vendor';
 
 export const DEFAULTS = {
 	/** Longest a batch statement may run, in milliseconds. */
@@ -179,43 +180,23 @@ export async function boundedTransaction<T>(db: Runner, bounds: Bounds | undefin
 }
 
 /**
- * `values` as SQL literals for the one-round-trip form, or undefined when one of them is not a
- * plain string, finite number, boolean, null or an array of those (then the statement is sent with
- * parameters instead). Strings become standard string literals ('' doubled; E'' with doubled
- * backslashes when they hold one), arrays Postgres array literals ("Arrays", 8.15.6), both typed
- * by the statement's casts or the function's argument, as an unspecified parameter would be.
+ * `values` as SQL literals for the one-round-trip form, or undefined when one of them has no text
+ * form (a Buffer) or holds a NUL character (then the statement is sent with parameters instead).
+ * Each literal is exactly the text pg would send for that parameter (pg's own prepareValue: arrays
+ * as Postgres array literals, objects as JSON, dates and numbers as pg formats them), quoted by pg's
+ * own escapeLiteral; like an unspecified-type parameter, the literal takes its type from the
+ * statement's casts or the function's argument. So inlining cannot change a value's meaning.
  */
 function literals(values: unknown[]): string[] | undefined {
-	const quote = (s: string) => (s.includes('\\') ? `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'` : `'${s.replace(/'/g, "''")}'`);
-	const scalar = (v: unknown): string | undefined => {
-		if (typeof v === 'string') return v.includes('\u0000') ? undefined : v;
-		if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
-		if (typeof v === 'boolean') return v ? 'true' : 'false';
-		return undefined;
-	};
 	const out: string[] = [];
 	for (const v of values) {
-		if (v === null || v === undefined) {
+		const text = prepareValue(v);
+		if (text === null || text === undefined) {
 			out.push('NULL');
 			continue;
 		}
-		if (Array.isArray(v)) {
-			const parts: string[] = [];
-			for (const e of v) {
-				if (e === null || e === undefined) {
-					parts.push('NULL');
-					continue;
-				}
-				const t = scalar(e);
-				if (t === undefined) return undefined;
-				parts.push(`"${t.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
-			}
-			out.push(quote(`{${parts.join(',')}}`));
-			continue;
-		}
-		const t = scalar(v);
-		if (t === undefined) return undefined;
-		out.push(quote(t));
+		if (typeof text !== 'string' || text.includes('\u0000')) return undefined;
+		out.push(escapeLiteral(text));
 	}
 	return out;
 }
@@ -244,8 +225,8 @@ function inline(text: string, values: unknown[]): string | undefined {
  * given a checked-out client (one with release()), the statement runs in the caller's own
  * transaction with the caller's settings, unchanged.
  *
- * With a pool it costs ONE round trip when the values are plain (strings, numbers, booleans,
- * nulls, arrays of those: every call of the ledger and queue core): the transaction is sent as one
+ * With a pool it costs ONE round trip when every value has a text form without NUL (every call of
+ * the ledger and queue core; see literals()): the transaction is sent as one
  * simple-protocol query, `BEGIN; SET LOCAL statement_timeout = …; SET LOCAL lock_timeout = …;
  * <statement with the values as literals>; COMMIT`. Postgres runs the statements of such a query
  * in order and (since PostgreSQL 13) applies statement_timeout to each statement separately, with

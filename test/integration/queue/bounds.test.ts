@@ -10,7 +10,7 @@
 import net from 'node:net';
 import { Client } from 'pg';
 import { connectListener } from '../../../src/queue/listen';
-import { LedgerBusyError } from '../../../src/db/bounds';
+import { LedgerBusyError, boundedQuery } from '../../../src/db/bounds';
 import { complete, dequeue, enqueue, extendLease, fail, nextDue, nextDueFor, purge, release, requeueDead, stats, type ClaimedTask } from '../../../src/queue';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
 import { testCredentials } from '../../helpers/fakeExecute';
@@ -251,6 +251,47 @@ describe('values sent as literals in the one-round-trip form', () => {
 		expect(rows).toEqual([{ result }]);
 		const s = await stats(db.pool, db.schema, queue);
 		expect(s.groups.map((g) => g.group).sort()).toEqual([...groups].sort());
+	});
+});
+
+describe('inlined literals mean what the parameters mean', () => {
+	const sql = 'SELECT $1::text AS t, $2::text[] AS a, $3::int AS i, $4::float8 AS f, $5::jsonb AS j, $6::bool AS b, $7::text AS n, $8::timestamptz AS d';
+	const values = [
+		"O'Brien \\ \"q\" $1 $$ -- /* */ ; \u00e9 😀 E'x'",
+		['a"b', 'c\\d', null, 'x,y', '{z}', 'NULL', "it's", ''],
+		-5,
+		-1.5e-7,
+		{ k: "v'\\", n: [1, null], deep: { e: '😀' } },
+		false,
+		null,
+		new Date('2026-12-01T07:00:00.123Z'),
+	];
+	it.each([
+		['standard_conforming_strings on', ''],
+		['standard_conforming_strings off (legacy servers)', '-c standard_conforming_strings=off'],
+	])('%s: boundedQuery (one round trip) returns what a parameterised query returns', async (_name, options) => {
+		const { Pool } = await import('pg');
+		const pool = new Pool({ connectionString: DATABASE_URL, max: 2, options: options || undefined });
+		try {
+			const expected = (await pool.query(sql, values)).rows;
+			// Record what boundedQuery sends, to prove it took the one-round-trip (inlined) form.
+			const seen: unknown[] = [];
+			pool.on('acquire', (client) => {
+				const q = client.query.bind(client) as (...a: unknown[]) => unknown;
+				(client as unknown as { query: unknown }).query = (...a: unknown[]) => {
+					seen.push(a[0]);
+					return q(...a);
+				};
+			});
+			const got = await boundedQuery(pool, sql, values);
+			expect(seen).toHaveLength(1);
+			expect(String(seen[0])).toMatch(/^BEGIN; SET LOCAL statement_timeout = \d+; SET LOCAL lock_timeout = \d+; SELECT .*O''Brien.*; COMMIT$/s);
+			expect(got).toEqual(expected);
+			expect(got[0].a).toEqual(values[1]);
+			expect(got[0].t).toBe(values[0]);
+		} finally {
+			await pool.end();
+		}
 	});
 });
 
