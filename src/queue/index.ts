@@ -15,7 +15,7 @@ export { release, type ReleaseInput, type ReleaseResult } from './release';
 export { requeueDead, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, type PurgeOptions, type PurgeResult } from './purge';
-export { parseGroupWeights } from './groups';
+export { groupsFromRows, parseGroupNames, parseGroupWeights } from './groups';
 export { QueueWatcher, type WatcherDeps, type WakeReason, type ListenConnection } from './watcher';
 export { connectListener } from './listen';
 export { nextDue, nextDueFor, type NextDue } from './nextDue';

@@ -1,7 +1,7 @@
 /**
  * The fail-closed invariant in n8n's real engine (n8n-core 2.33.2 WorkflowExecute, built nodes from
  * dist/): an item reaches a go-ahead output (Reserve's Proceed, Confirm's Succeeded, Reconcile's To
- * Check, Happened and Did Not Happen, Dequeue's claimed tasks) only if the database decided it in
+ * Check, Succeeded (happened) and Failed (did not happen), Dequeue's claimed tasks) only if the database decided it in
  * this run.
  *
  * Matrix (node version 2): each node/operation × On Error (stop, continue regular output, continue
@@ -100,10 +100,10 @@ interface Scenario {
 	modes: Mode[];
 	/** Which input item is the invalid one in mode "invalid". */
 	invalidItem: 0 | 1;
-	/** Output names of version 2 (index 0 is Not Recorded) and of version 1. */
-	outputs: { 2: string[]; 1: string[] };
+	/** Output names of version 2 (index 0 is Unrecorded), of version 1 and, for Reconcile, of version 3 (fixed outputs, Unrecorded first). */
+	outputs: { 3?: string[]; 2: string[]; 1: string[] };
 	/** Go-ahead output indexes per version. */
-	goAhead: { 2: number[]; 1: number[] };
+	goAhead: { 3?: number[]; 2: number[]; 1: number[] };
 	seed?(id: string): Promise<void>;
 	/** Builds the workflow; the node under test is "UT", fed (directly or through helpers) by "Source". */
 	build(id: string, mode: Mode, s: Settings, version: number): { nodes: INode[]; feeds: Record<string, string[][]> };
@@ -112,6 +112,9 @@ interface Scenario {
 }
 
 const bad = (mode: Mode) => mode === 'invalid';
+
+/** Reconcile Unknown version 3: the same outputs for Claim and Resolve (nodes/ReconcileUnknown/outputs.ts). */
+const RECONCILE_V3 = ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
 
 /**
  * A settle operation (complete, fail, release, extend lease) on the tasks a plain Dequeue claimed.
@@ -123,7 +126,7 @@ function settleScenario(op: string, params: INode['parameters'], outcomes: strin
 		name: `Dequeue ${op}`,
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [1], 1: [] },
 		seed: async (id) => {
 			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
@@ -162,8 +165,8 @@ const scenarios: Scenario[] = [
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
 		outputs: {
-			2: ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'],
-			1: ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'],
+			2: ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'],
+			1: ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'],
 		},
 		goAhead: { 2: [1], 1: [0] },
 		build: (id, mode, s, v) => ({
@@ -185,7 +188,7 @@ const scenarios: Scenario[] = [
 		name: 'Confirm',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'], 1: ['Succeeded', 'Failed', 'Unknown', 'Stale'] },
+		outputs: { 2: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'], 1: ['Succeeded', 'Failed', 'Unknown', 'Stale'] },
 		goAhead: { 2: [1], 1: [0] },
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -211,8 +214,8 @@ const scenarios: Scenario[] = [
 		name: 'Reconcile claim',
 		modes: ['valid', 'invalid', 'down', 'nothing'],
 		invalidItem: 0,
-		outputs: { 2: ['Not Recorded', 'To Check'], 1: ['To Check'] },
-		goAhead: { 2: [1], 1: [0] },
+		outputs: { 3: RECONCILE_V3, 2: ['Unrecorded', 'To Check'], 1: ['To Check'] },
+		goAhead: { 3: [1], 2: [1], 1: [0] },
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -238,10 +241,11 @@ const scenarios: Scenario[] = [
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
 		outputs: {
-			2: ['Not Recorded', 'Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'],
-			1: ['Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'],
+			3: RECONCILE_V3,
+			2: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
+			1: ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
 		},
-		goAhead: { 2: [1, 2], 1: [0, 1] },
+		goAhead: { 3: [2, 3], 2: [1, 2], 1: [0, 1] },
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -269,7 +273,8 @@ const scenarios: Scenario[] = [
 		}),
 		async decided(item, output, v) {
 			const rec = item.json.reconcile as { operationKey: string; status: string };
-			const want = output === (v === 2 ? 1 : 0) ? 'succeeded' : 'failed';
+			// The first go-ahead output of this version is Succeeded (happened), the second Failed (did not happen).
+			const want = output === { 3: 2, 2: 1, 1: 0 }[v] ? 'succeeded' : 'failed';
 			expect(rec.status).toBe(want);
 			expect(await q(`SELECT status FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [rec.operationKey])).toEqual([{ status: want }]);
 		},
@@ -278,7 +283,7 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue dequeue',
 		modes: ['valid', 'invalid', 'down', 'nothing'],
 		invalidItem: 0,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [1], 1: [0] },
 		seed: async (id) => {
 			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
@@ -305,7 +310,7 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue enqueue',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [1], 1: [] },
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -332,7 +337,7 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue stats',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [], 1: [] },
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -358,17 +363,17 @@ const label = (s: Settings) =>
 let caseNo = 0;
 
 /** Runs one case and asserts the invariant plus where the failures went. Returns a short record. */
-async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): Promise<string[]> {
+async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2 | 3): Promise<string[]> {
 	const problems: string[] = [];
 	const id = `eng${process.pid}c${++caseNo}`;
 	if (sc.seed && mode !== 'nothing') await sc.seed(id);
 	const { nodes, feeds } = sc.build(id, mode, s, version);
-	const names = [...sc.outputs[version]];
+	const names = [...(sc.outputs[version] ?? [])];
 	if (s.onError === 'continueErrorOutput') names.push('Error');
 	const sinkNames = names.map((n) => `UT → ${n}`);
 	const { run, received } = await engine.run([...nodes, ...sinkNames.map(sink)], connect({ ...feeds, UT: sinkNames.map((n) => [n]) }));
 	const got = (i: number): INodeExecutionData[] => (received as Received)[sinkNames[i]] ?? [];
-	const goAhead = sc.goAhead[version];
+	const goAhead = sc.goAhead[version] ?? [];
 	const tag = `${sc.name} v${version} ${mode} ${label(s)}`;
 	const check = (ok: boolean, what: string) => {
 		if (!ok) problems.push(`${tag}: ${what} (received ${JSON.stringify(Object.fromEntries(sinkNames.map((n, i) => [n, got(i).map((it) => it.json)])))}; error ${runError(run)})`);
@@ -386,8 +391,8 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): P
 			}
 		}
 	}
-	// No error item on any result output (version 2: anything but Not Recorded and Error).
-	const resultOutputs = names.map((_, i) => i).filter((i) => names[i] !== 'Error' && !(version === 2 && i === 0));
+	// No error item on any result output (version 2: anything but Unrecorded and Error).
+	const resultOutputs = names.map((_, i) => i).filter((i) => names[i] !== 'Error' && !(version >= 2 && i === 0));
 	for (const o of resultOutputs) {
 		for (const item of got(o)) {
 			if (version === 1 && 'error' in item.json && !goAhead.includes(o)) continue; // v1: error items on a non-go-ahead output
@@ -405,10 +410,10 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): P
 		check(runError(run) === undefined || (version === 1 && s.onError === 'continueRegularOutput' && goAhead.length > 0 && names.length === 1), 'the run should not fail under Continue');
 		if (fails) check(errorItems.length > 0 || (version === 1 && names.length === 1 && s.onError === 'continueRegularOutput'), 'error items expected');
 		if (s.onError === 'continueErrorOutput') check(errorItems.every((it) => got(names.length - 1).includes(it)), 'error items must be on the Error output');
-		else if (version === 2) check(errorItems.every((it) => got(0).includes(it)), 'error items must be on Not Recorded');
+		else if (version >= 2) check(errorItems.every((it) => got(0).includes(it)), 'error items must be on Unrecorded');
 	}
-	if (version === 2 && s.alwaysOutputData && s.onError !== 'stopWorkflow' && mode === 'nothing') {
-		check(got(0).length === 1 && Object.keys(got(0)[0].json).length === 0, 'Always Output Data: the empty item goes to Not Recorded');
+	if (version >= 2 && s.alwaysOutputData && s.onError !== 'stopWorkflow' && mode === 'nothing') {
+		check(got(0).length === 1 && Object.keys(got(0)[0].json).length === 0, 'Always Output Data: the empty item goes to Unrecorded');
 	}
 	if (mode === 'valid') {
 		check(runError(run) === undefined, 'a valid run must not fail');
@@ -435,6 +440,21 @@ describe('fail-closed outputs in n8n-core WorkflowExecute (node version 2)', () 
 });
 
 /**
+ * Reconcile Unknown version 3 (the default): one fixed output list for Claim and Resolve. The same
+ * matrix as version 2: Claim's items reach only To Check (1), Resolve's only its own outputs (2..6),
+ * error items only Unrecorded or the Error output.
+ */
+describe('fail-closed outputs of Reconcile Unknown version 3 (fixed outputs)', () => {
+	for (const sc of scenarios.filter((x) => x.outputs[3])) {
+		test(`${sc.name} v3: ${sc.modes.join(', ')} × every On Error × Always Output Data × Retry On Fail × Execute Once`, async () => {
+			const problems: string[] = [];
+			for (const mode of sc.modes) for (const s of allSettings) problems.push(...(await runCase(sc, mode, s, 3)));
+			expect(problems).toEqual([]);
+		});
+	}
+});
+
+/**
  * Version 1 keeps its outputs. Its error items go to the last output that is not a go-ahead; it
  * cannot keep Always Output Data's empty item off output 0, and Dequeue's Dequeue and Reconcile's
  * Claim (one output, a go-ahead) cannot keep error items off it under Continue (regular output):
@@ -454,12 +474,12 @@ describe('node version 1 keeps its outputs but puts no error item on a go-ahead 
 });
 
 describe('what version 2 fixes', () => {
-	test('Reserve run twice for one key with Always Output Data: v1 sends an empty item down Proceed, v2 down Not Recorded', async () => {
+	test('Reserve run twice for one key with Always Output Data: v1 sends an empty item down Proceed, v2 down Unrecorded', async () => {
 		for (const version of [1, 2] as const) {
 			const key = `eng${process.pid}:aod:v${version}`;
 			const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: true, retryOnFail: false, executeOnce: false };
 			const wfNodes = () => [source([{ k: key }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, false)];
-			const outs = version === 2 ? ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'] : ['Proceed', 'Already Succeeded', 'In Progress'];
+			const outs = version === 2 ? ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'] : ['Proceed', 'Done Before', 'In Progress'];
 			const conns = connect({ Source: [['UT']], UT: outs.map((o) => [o]) });
 			await engine.run([...wfNodes(), ...outs.map(sink)], conns);
 			const { received } = await engine.run([...wfNodes(), ...outs.map(sink)], conns);
@@ -467,17 +487,17 @@ describe('what version 2 fixes', () => {
 			if (version === 1) expect(received['Proceed']).toEqual([expect.objectContaining({ json: {} })]);
 			else {
 				expect(received['Proceed']).toBeUndefined();
-				expect(received['Not Recorded']).toEqual([expect.objectContaining({ json: {} })]);
+				expect(received['Unrecorded']).toEqual([expect.objectContaining({ json: {} })]);
 			}
 		}
 	});
 });
 
 describe('pinned data', () => {
-	test('pinned output of Reserve goes to Not Recorded in v2 (n8n replays pins on output 0), to Proceed in v1', async () => {
+	test('pinned output of Reserve goes to Unrecorded in v2 (n8n replays pins on output 0), to Proceed in v1', async () => {
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
 		for (const version of [1, 2] as const) {
-			const outs = version === 2 ? ['Not Recorded', 'Proceed'] : ['Proceed'];
+			const outs = version === 2 ? ['Unrecorded', 'Proceed'] : ['Proceed'];
 			const { run, received } = await engine.run(
 				[source([{ k: 'pinned' }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, true), ...outs.map(sink)],
 				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
@@ -486,7 +506,7 @@ describe('pinned data', () => {
 			expect(runError(run)).toBeUndefined();
 			if (version === 2) {
 				expect(received['Proceed']).toBeUndefined();
-				expect(received['Not Recorded']).toHaveLength(1);
+				expect(received['Unrecorded']).toHaveLength(1);
 			} else expect(received['Proceed']).toHaveLength(1);
 		}
 	});
@@ -494,7 +514,7 @@ describe('pinned data', () => {
 
 describe('partial runs from the editor', () => {
 	const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
-	const outs = ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'];
+	const outs = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'];
 	const build = (key: string, down: boolean) => ({
 		nodes: [
 			source([{ k: key }]),
@@ -515,7 +535,7 @@ describe('partial runs from the editor', () => {
 		expect(out[3]).toHaveLength(1);
 	});
 
-	test('Execute step on Reserve with the database down: the error item is on Not Recorded', async () => {
+	test('Execute step on Reserve with the database down: the error item is on Unrecorded', async () => {
 		const w = build(`eng${process.pid}:partial:2`, true);
 		const first = await engine.run(w.nodes, w.conns, { mode: 'manual' });
 		const again = await runPartial(engine, w.nodes, w.conns, first.run, 'UT', ['UT']);
@@ -542,7 +562,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 	test('Confirm [good, bad] under Continue + Retry On Fail: the retry answers "repeated" for the item the first try recorded', async () => {
 		const id = `eng${process.pid}:retry-c2`;
 		const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
-		const outs = ['Not Recorded', 'Succeeded'];
+		const outs = ['Unrecorded', 'Succeeded'];
 		const { received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: true }]),
@@ -553,7 +573,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 			connect({ Source: [['Reserve']], Reserve: [[], ['UT']], UT: outs.map((o) => [o]) }),
 		);
 		expect(received['Succeeded']?.map((it) => (it.json.ledger as { result: string }).result)).toEqual(['repeated']);
-		expect(received['Not Recorded']).toHaveLength(1);
+		expect(received['Unrecorded']).toHaveLength(1);
 	});
 
 	// n8n retries a node whose output 0 starts with an error item (and one that throws). Version 2
@@ -562,7 +582,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 	test('Reserve [good, bad] under Continue + Retry On Fail: the good key answers In Progress on the retry, nothing reaches Proceed', async () => {
 		const id = `eng${process.pid}:retry`;
 		const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
-		const outs = ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'];
+		const outs = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'];
 		const { run, received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: '' }]),
@@ -575,7 +595,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 		expect(run.data.resultData.runData['UT']).toHaveLength(1);
 		expect(received['Proceed']).toBeUndefined();
 		expect(received['In Progress']?.map((it) => (it.json.ledger as { operationKey: string }).operationKey)).toEqual([`${id}:a`]);
-		expect(received['Not Recorded']?.map((it) => it.json.error)).toEqual([expect.stringMatching(/empty/)]);
+		expect(received['Unrecorded']?.map((it) => it.json.error)).toEqual([expect.stringMatching(/empty/)]);
 		// One reservation, made by the first try; the retry changed nothing.
 		const events = await q<{ n: number }>(`SELECT count(*)::int AS n FROM ${db.schemaSql}.operation_events WHERE operation_key = $1`, [`${id}:a`]);
 		expect(events).toEqual([{ n: 1 }]);
@@ -584,7 +604,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 	test('Confirm under Stop + Retry On Fail: a batch that recorded one item then failed is retried and fails; Succeeded receives nothing, the recorded item stays recorded', async () => {
 		const id = `eng${process.pid}:retry-confirm`;
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
-		const outs = ['Not Recorded', 'Succeeded'];
+		const outs = ['Unrecorded', 'Succeeded'];
 		const { run, received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: `${id}:b` }]),
