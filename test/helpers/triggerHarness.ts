@@ -23,7 +23,7 @@ export interface ActiveTrigger {
 export async function activateTrigger(opts: {
 	credentials: IDataObject;
 	parameters: IDataObject;
-	typeVersion: 1 | 2;
+	typeVersion: 1 | 2 | 3;
 	consumer: Consumer;
 	mode?: 'trigger' | 'manual';
 }): Promise<ActiveTrigger> {
