@@ -99,13 +99,23 @@ const SWITCH = {
 	settings: {},
 };
 
-/** The same with Reconcile Unknown version 2, whose outputs follow the Operation (a control). */
+/**
+ * A control: Reconcile Unknown version 2 as Resolve, with Succeeded (1) and Unknown (3) connected.
+ * Its outputs follow the Operation (Claim has two), so the editor drops output 3's connection on the
+ * way through Claim, and Claim's To Check inherits output 1's.
+ */
 const SWITCH_V2 = {
-	...SWITCH,
 	id: 'probe-reconcile-switch-v2',
 	name: 'Probe: switching the operation (version 2)',
-	nodes: SWITCH.nodes.map((n) => (n.id === 's1' ? { ...n, typeVersion: 2 } : { ...n })).map((n, i) => ({ ...n, id: `${n.id}v2${i}` })),
-	connections: { Reconcile: { main: [[], [{ node: 'After To Check', type: 'main', index: 0 }]] } },
+	nodes: [
+		pkgNode('v1', 'Reconcile', 'reconcileUnknown', 2, [0, 0], { operation: 'resolve' }),
+		noOp('v2', 'After Succeeded', [400, -100]),
+		noOp('v3', 'After Unknown', [400, 100]),
+	],
+	connections: {
+		Reconcile: { main: [[], [{ node: 'After Succeeded', type: 'main', index: 0 }], [], [{ node: 'After Unknown', type: 'main', index: 0 }]] },
+	},
+	settings: {},
 };
 
 /** "<node> output <i> -> <target>" for every connection of `name`. */
@@ -193,6 +203,12 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		const closeModals = async () => {
 			for (let i = 0; i < 3; i++) await page.keyboard.press('Escape');
 		};
+		// The node panel: its close button (Escape does not close it while a dropdown has the focus).
+		const closePanel = async () => {
+			await page.locator('[data-test-id="ndv-close-button"], [data-test-id="back-to-canvas"]').first().click({ timeout: 5000 }).catch(() => undefined);
+			await closeModals();
+			await page.locator('[data-test-id="ndv"]').first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+		};
 		const openCanvas = async (id) => {
 			await page.goto(`${n8n.url}/workflow/${id}`);
 			await page.waitForSelector('[data-test-id="canvas-node"]');
@@ -223,6 +239,7 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		// The trigger entries sit in a collapsed "Triggers (n)" section: open it.
 		await page.locator('[data-test-id="node-creator"]').getByText(/^Triggers \(\d+\)$/).first().click().catch(() => undefined);
 		await page.waitForTimeout(500);
+		await page.getByText('On ready work, wake a consumer').first().scrollIntoViewIfNeeded().catch(() => undefined);
 		const creatorText = await page.locator('[data-test-id="node-creator"]').innerText();
 		check('node creator: Priority Dequeue lists its trigger entries', /On ready work, wake a consumer/.test(creatorText) && /On ready work, claim tasks/.test(creatorText) ? '' : `trigger entries missing: ${creatorText.slice(0, 400)}`);
 		check('node creator: no made-up "On new Priority Dequeue event"', /On new Priority Dequeue event/i.test(creatorText) ? 'still shown' : '');
@@ -266,7 +283,9 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 				await page.locator('.el-select-dropdown__item:visible, [role="option"]:visible', { hasText: new RegExp(`^${op}`) }).first().click();
 				await page.waitForTimeout(600);
 			}
-			await closeModals();
+			await closePanel();
+			await page.keyboard.press('Shift+1').catch(() => undefined); // zoom to fit
+			await page.mouse.move(5, 5);
 			await page.waitForTimeout(500);
 			const edgesOnCanvas = await page.locator('[data-test-id="edge"]').count();
 			if (shotName) await shot(shotName);
