@@ -11,8 +11,8 @@
 //   - compaction throughput (operations and events per second; batch size 2,000).
 // Every replay after compaction must still answer Done Before: the suite fails otherwise.
 import { credentials, dist, loadFakeExecute, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { finishLoad, freshOrders, ledgerSizes, mib, timedReserve } from './lib/ledger.mjs';
 
-const { ReserveOperation } = dist('nodes/ReserveOperation/ReserveOperation.node.js');
 const { runRetention, checkRetentionOptions } = dist('src/ledger/admin.js');
 const { closeAllPools } = dist('src/db/pool.js');
 const { fakeExecute } = await loadFakeExecute();
@@ -24,11 +24,7 @@ const schema = randomSchema('bench_retention');
 const s = `"${schema}"`;
 await migrateSchema(db, schema);
 
-const mib = (b) => round(Number(b) / 1048576, 1);
-async function sizes() {
-	const { rows } = await db.query(`SELECT pg_total_relation_size('${s}.operations') AS ops, pg_total_relation_size('${s}.operation_events') AS ev`);
-	return { operationsMiB: mib(rows[0].ops), eventsMiB: mib(rows[0].ev), totalMiB: mib(Number(rows[0].ops) + Number(rows[0].ev)) };
-}
+const sizes = () => ledgerSizes(db, schema);
 
 // Free (reusable) space inside the heaps, from pgstattuple when the server has it (contrib).
 const hasStattuple = await db.query('CREATE EXTENSION IF NOT EXISTS pgstattuple').then(
@@ -69,38 +65,13 @@ await db.query(
 	        LATERAL (VALUES ('reserved', NULL, 'reserved', NULL::jsonb),
 	                        ('confirmed_succeeded', 'reserved', 'succeeded', jsonb_build_object('externalRef', o.external_ref, 'late', false))) e(event, f, t, d)`,
 );
-await db.query(`VACUUM ANALYZE ${s}.operations`);
-await db.query(`VACUUM ANALYZE ${s}.operation_events`);
-await db.query('CHECKPOINT').catch(() => undefined);
+const loaded = await finishLoad(db, schema);
 const loadSeconds = round((now() - t) / 1000, 1);
-const before = { ...(await sizes()), ...(await freeSpace()) };
+const before = { ...loaded, ...(await freeSpace()) };
 log(`loaded ${N} operations in ${loadSeconds} s: operations ${before.operationsMiB} MiB, events ${before.eventsMiB} MiB`);
 
-const node = new ReserveOperation();
-let seq = 0;
-async function reserve(items, expectOutput) {
-	const fns = fakeExecute({
-		items,
-		nodeName: 'Reserve Operation',
-		credentials: credentials(schema),
-		params: {
-			keyMode: 'custom',
-			operationKey: (i) => `payment:charge:${items[i].json.orderId}:v1`,
-			target: 'payments-api',
-			request: (i) => items[i].json,
-			leaseSeconds: 300,
-		},
-	});
-	const t0 = now();
-	const out = await node.execute.call(fns);
-	const ms = now() - t0;
-	if (out[expectOutput].length !== items.length) throw new Error(`expected ${items.length} items on output ${expectOutput}, got ${out.map((o) => o.length)}`);
-	return ms;
-}
-const fresh = (n) => {
-	const run = ++seq;
-	return Array.from({ length: n }, (_, i) => ({ json: { orderId: `order-new-${run}-${i}`, amount: 1000 + i, currency: 'EUR' } }));
-};
+const reserve = (items, expectOutput) => timedReserve(fakeExecute, schema, items, expectOutput);
+const fresh = freshOrders;
 /** 100 distinct old (compactable) succeeded keys, spread over the table. */
 const replays = (n) => {
 	const out = [];

@@ -16,8 +16,8 @@ import {
 	summarize,
 	writeResult,
 } from './lib/common.mjs';
+import { finishLoad, freshOrders, timedReserve } from './lib/ledger.mjs';
 
-const { ReserveOperation } = dist('nodes/ReserveOperation/ReserveOperation.node.js');
 const { closeAllPools } = dist('src/db/pool.js');
 const { fakeExecute } = await loadFakeExecute();
 
@@ -59,45 +59,13 @@ async function load(schema, n) {
 		SELECT o.operation_key, e.event, e.f, e.t, 1, o.lease_token_hash, 'load', 'load', 'load', 0, o.created_at
 		  FROM ${s}.operations o,
 		       LATERAL (VALUES ('reserved', NULL, 'reserved'), ('confirmed_' || o.status, 'reserved', o.status)) e(event, f, t)`);
-	await db.query(`VACUUM ANALYZE ${s}.operations`);
-	await db.query(`VACUUM ANALYZE ${s}.operation_events`);
-	// Flush the bulk load's dirty pages now, so no checkpoint triggered by it runs during the samples.
-	await db.query('CHECKPOINT').catch(() => undefined);
-	const { rows } = await db.query(
-		`SELECT pg_total_relation_size('${s}.operations') AS ops, pg_total_relation_size('${s}.operation_events') AS ev`,
-	);
-	const mib = (b) => round(Number(b) / 1048576, 1);
-	log(`loaded ${n} operations into ${schema} in ${round((now() - t) / 1000, 1)} s (operations ${mib(rows[0].ops)} MiB, events ${mib(rows[0].ev)} MiB)`);
-	return { operations: n, operationsMiB: mib(rows[0].ops), eventsMiB: mib(rows[0].ev), loadSeconds: round((now() - t) / 1000, 1) };
+	const size = await finishLoad(db, schema);
+	log(`loaded ${n} operations into ${schema} in ${round((now() - t) / 1000, 1)} s (operations ${size.operationsMiB} MiB, events ${size.eventsMiB} MiB)`);
+	return { operations: n, operationsMiB: size.operationsMiB, eventsMiB: size.eventsMiB, loadSeconds: round((now() - t) / 1000, 1) };
 }
 
-const node = new ReserveOperation();
-let seq = 0;
-
-async function reserve(schema, items, expectOutput) {
-	const fns = fakeExecute({
-		items,
-		nodeName: 'Reserve Operation',
-		credentials: credentials(schema),
-		params: {
-			keyMode: 'custom',
-			operationKey: (i) => `payment:charge:${items[i].json.orderId}:v1`,
-			target: 'payments-api',
-			request: (i) => items[i].json,
-			leaseSeconds: 300,
-		},
-	});
-	const t = now();
-	const out = await node.execute.call(fns);
-	const ms = now() - t;
-	if (out[expectOutput].length !== items.length) throw new Error(`expected ${items.length} items on output ${expectOutput}`);
-	return ms;
-}
-
-const fresh = (n) => {
-	const run = ++seq;
-	return Array.from({ length: n }, (_, i) => ({ json: { orderId: `order-new-${run}-${i}`, amount: 1000 + i, currency: 'EUR' } }));
-};
+const reserve = (schema, items, expectOutput) => timedReserve(fakeExecute, schema, items, expectOutput);
+const fresh = freshOrders;
 /** 100 distinct existing succeeded keys, spread over the whole table. */
 const replays = (size, n) => {
 	const out = [];

@@ -22,6 +22,7 @@ import {
 	writeResult,
 	serverInfo,
 } from './lib/common.mjs';
+import { orderReserveParams } from './lib/ledger.mjs';
 
 const { ReserveOperation } = dist('nodes/ReserveOperation/ReserveOperation.node.js');
 const { ConfirmOperation } = dist('nodes/ConfirmOperation/ConfirmOperation.node.js');
@@ -79,13 +80,7 @@ async function viaNodes(n) {
 		credentials: creds,
 		executionId: CTX.executionId,
 		workflowId: CTX.workflowId,
-		params: {
-			keyMode: 'custom',
-			operationKey: (i) => `payment:charge:${items[i].json.orderId}:v1`,
-			target: 'payments-api',
-			request: (i) => items[i].json,
-			leaseSeconds: 300,
-		},
+		params: orderReserveParams(items),
 	});
 	const t0 = now();
 	const reserved = await reserveNode.execute.call(rFns);

@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 18c482f78b589786b2204a50d0c663f29c40d6ccca2c54b39fed31a356d4b417.
+-- Package version 0.1.0; function set SHA-256 60db71d502cc81030e7f5fd5347514e35ae6cb14f33fb1e22ac93c446771c476.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -80,6 +80,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/append_event.sql
 \ir functions/ledger/confirm_operations.sql
 \ir functions/ledger/downstream_idempotency_key.sql
+\ir functions/ledger/ledger_expire_lease.sql
 \ir functions/ledger/ledger_now.sql
 \ir functions/ledger/ledger_token_hash.sql
 \ir functions/ledger/ops_compact_batch.sql
@@ -115,7 +116,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '18c482f78b589786b2204a50d0c663f29c40d6ccca2c54b39fed31a356d4b417')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '60db71d502cc81030e7f5fd5347514e35ae6cb14f33fb1e22ac93c446771c476')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

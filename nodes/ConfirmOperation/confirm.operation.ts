@@ -208,7 +208,9 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 				externalRef,
 				reason,
 				retryable,
-				response: options.storeResponse === false ? null : jsonParameter(this, response, 'The response', i, false),
+				// A text body (the HTTP Request node's full response with Response Format: Text) is stored
+				// as a JSON string, never parsed: the write has happened, so its answer is kept as it came.
+				response: options.storeResponse === false ? null : typeof response === 'string' ? response : jsonParameter(this, response, 'The response', i, false),
 				maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
 				oversize: (options.oversizeResponse as 'truncate' | 'error') ?? 'truncate',
 			}),

@@ -3,9 +3,8 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { getOperation } from '../../src/ledger/admin';
 import { checkOperationKey } from '../../src/ledger/validate';
 import { prepareItems, readEach } from '../shared/items';
-import type { NodeOperation } from '../shared/router';
+import { type NodeOperation, showFor } from '../shared/router';
 
-const show = (...operation: string[]) => ({ show: { operation } });
 
 /** Get's parameters; Operation Key is shown for Settle by Hand too (one parameter, one place). */
 const description: INodeProperties[] = [
@@ -17,7 +16,7 @@ const description: INodeProperties[] = [
 		required: true,
 		placeholder: 'payment:charge:order-1001:v1',
 		description: 'The business key the operation was reserved with',
-		displayOptions: show('get', 'settle'),
+		displayOptions: showFor('get', 'settle'),
 	},
 	{
 		displayName: 'Max Events',
@@ -26,7 +25,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 10000 },
 		default: 500,
 		description: 'Most events to return (the newest; "eventsTotal" says how many exist)',
-		displayOptions: show('get'),
+		displayOptions: showFor('get'),
 	},
 ];
 

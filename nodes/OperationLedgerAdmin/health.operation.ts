@@ -3,9 +3,8 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { ledgerHealth } from '../../src/ledger/admin';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
-import type { NodeOperation } from '../shared/router';
+import { type NodeOperation, showFor } from '../shared/router';
 
-const show = (...operation: string[]) => ({ show: { operation } });
 
 const description: INodeProperties[] = [
 	{
@@ -15,7 +14,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 366 },
 		default: 7,
 		description: 'Events per day for this many days (UTC), today included',
-		displayOptions: show('health'),
+		displayOptions: showFor('health'),
 	},
 ];
 

@@ -2,9 +2,8 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { checkListOptions, listOperations } from '../../src/ledger/admin';
 import { prepareItems, readEach } from '../shared/items';
-import type { NodeOperation } from '../shared/router';
+import { type NodeOperation, showFor } from '../shared/router';
 
-const show = (...operation: string[]) => ({ show: { operation } });
 
 const description: INodeProperties[] = [
 	{
@@ -18,7 +17,7 @@ const description: INodeProperties[] = [
 			{ name: 'Unknown', value: 'unknown', description: 'The outcome is not known yet' },
 		],
 		default: 'review',
-		displayOptions: show('list'),
+		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Minimum Age (Seconds)',
@@ -27,7 +26,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 0 },
 		default: 0,
 		description: 'Only operations at least this old, in seconds (e.g. 3600 for an alert on anything unknown for an hour). 0: all.',
-		displayOptions: show('list'),
+		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Target',
@@ -35,7 +34,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'Only operations for this target. Empty: all.',
-		displayOptions: show('list'),
+		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Page Size',
@@ -44,7 +43,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 1000 },
 		default: 50,
 		description: 'Max number of results to return',
-		displayOptions: show('list'),
+		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Cursor',
@@ -52,7 +51,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'The "nextCursor" of the previous page, for the next one. Empty: the first page.',
-		displayOptions: show('list'),
+		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Output',
@@ -63,7 +62,7 @@ const description: INodeProperties[] = [
 			{ name: 'One Item per Page', value: 'page', description: 'A single item with total, items and nextCursor' },
 		],
 		default: 'items',
-		displayOptions: show('list'),
+		displayOptions: showFor('list'),
 	},
 ];
 

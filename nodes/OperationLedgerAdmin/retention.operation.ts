@@ -4,9 +4,8 @@ import { checkRetentionOptions, RetentionError, runRetention } from '../../src/l
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
-import type { NodeOperation } from '../shared/router';
+import { type NodeOperation, showFor } from '../shared/router';
 
-const show = (...operation: string[]) => ({ show: { operation } });
 
 /** Hard Delete's acknowledgement and the fields both modes share. */
 const description: INodeProperties[] = [
@@ -17,7 +16,7 @@ const description: INodeProperties[] = [
 		default: false,
 		description:
 			'Whether to really delete. Hard delete removes the operation and its events: the ledger forgets the key, so a very late retry of it is a new operation and sends the write again. Compact keeps the promise; prefer it.',
-		displayOptions: show('hardDelete'),
+		displayOptions: showFor('hardDelete'),
 	},
 	{
 		displayName: 'Settled More Than (Days)',
@@ -26,7 +25,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 36500 },
 		default: 90,
 		description: 'Only operations settled (succeeded or failed) more than this many days ago. Unknown, review and reserved operations are never touched.',
-		displayOptions: show('compact', 'hardDelete'),
+		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Batch Size',
@@ -35,7 +34,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 10000 },
 		default: 1000,
 		description: 'Operations per batch; each batch is one short transaction that skips rows a workflow holds',
-		displayOptions: show('compact', 'hardDelete'),
+		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Max Batches',
@@ -44,7 +43,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 100000 },
 		default: 100,
 		description: 'Stop after this many batches; the next run continues',
-		displayOptions: show('compact', 'hardDelete'),
+		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Max Duration (Seconds)',
@@ -53,7 +52,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: 3600 },
 		default: 60,
 		description: 'Start no new batch after this many seconds; the next run continues',
-		displayOptions: show('compact', 'hardDelete'),
+		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Statement Timeout (Ms)',
@@ -62,7 +61,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 100, maxValue: 600000 },
 		default: 30000,
 		description: 'Statement and lock timeout of each batch, in milliseconds; a batch that exceeds it is rolled back',
-		displayOptions: show('compact', 'hardDelete'),
+		displayOptions: showFor('compact', 'hardDelete'),
 	},
 ];
 

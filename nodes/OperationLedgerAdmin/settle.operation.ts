@@ -4,9 +4,8 @@ import { prepareSettleItem, refusalMessage, settleByHand, type SettleResultRow }
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
-import type { NodeOperation } from '../shared/router';
+import { type NodeOperation, showFor } from '../shared/router';
 
-const show = (...operation: string[]) => ({ show: { operation } });
 
 /** Settle by Hand's own parameters (Operation Key is declared with Get's, get.operation.ts). */
 const description: INodeProperties[] = [
@@ -19,7 +18,7 @@ const description: INodeProperties[] = [
 			{ name: 'Did Not Happen', value: 'not_happened', description: 'The write did not take effect: record a retryable failure; the next Reserve may proceed' },
 		],
 		default: 'happened',
-		displayOptions: show('settle'),
+		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'External Reference',
@@ -27,7 +26,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: "The target's ID for the write (required for Happened), e.g. the payment ID",
-		displayOptions: show('settle'),
+		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'Reason',
@@ -36,7 +35,7 @@ const description: INodeProperties[] = [
 		default: '',
 		required: true,
 		description: 'Why: what the person checked (stored in the event log)',
-		displayOptions: show('settle'),
+		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'Decided By',
@@ -46,7 +45,7 @@ const description: INodeProperties[] = [
 		required: true,
 		placeholder: 'alice@example.com',
 		description: 'The person who decides (stored on the operation and in the event log)',
-		displayOptions: show('settle'),
+		displayOptions: showFor('settle'),
 	},
 ];
 

@@ -3,7 +3,7 @@
  * finds its task (task id and lease token), and how results become items. Group weights are parsed
  * by src/queue/groups.ts (parseGroupWeights).
  */
-import type { NodeOperation } from '../shared/router';
+import { type NodeOperation, showFor } from '../shared/router';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 
 /** The operation values: the keys of the router's map (router.ts), nowhere else. */
@@ -14,7 +14,7 @@ export interface QueueOperation extends NodeOperation {
 	resource: 'task' | 'queue';
 }
 
-export const show = (...operation: OperationName[]) => ({ show: { operation } });
+export const show = showFor<OperationName>;
 
 export function queueField(...operation: OperationName[]): INodeProperties {
 	return {

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "complete": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { type QueueOperation, show, taskFields } from './common';
-import { checkLeaseToken, checkTaskId, complete, type CompleteInput } from '../../src/queue';
+import { complete, prepareCompleteInput } from '../../src/queue';
 import { jsonParameter } from '../shared/context';
 import { runSettle } from './settle';
 
@@ -31,13 +31,12 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 		this,
 		items,
 		'Complete',
-		(i, task): CompleteInput => {
+		(i, task) => {
 			const options = this.getNodeParameter('options', i, {}) as IDataObject;
-			return {
-				taskId: checkTaskId(task.taskId),
-				leaseToken: checkLeaseToken(task.leaseToken),
-				result: options.result === undefined ? undefined : jsonParameter(this, options.result, 'The result', i),
-			};
+			return prepareCompleteInput({
+				...task,
+				result: options.result === undefined ? undefined : jsonParameter(this, options.result, 'The result', i, true, 'last-wins'),
+			});
 		},
 		(pool, schema, inputs) => complete(pool, schema, inputs),
 	);

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "dequeue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation, show } from './common';
-import { checkGroups, dequeue, type DequeueOptions } from '../../src/queue';
+import { dequeue, prepareDequeueOptions } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
 import { batchFailure, prepareItems } from '../shared/items';
@@ -87,14 +87,13 @@ const description: INodeProperties[] = [
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
 	const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i) => {
 		const options = this.getNodeParameter('options', i, {}) as IDataObject;
-		const opts: DequeueOptions = {
+		return prepareDequeueOptions({
 			queue: this.getNodeParameter('queue', i) as string,
 			limit: Number(this.getNodeParameter('batchSize', i)),
 			leaseSeconds: Number(this.getNodeParameter('leaseSeconds', i)),
 			agingSeconds: options.agingSeconds === undefined ? undefined : Number(options.agingSeconds),
-			groups: checkGroups(readGroups(this.getNode().typeVersion, () => this.getNodeParameter('priorityGroups', i), options.groupWeights)),
-		};
-		return opts;
+			groups: readGroups(this.getNode().typeVersion, () => this.getNodeParameter('priorityGroups', i), options.groupWeights),
+		});
 	});
 	if (prepared.length === 0) return [errorItems];
 	try {

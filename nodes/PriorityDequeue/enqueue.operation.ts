@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "enqueue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation, show } from './common';
-import { enqueue, type EnqueueInput, type NotifyMode, validateEnqueueInput } from '../../src/queue';
+import { enqueue, type NotifyMode, prepareEnqueueInput } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { jsonParameter } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
@@ -99,7 +99,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	const out: INodeExecutionData[] = [];
 	const { prepared, errorItems } = prepareItems(this, items, (i) => {
 		const options = this.getNodeParameter('options', i, {}) as IDataObject;
-		const input: EnqueueInput = {
+		return prepareEnqueueInput({
 			queue: this.getNodeParameter('queue', i) as string,
 			group: this.getNodeParameter('priorityGroup', i) as string,
 			payload: jsonParameter(this, this.getNodeParameter('payload', i, {}), 'The payload', i) ?? {},
@@ -107,9 +107,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			delaySeconds: options.delaySeconds === undefined ? undefined : Number(options.delaySeconds),
 			notBefore: (options.notBefore as string) || null,
 			maxAttempts: options.maxAttempts === undefined ? undefined : Number(options.maxAttempts),
-		};
-		validateEnqueueInput(input);
-		return input;
+		});
 	});
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "extendLease": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { type QueueOperation, show, taskFields } from './common';
-import { checkLeaseToken, checkSeconds, checkTaskId, extendLease, type ExtendLeaseInput } from '../../src/queue';
+import { extendLease, prepareExtendLeaseInput } from '../../src/queue';
 import { runSettle } from './settle';
 
 const description: INodeProperties[] = [
@@ -22,11 +22,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 		this,
 		items,
 		'Extend Lease',
-		(i, task): ExtendLeaseInput => ({
-			taskId: checkTaskId(task.taskId),
-			leaseToken: checkLeaseToken(task.leaseToken),
-			leaseSeconds: checkSeconds(this.getNodeParameter('leaseSeconds', i), 'Lease', 1, 86_400),
-		}),
+		(i, task) => prepareExtendLeaseInput({ ...task, leaseSeconds: this.getNodeParameter('leaseSeconds', i) as number }),
 		(pool, schema, inputs) => extendLease(pool, schema, inputs),
 	);
 }

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "purge": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, type QueueOperation, show } from './common';
-import { checkQueueName, purge, type PurgeOptions } from '../../src/queue';
+import { preparePurgeOptions, purge } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 
@@ -38,15 +38,14 @@ const DAY = 86_400;
 
 /** One bounded retention pass per execution (item 0's parameters). */
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
-	const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i): PurgeOptions => {
-		const queue = (this.getNodeParameter('queue', i, '') as string).trim();
+	const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i) => {
 		const dead = Number(this.getNodeParameter('deadRetentionDays', i, 30));
 		const archive = Number(this.getNodeParameter('archiveRetentionDays', i, 14));
-		return {
-			queue: queue ? checkQueueName(queue) : null,
+		return preparePurgeOptions({
+			queue: this.getNodeParameter('queue', i, '') as string,
 			deadAfterSeconds: dead < 0 ? null : dead * DAY,
 			archiveAfterSeconds: archive < 0 ? null : archive * DAY,
-		};
+		});
 	});
 	if (prepared.length === 0) return [errorItems];
 	try {

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "release": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { type QueueOperation, show, taskFields } from './common';
-import { checkLeaseToken, checkSeconds, checkTaskId, release, type ReleaseInput } from '../../src/queue';
+import { prepareReleaseInput, release } from '../../src/queue';
 import { runSettle } from './settle';
 
 const description: INodeProperties[] = [
@@ -38,14 +38,9 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 		this,
 		items,
 		'Release',
-		(i, task): ReleaseInput => {
+		(i, task) => {
 			const options = this.getNodeParameter('options', i, {}) as IDataObject;
-			return {
-				taskId: checkTaskId(task.taskId),
-				leaseToken: checkLeaseToken(task.leaseToken),
-				delaySeconds: checkSeconds(options.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
-				countAttempt: options.countAttempt === true,
-			};
+			return prepareReleaseInput({ ...task, delaySeconds: options.delaySeconds as number | undefined, countAttempt: options.countAttempt === true });
 		},
 		(pool, schema, inputs) => release(pool, schema, inputs),
 	);

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "requeueDead": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation, show } from './common';
-import { checkQueueName, checkTaskId, requeueDead, type RequeueResult } from '../../src/queue';
+import { prepareRequeueByIdInput, prepareRequeueDeadOptions, requeueDead, requeueDeadByIds } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 
@@ -60,38 +60,32 @@ const description: INodeProperties[] = [
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
 	const scope = this.getNodeParameter('requeueScope', 0, 'byId') as string;
 	const out: INodeExecutionData[] = [];
-	const { prepared, errorItems } = prepareItems(this, scope === 'byId' ? items : items.slice(0, 1), (i) => ({
-		queue: checkQueueName(this.getNodeParameter('queue', i)),
-		taskId: scope === 'byId' ? checkTaskId(this.getNodeParameter('taskId', i)) : undefined,
-		group: scope === 'byId' ? null : ((this.getNodeParameter('priorityGroup', i, '') as string) || null),
-		limit: scope === 'byId' ? undefined : Number(this.getNodeParameter('limit', i, 50)),
-	}));
+	if (scope !== 'byId') {
+		const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i) =>
+			prepareRequeueDeadOptions({
+				queue: this.getNodeParameter('queue', i) as string,
+				group: (this.getNodeParameter('priorityGroup', i, '') as string) || null,
+				limit: Number(this.getNodeParameter('limit', i, 50)),
+			}),
+		);
+		if (prepared.length === 0) return [errorItems];
+		try {
+			const { pool, config } = await getLedgerConnection(this);
+			const results = await requeueDead(pool, config.schema, prepared[0].value);
+			return [results.map((r) => ({ json: asJson(r), pairedItem: { item: 0 } }))];
+		} catch (e) {
+			return [batchFailure(this, e, 'Requeue Dead', [0])];
+		}
+	}
+	const { prepared, errorItems } = prepareItems(this, items, (i) =>
+		prepareRequeueByIdInput({ queue: this.getNodeParameter('queue', i) as string, taskId: this.getNodeParameter('taskId', i) as string }),
+	);
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
 		const { pool, config } = await getLedgerConnection(this);
-		if (scope !== 'byId') {
-			const p = prepared[0].value;
-			const results = await requeueDead(pool, config.schema, { queue: p.queue, group: p.group, limit: p.limit });
-			out.push(...results.map((r) => ({ json: asJson(r), pairedItem: { item: 0 } })));
-			return [out];
-		}
-		// One call per queue named by the items (usually one).
-		const byQueue = new Map<string, typeof prepared>();
-		for (const p of prepared) byQueue.set(p.value.queue, [...(byQueue.get(p.value.queue) ?? []), p]);
-		for (const [queue, list] of byQueue) {
-			const results = await requeueDead(pool, config.schema, { queue, taskIds: list.map((p) => p.value.taskId as string) });
-			const byId = new Map<string, RequeueResult>(results.map((r) => [r.taskId, r]));
-			const seen = new Set<string>();
-			for (const p of list) {
-				const id = p.value.taskId as string;
-				const r = byId.get(id) as RequeueResult;
-				// The same id twice in one batch: the second is reported as not dead (already requeued).
-				const json = seen.has(id) && r.outcome === 'requeued' ? { ...r, outcome: 'not_dead' } : r;
-				seen.add(id);
-				out.push({ json: asJson(json), pairedItem: { item: p.index } });
-			}
-		}
+		const results = await requeueDeadByIds(pool, config.schema, prepared.map((p) => p.value));
+		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
 	} catch (e) {
 		out.push(...batchFailure(this, e, 'Requeue Dead', prepared.map((p) => p.index)));
 	}

@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "stats": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation, show } from './common';
-import { checkInt, checkQueueName, listDead, stats } from '../../src/queue';
+import { prepareStatsRequest, statsReport } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 
@@ -32,19 +32,16 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	const out: INodeExecutionData[] = [];
 	const { prepared, errorItems } = prepareItems(this, items, (i) => {
 		const options = this.getNodeParameter('options', i, {}) as IDataObject;
-		return {
-			queue: checkQueueName(this.getNodeParameter('queue', i)),
-			deadTasks: checkInt(options.deadTasks ?? 0, 'Include dead tasks', 0, 1000),
-		};
+		return prepareStatsRequest({ queue: this.getNodeParameter('queue', i) as string, deadTasks: options.deadTasks as number | undefined });
 	});
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
 		const { pool, config } = await getLedgerConnection(this);
 		for (const p of prepared) {
-			const s = await stats(pool, config.schema, p.value.queue);
-			const json: IDataObject = asJson(s);
-			if (p.value.deadTasks > 0) json.deadTasks = asJson(await listDead(pool, config.schema, p.value.queue, p.value.deadTasks)) as unknown as IDataObject[];
+			const report = await statsReport(pool, config.schema, p.value);
+			const json: IDataObject = asJson(report.stats);
+			if (report.deadTasks) json.deadTasks = asJson(report.deadTasks) as unknown as IDataObject[];
 			out.push({ json, pairedItem: { item: p.index } });
 		}
 	} catch (e) {

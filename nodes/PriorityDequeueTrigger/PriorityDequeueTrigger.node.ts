@@ -11,7 +11,21 @@ import {
 } from 'n8n-workflow';
 import { ensureSchema } from '../../src/db/migrate';
 import { getPool } from '../../src/db/pool';
-import { checkGroups, checkInt, checkQueueName, checkSeconds, connectListener, dequeue, groupsFromRows, nextDueFor, parseGroupNames, queueChannel, QueueWatcher, type WakeReason } from '../../src/queue';
+import {
+	checkGroups,
+	checkInt,
+	checkQueueName,
+	checkSeconds,
+	connectListener,
+	dequeue,
+	groupsFromRows,
+	nextDueFor,
+	parseGroupNames,
+	prepareDequeueOptions,
+	queueChannel,
+	QueueWatcher,
+	type WakeReason,
+} from '../../src/queue';
 import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
 import { GROUP_LIST_VERSION, priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
 
@@ -195,13 +209,14 @@ export class PriorityDequeueTrigger implements INodeType {
 		const inFlightTimeoutMs = checkSeconds(options.inFlightTimeoutSeconds ?? 600, 'Execution timeout', 1, 86_400) * 1000;
 		const claim =
 			mode === 'claim'
-				? {
+				? // Checked once here (src/queue: prepareDequeueOptions), not again at every claim.
+					prepareDequeueOptions({
 						queue,
-						limit: checkInt(this.getNodeParameter('batchSize', 10), 'Batch size', 1, 10_000),
-						leaseSeconds: checkSeconds(this.getNodeParameter('leaseSeconds', 300), 'Lease', 1, 86_400),
-						agingSeconds: checkSeconds(options.agingSeconds ?? 300, 'Aging interval', 0, 31_536_000),
-						groups: checkGroups(readGroups(version, () => this.getNodeParameter('priorityGroups'), options.groupWeights)),
-					}
+						limit: this.getNodeParameter('batchSize', 10) as number,
+						leaseSeconds: this.getNodeParameter('leaseSeconds', 300) as number,
+						agingSeconds: (options.agingSeconds ?? 300) as number,
+						groups: readGroups(version, () => this.getNodeParameter('priorityGroups'), options.groupWeights),
+					})
 				: undefined;
 		// Wake Up, version 2 and later: only work of the consumer's groups counts (version 1: every
 		// group). Version 3 reads them from Priority Groups, version 2 from the Groups text.

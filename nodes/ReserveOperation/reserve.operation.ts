@@ -7,6 +7,7 @@ import {
 	type INodeProperties,
 } from 'n8n-workflow';
 import { reserveOperations, prepareReserveItem, type ReserveResult } from '../../src/ledger/reserve';
+import { releaseUnsent } from '../../src/ledger/confirm';
 import { RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
 import { buildOperationKey } from '../../src/ledger/validate';
 import { getLedgerConnection } from '../shared/connection';
@@ -156,8 +157,10 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 	if (prepared.length === 0) return outputs;
 
 	let results: ReserveResult[];
+	let connection: Awaited<ReturnType<typeof getLedgerConnection>>;
 	try {
-		const { pool, schema, bounds } = await getLedgerConnection(this);
+		connection = await getLedgerConnection(this);
+		const { pool, schema, bounds } = connection;
 		results = await reserveOperations(
 			pool,
 			schema,
@@ -182,10 +185,31 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 				placeErrorItems(this, outputs, layout, [errorItem(message, r.index)]);
 				continue;
 			}
+			// The node stops here and emits nothing, so no Proceed item of this batch ever left it: give
+			// their leases back (failed, retryable) instead of letting them run out into unknown.
+			const granted = results.flatMap((x, n) =>
+				x.outcome === 'proceed' && x.leaseToken ? [{ operationKey: prepared[n].value.operationKey, leaseToken: x.leaseToken }] : [],
+			);
+			const released = await releaseUnsent(
+				connection.pool,
+				connection.schema,
+				granted,
+				`Not sent: Reserve Operation stopped the workflow before emitting this batch (${message})`,
+				eventContext(this),
+				connection.bounds,
+			).then(
+				(rows) => rows.filter((x) => x.result === 'recorded').length,
+				() => 0,
+			);
 			throw new NodeOperationError(this.getNode(), message, {
 				itemIndex: r.index,
 				description:
-					'Another database transaction held this operation key for longer than the credential\'s Lock Timeout. Nothing was recorded for this item, so running it again is safe. The other items of this batch were decided (any Proceed among them holds a lease that becomes unknown if its write is never sent).',
+					`Another database transaction held this operation key for longer than the credential's Lock Timeout. Nothing was recorded for this item, so running it again is safe. ` +
+					(granted.length === 0
+						? 'No other item of this batch was given a lease.'
+						: released === granted.length
+							? `The ${granted.length} other item(s) of this batch that had been given a lease were released (recorded as failed, retryable: not sent), so the next run proceeds with them.`
+							: `Of the ${granted.length} other item(s) of this batch that had been given a lease, ${released} could be released; the rest turn unknown when their lease runs out (their write was never sent; Reconcile Unknown settles them).`),
 			});
 		}
 		const ledger: IDataObject = {

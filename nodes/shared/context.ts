@@ -1,5 +1,6 @@
 import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
 import { assertJson, NotJsonError } from '../../src/json/canonical';
+import { findDuplicateMember } from '../../src/json/duplicates';
 import type { EventContext } from '../../src/ledger/states';
 
 /** Which execution, workflow and node caused an event (recorded on every ledger event). */
@@ -20,8 +21,20 @@ export function eventContext(fns: IExecuteFunctions): EventContext {
  * the offending member, before anything is written. (Without this check, such a value failed the
  * whole batch later, in JSON.stringify or in Postgres.) `check` false: the caller validates itself
  * (Reserve fingerprints the request, Confirm sizes the response, each with its own message).
+ *
+ * `duplicates` (text only): 'reject' refuses an object with two members of one name (I-JSON, RFC
+ * 7493 §2.3: JSON.parse would silently keep the last one, so the stored value and its fingerprint
+ * would not be what the text says); 'last-wins' keeps JSON.parse's behaviour, for a value that
+ * describes work already done (Complete's result), where refusing would leave it unrecorded.
  */
-export function jsonParameter(fns: IExecuteFunctions, value: unknown, what: string, itemIndex: number, check = true): unknown {
+export function jsonParameter(
+	fns: IExecuteFunctions,
+	value: unknown,
+	what: string,
+	itemIndex: number,
+	check = true,
+	duplicates: 'reject' | 'last-wins' = 'reject',
+): unknown {
 	let parsed = value;
 	if (typeof value === 'string') {
 		const text = value.trim();
@@ -30,6 +43,14 @@ export function jsonParameter(fns: IExecuteFunctions, value: unknown, what: stri
 			parsed = JSON.parse(text);
 		} catch (e) {
 			throw new NodeOperationError(fns.getNode(), `${what} is not valid JSON: ${(e as Error).message}`, { itemIndex });
+		}
+		const dup = duplicates === 'reject' ? findDuplicateMember(text) : null;
+		if (dup) {
+			throw new NodeOperationError(fns.getNode(), `${what} has the member name "${dup.name}" twice in one object (at ${dup.path})`, {
+				itemIndex,
+				description:
+					'Nothing was written. JSON objects must not repeat a name (RFC 7493 I-JSON, required by RFC 8785): a JSON parser keeps only one of the two values, so the text would not say what is stored. Remove one of them.',
+			});
 		}
 	}
 	if (!check) return parsed;

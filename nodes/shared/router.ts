@@ -27,6 +27,9 @@ export interface NodeOperation {
 
 export type OperationMap<K extends string = string> = Readonly<Record<K, NodeOperation>>;
 
+/** displayOptions that show a parameter for the given operations only. */
+export const showFor = <Op extends string>(...operation: Op[]) => ({ show: { operation } });
+
 /**
  * The Operation parameter, its options derived from the map. `sort`: list them by name (n8n's
  * lint asks for alphabetical options); otherwise in map order.

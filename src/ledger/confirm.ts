@@ -179,3 +179,27 @@ export async function confirmOperations(
 		updatedAt: iso(r.updated_at),
 	}));
 }
+
+/**
+ * Records leases that were granted but whose write was certainly never sent as failed, retryable:
+ * the next Reserve of each key proceeds as the next attempt (with a new downstream idempotency key).
+ * For a node that decided a batch and then throws before emitting any item (so no Proceed item
+ * left it): without this, those leases would run out and turn unknown, and a Retry On Fail of the
+ * node would find them held (In Progress) by its own earlier try.
+ * `granted`: operation key and lease token of each Proceed result. `reason` is stored (cut to 2,000
+ * characters as any Confirm reason). Best effort by design: it throws what confirmOperations throws, and a caller that
+ * cannot record the release loses nothing, since the leases then expire and reconcile as usual.
+ */
+export async function releaseUnsent(
+	db: Queryable,
+	schema: string,
+	granted: Array<{ operationKey: string; leaseToken: string }>,
+	reason: string,
+	ctx: EventContext = {},
+	bounds?: Bounds,
+): Promise<ConfirmResultRow[]> {
+	const items = granted.map((g, i) =>
+		prepareConfirmItem(i, { operationKey: g.operationKey, leaseToken: g.leaseToken, outcome: 'failed', retryable: true, reason }),
+	);
+	return confirmOperations(db, schema, items, ctx, bounds);
+}

@@ -1,7 +1,8 @@
 /**
  * Complete: the holder of a live lease reports success; the task moves to the archive as succeeded.
  */
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
+import { markPrepared, prepareOnce } from './prepared';
+import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { fn, iso, type Queryable } from './types';
 
 export interface CompleteInput extends SettleTarget {
@@ -20,6 +21,11 @@ interface Row extends SettleRow {
 	finished_at: Date | null;
 }
 
+/** Checks one input (id, token); returns it normalised and prepared (prepared.ts). Throws QueueInputError. */
+export function prepareCompleteInput(it: CompleteInput): CompleteInput {
+	return markPrepared({ ...checkSettleTarget(it), result: it.result });
+}
+
 /**
  * Completes a batch in one statement (set-based: one DELETE … RETURNING into the archive for the
  * first item of every task id; only the items it did not complete are looked at one by one).
@@ -29,7 +35,9 @@ interface Row extends SettleRow {
  */
 export async function complete(db: Queryable, schema: string, items: CompleteInput[]): Promise<CompleteResult[]> {
 	if (items.length === 0) return [];
-	const payload = items.map((it, i) => ({ i, ...settleKey(it), res: it.result === undefined ? null : it.result }));
+	const payload = items
+		.map((it) => prepareOnce(it, prepareCompleteInput))
+		.map((it, i) => ({ i, ...settleKey(it), res: it.result === undefined ? null : it.result }));
 	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)]);
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, finishedAt: iso(r.finished_at) })),

@@ -2,6 +2,7 @@
  * Dequeue: claim up to N ready tasks, weighted fair across priority groups, each with a lease.
  */
 import { DEFAULT_AGING_SECONDS, DEFAULT_GROUPS, DEFAULT_LEASE_SECONDS, type GroupWeight } from './states';
+import { markPrepared, prepareOnce } from './prepared';
 import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, QueueInputError, type Queryable } from './types';
 
 export interface DequeueOptions {
@@ -73,6 +74,22 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 }
 
 /**
+ * Checks dequeue options (queue name; batch size 1 to 10,000; lease 1 to 86,400 s, default 300;
+ * aging 0 or 0.001 to 31,536,000 s, default 300; groups as checkGroups, default DEFAULT_GROUPS) and
+ * returns them normalised, defaults filled in, prepared (prepared.ts). Throws QueueInputError.
+ */
+export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
+	const queue = checkQueueName(options.queue);
+	const limit = checkInt(options.limit, 'Batch size', 1, 10_000);
+	const leaseSeconds = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
+	const aging = checkSeconds(options.agingSeconds ?? DEFAULT_AGING_SECONDS, 'Aging interval', 0, 31_536_000);
+	// Below a millisecond the aging position (wait / interval) would leave the double range.
+	if (aging > 0 && aging < 0.001) throw new QueueInputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
+	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
+	return markPrepared<Required<DequeueOptions>>({ queue, limit, leaseSeconds, agingSeconds: aging, groups });
+}
+
+/**
  * Claims up to `limit` tasks of `queue` in one statement (schema/functions/queue/queue_claim.sql):
  * expired leases of the queue are swept first when there are any (back to pending, or dead at max
  * attempts); when no listed group has ready work it returns at once; otherwise it takes the first
@@ -86,13 +103,7 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
  * Returns the tasks in claim order (possibly none). Throws QueueInputError for bad options.
  */
 export async function dequeue(db: Queryable, schema: string, options: DequeueOptions): Promise<ClaimedTask[]> {
-	const queue = checkQueueName(options.queue);
-	const limit = checkInt(options.limit, 'Batch size', 1, 10_000);
-	const lease = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
-	const aging = checkSeconds(options.agingSeconds ?? DEFAULT_AGING_SECONDS, 'Aging interval', 0, 31_536_000);
-	// Below a millisecond the aging position (wait / interval) would leave the double range.
-	if (aging > 0 && aging < 0.001) throw new QueueInputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
-	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
+	const { queue, limit, leaseSeconds: lease, agingSeconds: aging, groups } = prepareOnce(options, prepareDequeueOptions) as Required<DequeueOptions>;
 	const { rows } = await db.query<Row>(
 		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6)`,
 		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging],

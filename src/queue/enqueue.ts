@@ -6,6 +6,7 @@ import { checkKeyText } from '../keyText';
 import { queryChunked } from '../db/batch';
 import { DEFAULT_MAX_ATTEMPTS } from './states';
 import { assertJson, NotJsonError } from '../json/canonical';
+import { markPrepared, prepareOnce } from './prepared';
 import {
 	checkGroupName,
 	checkInt,
@@ -102,10 +103,10 @@ export function parseTimestamp(text: string): Date {
 	return new Date(noOffset ? `${s.replace(' ', 'T')}Z` : s);
 }
 
-/** Plain JSON that Postgres can store (RFC 8259 values, no NUL): checked before anything is sent. */
 /** Largest task payload, as UTF-8 JSON (1 MiB): an item error above it, nothing is written. */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
+/** Plain JSON that Postgres can store (RFC 8259 values, no NUL), at most MAX_PAYLOAD_BYTES. */
 function checkPayload(payload: unknown): unknown {
 	try {
 		assertJson(payload);
@@ -120,26 +121,42 @@ function checkPayload(payload: unknown): unknown {
 	return payload;
 }
 
-/** Validates one input; throws QueueInputError. Exposed so nodes can validate every item first. */
-export function validateEnqueueInput(input: EnqueueInput): Record<string, unknown> {
-	const out: Record<string, unknown> = {
-		q: checkQueueName(input.queue),
-		g: checkGroupName(input.group),
-		p: checkPayload(input.payload === undefined ? {} : input.payload),
-		m: checkInt(input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'Max attempts', 1, 1000),
+/**
+ * Checks one input and returns it normalised (payload {} when undefined, dedupe key null when
+ * empty, notBefore as ISO-8601 text or null, maxAttempts filled in), marked as prepared (see
+ * prepared.ts): enqueue() does not check it again. The one place the enqueue rules live.
+ * Throws QueueInputError (InputError) with a message for the user.
+ */
+export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
+	const out: EnqueueInput = {
+		queue: checkQueueName(input.queue),
+		group: checkGroupName(input.group),
+		payload: checkPayload(input.payload === undefined ? {} : input.payload),
+		maxAttempts: checkInt(input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'Max attempts', 1, 1000),
+		dedupeKey: null,
+		notBefore: null,
 	};
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
 		if (typeof input.dedupeKey !== 'string' || Buffer.byteLength(input.dedupeKey, 'utf8') > 512)
 			throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
-		out.k = checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
+		out.dedupeKey = checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
-		out.d = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
+		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
 	if (input.notBefore !== undefined && input.notBefore !== null && input.notBefore !== '') {
 		const t = input.notBefore instanceof Date ? input.notBefore : parseTimestamp(String(input.notBefore));
 		if (Number.isNaN(t.getTime())) throw new QueueInputError(`Not before is not a valid date: ${JSON.stringify(input.notBefore)}`);
-		out.at = t.toISOString();
+		out.notBefore = t.toISOString();
 	}
+	return markPrepared(out);
+}
+
+/** A prepared input as queue_enqueue reads it (schema/functions/queue/queue_enqueue.sql). */
+function wireItem(it: EnqueueInput): Record<string, unknown> {
+	const out: Record<string, unknown> = { q: it.queue, g: it.group, p: it.payload, m: it.maxAttempts };
+	if (it.dedupeKey !== null && it.dedupeKey !== undefined) out.k = it.dedupeKey;
+	if (it.delaySeconds !== undefined) out.d = it.delaySeconds;
+	if (it.notBefore !== null && it.notBefore !== undefined) out.at = it.notBefore;
 	return out;
 }
 
@@ -151,6 +168,7 @@ export function validateEnqueueInput(input: EnqueueInput): Record<string, unknow
  * channel.ts) wakes listening triggers: payload the queue name when ready work was added, '' when
  * only delayed tasks were. `options.notify` moves that notification after the commit or drops it
  * (see NotifyMode).
+ * Inputs not made by prepareEnqueueInput are checked by it first, all before anything is sent.
  * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
  */
 export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}): Promise<EnqueuedTask[]> {
@@ -166,7 +184,9 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 	// A client: a pool's checked-out client (release) or a plain pg Client (its connection).
 	const maybeInCallerTransaction = typeof (db as { release?: unknown }).release === 'function' || 'connection' in (db as object);
 	const untagged = maybeInCallerTransaction ? { t: false } : {};
-	const payload: Array<Record<string, unknown>> = items.map((it, i) => ({ i, ...validateEnqueueInput(it), ...quiet, ...untagged }));
+	const payload: Array<Record<string, unknown>> = items
+		.map((it) => prepareOnce(it, prepareEnqueueInput))
+		.map((it, i) => ({ i, ...wireItem(it), ...quiet, ...untagged }));
 	// One statement, or chunks in one transaction for very large batches (src/db/batch.ts); items
 	// with the same queue and dedupe key stay in one chunk.
 	const rows = await queryChunked<Row>(

@@ -2,7 +2,8 @@
  * Extend lease (heartbeat): the holder of a live lease pushes its expiry to now + N seconds.
  */
 import { DEFAULT_LEASE_SECONDS } from './states';
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
+import { markPrepared, prepareOnce } from './prepared';
+import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 
 export interface ExtendLeaseInput extends SettleTarget {
@@ -19,6 +20,11 @@ interface Row extends SettleRow {
 	lease_expires_at: Date | null;
 }
 
+/** Checks one input (id, token, seconds); returns it normalised and prepared (prepared.ts). Throws QueueInputError. */
+export function prepareExtendLeaseInput(it: ExtendLeaseInput): ExtendLeaseInput {
+	return markPrepared({ ...checkSettleTarget(it), leaseSeconds: checkSeconds(it.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400) });
+}
+
 /**
  * Extends a batch of leases in one statement. An expired lease cannot be extended (lease_lost):
  * once expired, another consumer may already hold the task. Outcomes: extended | lease_lost |
@@ -26,11 +32,7 @@ interface Row extends SettleRow {
  */
 export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[]): Promise<ExtendLeaseResult[]> {
 	if (items.length === 0) return [];
-	const payload = items.map((it, i) => ({
-		i,
-		...settleKey(it),
-		secs: checkSeconds(it.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400),
-	}));
+	const payload = items.map((it) => prepareOnce(it, prepareExtendLeaseInput)).map((it, i) => ({ i, ...settleKey(it), secs: it.leaseSeconds }));
 	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)]);
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), leaseExpiresAt: iso(r.lease_expires_at) })),

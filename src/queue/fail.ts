@@ -3,7 +3,8 @@
  * exponential backoff with jitter, or goes dead (dead letter) at its maximum attempts.
  */
 import { DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_CAP_SECONDS } from './states';
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
+import { markPrepared, prepareOnce } from './prepared';
+import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 
 export interface FailInput extends SettleTarget {
@@ -44,21 +45,31 @@ export function backoffSeconds(attempt: number, baseSeconds: number, capSeconds:
 }
 
 /**
+ * Checks one input (id, token); returns it normalised (error text cut to 10,000 characters,
+ * 'failed' when empty) and prepared (prepared.ts). Throws QueueInputError.
+ */
+export function prepareFailInput(it: FailInput): FailInput {
+	return markPrepared({ ...checkSettleTarget(it), error: String(it.error ?? 'failed').slice(0, 10_000) || 'failed', giveUp: it.giveUp === true });
+}
+
+/** Checks the backoff of a fail batch (base 0 to 86,400 s, cap 0 to 31,536,000 s); defaults filled in. Throws QueueInputError. */
+export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {
+	return markPrepared({
+		baseSeconds: checkSeconds(backoff.baseSeconds ?? DEFAULT_BACKOFF_BASE_SECONDS, 'Backoff base', 0, 86_400),
+		capSeconds: checkSeconds(backoff.capSeconds ?? DEFAULT_BACKOFF_CAP_SECONDS, 'Backoff cap', 0, 31_536_000),
+	});
+}
+
+/**
  * Fails a batch in one statement. Outcomes per item: retry_scheduled (pending again at retryAt) |
  * dead (attempts used up or giveUp; happens once per task life, with this error as last_error) |
  * already_settled | lease_lost | not_found. Results in input order.
  * Throws QueueInputError for a malformed id, token or backoff (before any write).
  */
 export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}): Promise<FailResult[]> {
-	const base = checkSeconds(backoff.baseSeconds ?? DEFAULT_BACKOFF_BASE_SECONDS, 'Backoff base', 0, 86_400);
-	const cap = checkSeconds(backoff.capSeconds ?? DEFAULT_BACKOFF_CAP_SECONDS, 'Backoff cap', 0, 31_536_000);
+	const { baseSeconds: base, capSeconds: cap } = prepareOnce(backoff, prepareBackoff);
 	if (items.length === 0) return [];
-	const payload = items.map((it, i) => ({
-		i,
-		...settleKey(it),
-		err: String(it.error ?? 'failed').slice(0, 10_000) || 'failed',
-		giveUp: it.giveUp === true,
-	}));
+	const payload = items.map((it) => prepareOnce(it, prepareFailInput)).map((it, i) => ({ i, ...settleKey(it), err: it.error, giveUp: it.giveUp }));
 	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap]);
 	return inInputOrder(
 		rows.map((r) => ({

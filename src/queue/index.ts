@@ -1,20 +1,21 @@
 /**
  * The priority task queue core: plain values in, plain rows out; knows nothing of n8n.
- * Contract: docs/queue.md. Schema and state machine: schema/migrations/0002_queue.sql.
+ * Contract: docs/queue.md. Inputs are checked once, here: each operation's prepare function
+ * (prepared.ts). Schema and state machine: schema/migrations/0002_queue.sql.
  */
 export * from './states';
 export * from './types';
 export { queueChannel } from './channel';
-export { enqueue, validateEnqueueInput, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
-export { dequeue, checkGroups, type DequeueOptions, type ClaimedTask } from './dequeue';
+export { enqueue, prepareEnqueueInput, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
+export { dequeue, checkGroups, prepareDequeueOptions, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
-export { complete, type CompleteInput, type CompleteResult } from './complete';
-export { fail, backoffSeconds, type FailInput, type FailResult, type BackoffOptions } from './fail';
-export { extendLease, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
-export { release, type ReleaseInput, type ReleaseResult } from './release';
-export { requeueDead, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
-export { stats, listDead, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
-export { purge, type PurgeOptions, type PurgeResult } from './purge';
+export { complete, prepareCompleteInput, type CompleteInput, type CompleteResult } from './complete';
+export { fail, backoffSeconds, prepareBackoff, prepareFailInput, type FailInput, type FailResult, type BackoffOptions } from './fail';
+export { extendLease, prepareExtendLeaseInput, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
+export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } from './release';
+export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
+export { stats, listDead, statsReport, prepareStatsRequest, type StatsRequest, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
+export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from './purge';
 export { groupsFromRows, parseGroupNames, parseGroupWeights } from './groups';
 export { QueueWatcher, type WatcherDeps, type WakeReason, type ListenConnection } from './watcher';
 export { connectListener } from './listen';

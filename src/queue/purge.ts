@@ -2,6 +2,7 @@
  * Retention: keep finished tasks out of the hot table. Succeeded tasks leave it when they complete
  * (they move to queue_tasks_archive); purge moves old dead tasks there too and deletes old archive rows.
  */
+import { markPrepared, prepareOnce } from './prepared';
 import { checkInt, checkQueueName, checkSeconds, fn, type Queryable } from './types';
 
 export interface PurgeOptions {
@@ -20,13 +21,25 @@ export interface PurgeResult {
 	archiveDeleted: number;
 }
 
+/**
+ * Checks purge options (an empty or blank queue means every queue; retentions 0 to 3,153,600,000 s
+ * or null; limit 1 to 100,000, default 10,000) and returns them normalised, prepared (prepared.ts).
+ * Throws QueueInputError.
+ */
+export function preparePurgeOptions(options: PurgeOptions): PurgeOptions {
+	const q = typeof options.queue === 'string' ? options.queue.trim() : options.queue;
+	return markPrepared({
+		queue: q ? checkQueueName(q) : null,
+		deadAfterSeconds: options.deadAfterSeconds == null ? null : checkSeconds(options.deadAfterSeconds, 'Dead retention', 0, 3_153_600_000),
+		archiveAfterSeconds:
+			options.archiveAfterSeconds == null ? null : checkSeconds(options.archiveAfterSeconds, 'Archive retention', 0, 3_153_600_000),
+		limit: checkInt(options.limit ?? 10_000, 'Purge limit', 1, 100_000),
+	});
+}
+
 /** Runs one bounded retention pass in one statement. Throws QueueInputError for bad options. */
 export async function purge(db: Queryable, schema: string, options: PurgeOptions): Promise<PurgeResult> {
-	const queue = options.queue ? checkQueueName(options.queue) : null;
-	const dead = options.deadAfterSeconds == null ? null : checkSeconds(options.deadAfterSeconds, 'Dead retention', 0, 3_153_600_000);
-	const archive =
-		options.archiveAfterSeconds == null ? null : checkSeconds(options.archiveAfterSeconds, 'Archive retention', 0, 3_153_600_000);
-	const limit = checkInt(options.limit ?? 10_000, 'Purge limit', 1, 100_000);
+	const { queue, deadAfterSeconds: dead, archiveAfterSeconds: archive, limit } = prepareOnce(options, preparePurgeOptions);
 	const { rows } = await db.query<{ dead_archived: number; archive_deleted: number }>(
 		`SELECT * FROM ${fn(schema, 'queue_purge')}($1, $2, $3, $4)`,
 		[queue, dead, archive, limit],

@@ -1,7 +1,8 @@
 /**
  * Release: the holder of a live lease gives the task back without failing it.
  */
-import { baseResult, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
+import { markPrepared, prepareOnce } from './prepared';
+import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 
 export interface ReleaseInput extends SettleTarget {
@@ -22,18 +23,24 @@ interface Row extends SettleRow {
 	run_at: Date | null;
 }
 
+/** Checks one input (id, token, delay); returns it normalised and prepared (prepared.ts). Throws QueueInputError. */
+export function prepareReleaseInput(it: ReleaseInput): ReleaseInput {
+	return markPrepared({
+		...checkSettleTarget(it),
+		delaySeconds: checkSeconds(it.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
+		countAttempt: it.countAttempt === true,
+	});
+}
+
 /**
  * Releases a batch in one statement. Outcomes: released | already_settled | lease_lost | not_found.
  * Throws QueueInputError for a malformed id, token or delay.
  */
 export async function release(db: Queryable, schema: string, items: ReleaseInput[]): Promise<ReleaseResult[]> {
 	if (items.length === 0) return [];
-	const payload = items.map((it, i) => ({
-		i,
-		...settleKey(it),
-		delay: checkSeconds(it.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
-		count: it.countAttempt === true,
-	}));
+	const payload = items
+		.map((it) => prepareOnce(it, prepareReleaseInput))
+		.map((it, i) => ({ i, ...settleKey(it), delay: it.delaySeconds, count: it.countAttempt }));
 	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_release')}($1::jsonb)`, [JSON.stringify(payload)]);
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, availableAt: iso(r.run_at) })),

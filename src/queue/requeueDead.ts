@@ -2,6 +2,7 @@
  * Requeue dead: a human (or a workflow acting for one) puts dead-lettered tasks back to pending.
  */
 import type { RequeueOutcome, TaskState } from './states';
+import { markPrepared, prepareOnce } from './prepared';
 import { checkGroupName, checkInt, checkQueueName, checkTaskId, fn, idText, type Queryable } from './types';
 
 export interface RequeueDeadOptions {
@@ -37,16 +38,27 @@ interface Row {
 }
 
 /**
+ * Checks requeue options (queue name; task ids as checkTaskId; group name or null; limit 1 to
+ * 10,000, default 100) and returns them normalised, prepared (prepared.ts). Throws QueueInputError.
+ */
+export function prepareRequeueDeadOptions(options: RequeueDeadOptions): RequeueDeadOptions {
+	return markPrepared({
+		queue: checkQueueName(options.queue),
+		taskIds: options.taskIds ? options.taskIds.map(checkTaskId) : undefined,
+		group: options.group ? checkGroupName(options.group) : null,
+		limit: checkInt(options.limit ?? 100, 'Limit', 1, 10_000),
+	});
+}
+
+/**
  * Requeues dead tasks in one statement: pending now, attempts 0, requeues + 1, last error kept.
  * A task whose dedupe key belongs to a live task again is skipped (skipped_live_duplicate).
  * Outcomes: requeued | skipped_live_duplicate | not_dead | not_found. Throws QueueInputError.
  */
 export async function requeueDead(db: Queryable, schema: string, options: RequeueDeadOptions): Promise<RequeueResult[]> {
-	const queue = checkQueueName(options.queue);
-	const ids = options.taskIds ? options.taskIds.map(checkTaskId) : null;
+	const { queue, taskIds, group, limit } = prepareOnce(options, prepareRequeueDeadOptions);
+	const ids = taskIds ? taskIds.map(String) : null;
 	if (ids && ids.length === 0) return [];
-	const group = options.group ? checkGroupName(options.group) : null;
-	const limit = checkInt(options.limit ?? 100, 'Limit', 1, 10_000);
 	const { rows } = await db.query<Row>(`SELECT * FROM ${fn(schema, 'queue_requeue_dead')}($1, $2::bigint[], $3, $4)`, [
 		queue,
 		ids,
@@ -62,4 +74,38 @@ export async function requeueDead(db: Queryable, schema: string, options: Requeu
 		lastError: r.last_error,
 		requeues: r.requeues,
 	}));
+}
+
+/** One task to requeue by id (Priority Dequeue's Requeue Dead "by ID": one per input item). */
+export interface RequeueByIdInput {
+	queue: string;
+	taskId: string | number;
+}
+
+/** Checks one by-id input (queue name, task id); returns it normalised, prepared (prepared.ts). Throws QueueInputError. */
+export function prepareRequeueByIdInput(it: RequeueByIdInput): RequeueByIdInput {
+	return markPrepared({ queue: checkQueueName(it.queue), taskId: checkTaskId(it.taskId) });
+}
+
+/**
+ * Requeues the given dead tasks: one requeueDead call per queue they name (usually one). Returns
+ * one result per input, in input order; the same task twice is requeued once, the repeat reports
+ * not_dead. Throws QueueInputError (before anything is sent).
+ */
+export async function requeueDeadByIds(db: Queryable, schema: string, items: RequeueByIdInput[]): Promise<RequeueResult[]> {
+	const inputs = items.map((it) => prepareOnce(it, prepareRequeueByIdInput));
+	const byQueue = new Map<string, string[]>();
+	for (const it of inputs) byQueue.set(it.queue, [...(byQueue.get(it.queue) ?? []), String(it.taskId)]);
+	const found = new Map<string, RequeueResult>();
+	for (const [queue, taskIds] of byQueue) {
+		for (const r of await requeueDead(db, schema, markPrepared({ queue, taskIds, group: null, limit: 100 }))) found.set(`${queue}\u0000${r.taskId}`, r);
+	}
+	const seen = new Set<string>();
+	return inputs.map((it) => {
+		const k = `${it.queue}\u0000${String(it.taskId)}`;
+		const r = found.get(k) as RequeueResult;
+		const repeat = seen.has(k);
+		seen.add(k);
+		return repeat && r.outcome === 'requeued' ? { ...r, outcome: 'not_dead' } : r;
+	});
 }

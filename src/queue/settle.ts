@@ -26,9 +26,17 @@ export interface SettleResult {
 	detail: string | null;
 }
 
-/** Validates the id and token of a settle input; throws QueueInputError. */
+/**
+ * The id and token of a settle input, checked and normalised (id as decimal text, token in lower
+ * case); used by each settle operation's prepare function. Throws QueueInputError.
+ */
+export function checkSettleTarget(t: SettleTarget): { taskId: string; leaseToken: string } {
+	return { taskId: checkTaskId(t.taskId), leaseToken: checkLeaseToken(t.leaseToken) };
+}
+
+/** A prepared settle input's id and token as the settle functions read them. */
 export function settleKey(t: SettleTarget): { id: string; tok: string } {
-	return { id: checkTaskId(t.taskId), tok: checkLeaseToken(t.leaseToken) };
+	return { id: String(t.taskId), tok: t.leaseToken };
 }
 
 /** The columns every settle function's row carries; each file adds its own. */

@@ -1,6 +1,7 @@
 /**
  * Stats: depth per group, oldest wait, in flight, dead; and a sample of dead tasks.
  */
+import { markPrepared, prepareOnce } from './prepared';
 import { checkInt, checkQueueName, fn, idText, iso, type Queryable } from './types';
 
 export interface GroupStats {
@@ -124,7 +125,10 @@ const num = (v: string | number | null): number | null => (v === null ? null : N
  * views and one aggregate over the pending rows). Two read-only statements. Throws QueueInputError.
  */
 export async function stats(db: Queryable, schema: string, queue: string): Promise<QueueStats> {
-	checkQueueName(queue);
+	return readStats(db, schema, checkQueueName(queue));
+}
+
+async function readStats(db: Queryable, schema: string, queue: string): Promise<QueueStats> {
 	const { rows } = await db.query<StatsRow>(`SELECT s.*, now() AS measured_at FROM ${fn(schema, 'queue_stats')}($1) s`, [queue]);
 	const groups: GroupStats[] = rows.map((r) => ({
 		group: r.priority_group,
@@ -192,8 +196,29 @@ interface DeadRow {
 
 /** The most recent dead tasks of a queue, newest first (limit 1 to 1000). Read-only. */
 export async function listDead(db: Queryable, schema: string, queue: string, limit: number): Promise<DeadTask[]> {
-	checkQueueName(queue);
-	const n = checkInt(limit, 'Dead task limit', 1, 1000);
+	return readDead(db, schema, checkQueueName(queue), checkInt(limit, 'Dead task limit', 1, 1000));
+}
+
+/** What Priority Dequeue's Stats operation asks for one input item. */
+export interface StatsRequest {
+	queue: string;
+	/** Also list this many of the most recent dead tasks (0 to 1000; default 0: none). */
+	deadTasks?: number;
+}
+
+/** Checks a stats request; returns it normalised, prepared (prepared.ts). Throws QueueInputError. */
+export function prepareStatsRequest(request: StatsRequest): StatsRequest {
+	return markPrepared({ queue: checkQueueName(request.queue), deadTasks: checkInt(request.deadTasks ?? 0, 'Include dead tasks', 0, 1000) });
+}
+
+/** stats() of the queue, plus listDead() of it when deadTasks > 0 (else null). Read-only. Throws QueueInputError. */
+export async function statsReport(db: Queryable, schema: string, request: StatsRequest): Promise<{ stats: QueueStats; deadTasks: DeadTask[] | null }> {
+	const { queue, deadTasks } = prepareOnce(request, prepareStatsRequest);
+	const s = await readStats(db, schema, queue);
+	return { stats: s, deadTasks: deadTasks ? await readDead(db, schema, queue, deadTasks) : null };
+}
+
+async function readDead(db: Queryable, schema: string, queue: string, n: number): Promise<DeadTask[]> {
 	const { rows } = await db.query<DeadRow>(`SELECT * FROM ${fn(schema, 'queue_list_dead')}($1, $2)`, [queue, n]);
 	return rows.map((r) => ({
 		taskId: idText(r.id) as string,

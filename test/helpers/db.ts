@@ -43,6 +43,19 @@ export async function setLedgerClock(pool: Pick<Pool, 'query'>, schema: string, 
 }
 
 /**
+ * Stops the ledger's clock of one test schema at `at` (ledger_now() returns exactly that until it
+ * is moved again; setLedgerClock(.., 0) puts the real clock back). Lets a test compare times the
+ * ledger stored to the microsecond, whichever path stored them.
+ */
+export async function fixLedgerClock(pool: Pick<Pool, 'query'>, schema: string, at: Date): Promise<void> {
+	const ms = at.getTime();
+	if (!Number.isFinite(ms)) throw new Error('at must be a valid Date');
+	await pool.query(
+		`CREATE OR REPLACE FUNCTION "${schema}".ledger_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT '${at.toISOString()}'::timestamptz $$`,
+	);
+}
+
+/**
  * The queue's functions read the database clock (now()). Moving every timestamp of one queue's
  * tasks `seconds` into the past is, for that queue, the clock moving `seconds` forward: a lease of
  * 1 s has run out, a 60 s lease still has 59 s. Lets tests pass leases without sleeping.
@@ -105,3 +118,30 @@ export async function queueTestDb(max = 10): Promise<QueueTestDb> {
 
 /** Real time passing, for tests that wait for something outside the database (prefer the database clock). */
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Polls `cond` every 10 ms until it holds; fails the test with `what` after `timeoutMs` (default
+ * 5000). For waiting on a state (a notification arrived, a row changed) instead of a fixed sleep.
+ */
+export async function waitUntil(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	while (!(await cond())) {
+		if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms, still not: ${what}`);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+}
+
+/**
+ * Proves that no further notification is on its way to a listener, by a state instead of a sleep:
+ * sends `marker` on `channel` and waits until `got` holds it. Postgres delivers a session's
+ * notifications in the order their transactions committed, so every notification committed before
+ * the marker has arrived by then. Removes the marker from `got` again.
+ */
+export async function drainNotifications(pool: Pick<Pool, 'query'>, channel: string, got: Array<{ payload?: string }>, marker = `marker-${randomBytes(4).toString('hex')}`): Promise<void> {
+	await pool.query('SELECT pg_notify($1, $2)', [channel, marker]);
+	await waitUntil(() => got.some((n) => n.payload === marker), `the marker notification on ${channel}`);
+	got.splice(
+		got.findIndex((n) => n.payload === marker),
+		1,
+	);
+}

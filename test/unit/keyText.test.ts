@@ -7,7 +7,7 @@ import { buildOperationKey, checkOperationKey, LedgerInputError } from '../../sr
 import { prepareReserveItem } from '../../src/ledger/reserve';
 import { checkClaimOptions } from '../../src/ledger/reconcile';
 import { checkGroups } from '../../src/queue/dequeue';
-import { validateEnqueueInput } from '../../src/queue/enqueue';
+import { prepareEnqueueInput } from '../../src/queue/enqueue';
 import { checkGroupName, checkQueueName, QueueInputError } from '../../src/queue/types';
 import { keyTextProblem } from '../../src/keyText';
 
@@ -37,9 +37,9 @@ const FIELDS: Array<[string, (text: string) => unknown]> = [
 	['reconcile target filter', (t) => checkClaimOptions({ limit: 10, settleSeconds: 0, claimSeconds: 10, target: `stripe${t}` })],
 	['queue name', (t) => checkQueueName(`emails${t}`)],
 	['priority group', (t) => checkGroupName(`high${t}`)],
-	['enqueue queue', (t) => validateEnqueueInput({ ...okEnqueue, queue: `q${t}` })],
-	['enqueue group', (t) => validateEnqueueInput({ ...okEnqueue, group: `g${t}` })],
-	['enqueue dedupe key', (t) => validateEnqueueInput({ ...okEnqueue, dedupeKey: `invoice-${t}42` })],
+	['enqueue queue', (t) => prepareEnqueueInput({ ...okEnqueue, queue: `q${t}` })],
+	['enqueue group', (t) => prepareEnqueueInput({ ...okEnqueue, group: `g${t}` })],
+	['enqueue dedupe key', (t) => prepareEnqueueInput({ ...okEnqueue, dedupeKey: `invoice-${t}42` })],
 	['dequeue group weights', (t) => checkGroups([{ name: `high${t}`, weight: 1 }])],
 ];
 

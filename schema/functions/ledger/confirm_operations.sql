@@ -7,7 +7,10 @@
 -- nothing was recorded for this item, the other items are unaffected, sending it again is safe).
 -- possible_duplicate is set when a stale report says the write succeeded but the row does not hold
 -- that success. Tokens are compared by ledger_token_hash(); no event stores a token.
--- Going unknown starts the operation's settle window: settle_until = now + settle_seconds.
+-- Going unknown starts the operation's settle window: settle_until = now + settle_seconds, when
+-- the holder reports unknown while its lease is live. Reported after the lease ended, the row goes
+-- unknown through ledger_expire_lease (unknown_since = lease end, window from the lease end: the
+-- same row as when Reserve or a reconcile claim sees the expiry first) and the report is an event.
 CREATE OR REPLACE FUNCTION confirm_operations(p_items jsonb, p_ctx jsonb)
 RETURNS TABLE (
     idx integer, result text, status text, attempt integer, external_ref text, late boolean,
@@ -115,6 +118,16 @@ BEGIN
                 IF it.o = 'unknown' THEN
                     IF op.status = 'unknown' THEN
                         result := 'repeated';
+                    ELSIF op.lease_expires_at <= v_now THEN
+                        -- Late: the lease ended before this report. The row becomes unknown as of the
+                        -- lease's end, exactly as if Reserve or a reconcile claim had seen the expiry
+                        -- first (then this report would be a repeat); the report itself is recorded
+                        -- as an event, flagged late.
+                        op := ledger_expire_lease(op.operation_key, v_now, p_ctx, it.i);
+                        late := true;
+                        PERFORM append_event(op.operation_key, 'confirmed_unknown', 'unknown', 'unknown', op.attempt, v_hash, p_ctx, it.i,
+                                             jsonb_build_object('reason', it.reason, 'settleUntil', op.settle_until, 'late', true));
+                        result := 'recorded';
                     ELSE
                         UPDATE operations o
                            SET status = 'unknown', reason = it.reason, unknown_since = v_now,
@@ -160,10 +173,8 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END;
-        status := op.status;
-        attempt := op.attempt;
-        external_ref := op.external_ref;
-        updated_at := op.updated_at;
+        -- The row as this call leaves it.
+        SELECT op.status, op.attempt, op.external_ref, op.updated_at INTO status, attempt, external_ref, updated_at;
         RETURN NEXT;
     END LOOP;
 END $$;

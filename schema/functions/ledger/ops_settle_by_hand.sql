@@ -87,11 +87,9 @@ BEGIN
                                        coalesce('node "' || v_ev_node || '"', 'a workflow')
                                        || coalesce(' in execution ' || v_ev_exec, '') END);
         END IF;
-        status := op.status;
-        attempt := op.attempt;
-        external_ref := op.external_ref;
-        retryable := op.retryable;
-        decided_at := op.settled_at;
+        -- The row as this call leaves it.
+        SELECT op.status, op.attempt, op.external_ref, op.retryable, op.settled_at
+          INTO status, attempt, external_ref, retryable, decided_at;
         RETURN NEXT;
     END LOOP;
 END $$;

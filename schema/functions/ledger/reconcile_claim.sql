@@ -21,27 +21,17 @@ DECLARE
     v_token uuid := gen_random_uuid();
     r record;
 BEGIN
-    -- 1. Leases that expired without a confirmation become unknown (as Reserve would do); their
-    --    settle window runs from the end of the lease.
+    -- 1. Leases that expired without a confirmation become unknown (ledger_expire_lease, as Reserve
+    --    would do); their settle window runs from the end of the lease.
     FOR r IN
-        WITH expired AS (
-            SELECT o.operation_key FROM operations o
-             WHERE o.status = 'reserved' AND o.lease_expires_at <= v_now
-               AND (p_target IS NULL OR o.target = p_target)
-             ORDER BY o.lease_expires_at
-             LIMIT p_limit
-             FOR UPDATE SKIP LOCKED
-        )
-        UPDATE operations o
-           SET status = 'unknown', reason = 'lease expired without a confirmation',
-               unknown_since = o.lease_expires_at, next_check_at = v_now, updated_at = v_now,
-               settle_until = o.lease_expires_at + make_interval(secs => o.settle_seconds)
-          FROM expired e
-         WHERE o.operation_key = e.operation_key
-        RETURNING o.operation_key, o.attempt, o.lease_token_hash, o.settle_until
+        SELECT o.operation_key FROM operations o
+         WHERE o.status = 'reserved' AND o.lease_expires_at <= v_now
+           AND (p_target IS NULL OR o.target = p_target)
+         ORDER BY o.lease_expires_at
+         LIMIT p_limit
+         FOR UPDATE SKIP LOCKED
     LOOP
-        PERFORM append_event(r.operation_key, 'lease_expired', 'reserved', 'unknown', r.attempt, r.lease_token_hash, p_ctx, NULL,
-                             jsonb_build_object('settleUntil', r.settle_until));
+        PERFORM ledger_expire_lease(r.operation_key, v_now, p_ctx, NULL);
     END LOOP;
 
     -- 2. Claim due unknown operations, oldest first, skipping rows another reconciler holds.

@@ -109,11 +109,9 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END;
-        status := op.status;
-        attempt := op.attempt;
-        external_ref := op.external_ref;
-        reconcile_checks := op.reconcile_checks;
-        next_check_at := op.next_check_at;
+        -- The row as this call leaves it.
+        SELECT op.status, op.attempt, op.external_ref, op.reconcile_checks, op.next_check_at
+          INTO status, attempt, external_ref, reconcile_checks, next_check_at;
         RETURN NEXT;
     END LOOP;
 END $$;

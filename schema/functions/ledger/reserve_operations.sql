@@ -131,15 +131,8 @@ BEGIN
                     ELSIF op.status = 'reserved' AND op.lease_expires_at > v_now THEN
                         outcome := 'in_progress';
                     ELSIF op.status = 'reserved' THEN
-                        UPDATE operations o
-                           SET status = 'unknown', reason = 'lease expired without a confirmation',
-                               unknown_since = v_now, next_check_at = v_now,
-                               settle_until = o.lease_expires_at + make_interval(secs => o.settle_seconds),
-                               updated_at = v_now
-                         WHERE o.operation_key = op.operation_key AND o.status = 'reserved'
-                        RETURNING o.* INTO op;
-                        PERFORM append_event(op.operation_key, 'lease_expired', 'reserved', 'unknown', op.attempt, op.lease_token_hash, p_ctx, it.i,
-                                             jsonb_build_object('settleUntil', op.settle_until));
+                        -- The lease ended unconfirmed: never re-reserved, it becomes unknown.
+                        op := ledger_expire_lease(op.operation_key, v_now, p_ctx, it.i);
                         outcome := 'needs_reconcile';
                     ELSIF op.status IN ('unknown', 'review') THEN
                         outcome := 'needs_reconcile';

@@ -160,6 +160,8 @@ const cases: Case[] = [
 	R('request with Infinity', { request: { amount: Number.POSITIVE_INFINITY } }, /Infinity is not a JSON number/),
 	R('request with a function', { request: { f: () => 1 } }, /is a function, not JSON/),
 	R('request that is not valid JSON text', { request: '{"amount": ' }, /The request is not valid JSON/),
+	R('request text naming a member twice', { request: '{"amount": 100, "amount": 9900}' }, /The request has the member name "amount" twice in one object \(at \$\)/),
+	R('request text naming a nested member twice, once escaped', { request: '{"lines": [{"sku": "a", "\\u0073ku": "b"}]}' }, /member name "sku" twice in one object \(at \$\.lines\[0\]\)/),
 	R('request nested 150 levels', { request: deep }, /nests deeper than 100 levels/),
 	// Reserve Operation: leases and target
 	R('negative lease', { leaseSeconds: -5 }, /lease must be a whole number of seconds from 1 to 604800/),
@@ -198,6 +200,7 @@ const cases: Case[] = [
 	EQ('empty priority group', { priorityGroup: ' ' }, /Priority group must be a non-empty string/),
 	EQ('priority group of 101 bytes', { priorityGroup: 'g'.repeat(101) }, /Priority group must be at most 100 bytes/),
 	EQ('payload that is not valid JSON text', { payload: '{"a":' }, /The payload is not valid JSON/),
+	EQ('payload text naming a member twice', { payload: '{"to": "a@x", "to": "b@x"}' }, /The payload has the member name "to" twice/),
 	EQ('payload with a BigInt', { payload: { n: BigInt(1) } }, /The payload is not plain JSON: payload\.n: is a BigInt/),
 	EQ('circular payload', { payload: circular }, /payload\.self: is a circular reference/),
 	EQ('payload with a NUL character', { payload: { s: 'a\u0000' } }, /payload\.s: contains a NUL/),

@@ -22,6 +22,7 @@ import { acquirePool, closeAllPools, getPool, toClientConfig, withClient, type C
 import { IsolatedClient } from '../../../src/vendor';
 import { freePort, sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { makeCa, makeServerCert } from '../../helpers/tls';
+import { waitUntil } from '../../helpers/db';
 
 jest.setTimeout(120_000);
 
@@ -227,24 +228,35 @@ describe('killed backends never crash the process', () => {
 		expect(uncaught).toEqual([]);
 	});
 
-	it('while a migration waits for its lock', async () => {
-		const schema = 'bd_kill_migrate';
-		const pool = getPool(base({ schema }));
-		// Hold the migrator's advisory lock in another session.
+	/**
+	 * Holds the migrator's advisory lock for `schema` in another session, starts `migration` (which
+	 * then waits for it), waits up to 5 s for this package's backend to wait on a lock, kills that
+	 * backend, releases the lock and returns how `migration` ended ('resolved' or its error message).
+	 */
+	async function killWaitingMigration(schema: string, migration: () => Promise<unknown>): Promise<string> {
 		const holder = new IsolatedClient(toClientConfig(base()));
 		holder.on('error', () => undefined);
 		await holder.connect();
-		await holder.query('BEGIN');
-		await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended('n8n-nodes-operation-ledger:migrate:' || $1, 0))`, [schema]);
-		const running = ensureSchema(pool, schema, true).then(
-			() => 'resolved',
-			(e: Error) => e.message,
-		);
-		for (let i = 0; i < 100 && (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [APP])).length === 0; i++) await sleep(50);
-		expect((await kill(`wait_event_type = 'Lock'`)).length).toBe(1);
-		expect(await running).toMatch(/terminat|Connection/i);
-		await holder.query('ROLLBACK');
-		await holder.end();
+		try {
+			await holder.query('BEGIN');
+			await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended('n8n-nodes-operation-ledger:migrate:' || $1, 0))`, [schema]);
+			const running = migration().then(
+				() => 'resolved',
+				(e: Error) => e.message,
+			);
+			for (let i = 0; i < 100 && (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [APP])).length === 0; i++) await sleep(50);
+			expect((await kill(`wait_event_type = 'Lock'`)).length).toBe(1);
+			return await running;
+		} finally {
+			await holder.query('ROLLBACK').catch(() => undefined);
+			await holder.end();
+		}
+	}
+
+	it('while a migration waits for its lock', async () => {
+		const schema = 'bd_kill_migrate';
+		const pool = getPool(base({ schema }));
+		expect(await killWaitingMigration(schema, () => ensureSchema(pool, schema, true))).toMatch(/terminat|Connection/i);
 		await sleep(100);
 		// The pool recovers: the next use applies the schema.
 		await expect(ensureSchema(pool, schema, true)).resolves.toBeGreaterThan(0);
@@ -277,7 +289,8 @@ describe('killed backends never crash the process', () => {
 			await Promise.all([pool.query('SELECT pg_sleep(0.2)'), pool.query('SELECT pg_sleep(0.2)')]);
 			expect(pool.idleCount).toBe(2);
 			expect((await kill(`state = 'idle' AND query LIKE 'SELECT pg_sleep(0.2)%'`)).length).toBe(2);
-			await sleep(300);
+			// The state that shows the pool noticed: both killed clients are gone from it.
+			await waitUntil(() => pool.totalCount === 0, 'the pool dropped its two killed idle clients');
 			expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
 		} finally {
 			lease.release();
@@ -299,20 +312,7 @@ describe('killed backends never crash the process', () => {
 		const schema = 'bd_kill_plain';
 		const plain = new PlainPool({ ...toClientConfig(base()), max: 2 });
 		plain.on('error', () => undefined);
-		const holder = new IsolatedClient(toClientConfig(base()));
-		holder.on('error', () => undefined);
-		await holder.connect();
-		await holder.query('BEGIN');
-		await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended('n8n-nodes-operation-ledger:migrate:' || $1, 0))`, [schema]);
-		const running = migrate(plain, schema, true).then(
-			() => 'resolved',
-			(e: Error) => e.message,
-		);
-		for (let i = 0; i < 100 && (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [APP])).length === 0; i++) await sleep(50);
-		expect((await kill(`wait_event_type = 'Lock'`)).length).toBe(1);
-		expect(await running).toMatch(/terminat|Connection/i);
-		await holder.query('ROLLBACK');
-		await holder.end();
+		expect(await killWaitingMigration(schema, () => migrate(plain, schema, true))).toMatch(/terminat|Connection/i);
 		await plain.end();
 	});
 });

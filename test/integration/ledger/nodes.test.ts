@@ -8,6 +8,7 @@ import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperati
 import { closeAllPools } from '../../../src/db/pool';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
+import { Client } from 'pg';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -196,6 +197,64 @@ describe('Confirm Operation node', () => {
 		expect(again[0][0].json.ledger).toMatchObject({ result: 'repeated', status: 'succeeded' });
 		const replay = await runReserve([{ json: { orderId: 'h-1', amount: 1 } }]);
 		expect(replay[1][0].json.ledger).toMatchObject({ outcome: 'already_succeeded', replay: true, externalRef: 'pay_h1', response: { id: 'pay_h1' } });
+	});
+
+	it('Stop on a busy key gives back the leases the same batch granted, so a rerun proceeds instead of finding them held', async () => {
+		await runReserve([{ json: { orderId: 'busy-1', amount: 1 } }]);
+		// Another session holds busy-1's row; the batch is [busy-2 (new), busy-1 (locked), busy-3 (new)].
+		const other = new Client({ connectionString: DATABASE_URL });
+		await other.connect();
+		await other.query('BEGIN');
+		await other.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = 'payment:charge:busy-1:v1' FOR UPDATE`);
+		const input = [{ json: { orderId: 'busy-2', amount: 2 } }, { json: { orderId: 'busy-1', amount: 1 } }, { json: { orderId: 'busy-3', amount: 3 } }];
+		items = input;
+		const fns = fakeExecute({
+			items: input,
+			params: reserveParams(),
+			credentials: testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 300 }),
+			nodeName: 'Reserve Operation',
+		});
+		let err: unknown;
+		try {
+			err = await new ReserveOperation().execute.call(fns).then(
+				() => null,
+				(e: unknown) => e,
+			);
+		} finally {
+			await other.query('ROLLBACK');
+			await other.end();
+		}
+		expect(err).toMatchObject({ message: expect.stringMatching(/could not decide operation key "payment:charge:busy-1:v1"/) });
+		expect((err as { description: string }).description).toMatch(/The 2 other item\(s\) of this batch that had been given a lease were released/);
+		const { rows } = await db.pool.query(
+			`SELECT operation_key, status, retryable, reason FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:busy-%' ORDER BY 1`,
+		);
+		expect(rows.map((r) => [r.operation_key, r.status, r.retryable])).toEqual([
+			['payment:charge:busy-1:v1', 'reserved', null],
+			['payment:charge:busy-2:v1', 'failed', true],
+			['payment:charge:busy-3:v1', 'failed', true],
+		]);
+		expect(rows[1].reason).toMatch(/^Not sent: Reserve Operation stopped the workflow/);
+		// The rerun (or n8n's Retry On Fail) proceeds with the released keys as attempt 2.
+		const again = await runReserve([{ json: { orderId: 'busy-2', amount: 2 } }, { json: { orderId: 'busy-3', amount: 3 } }]);
+		expect(again[0].map((i) => (i.json.ledger as { attempt: number }).attempt)).toEqual([2, 2]);
+	});
+
+	it('a text body (full response, Response Format: Text) is stored as text, even when it is not JSON', async () => {
+		const r = await runReserve([{ json: { orderId: 't-1', amount: 1 } }, { json: { orderId: 't-2', amount: 2 } }]);
+		const httpOut: INodeExecutionData[] = [
+			{ json: { statusCode: 200, headers: {}, body: 'OK id=pay_t1', id: 'pay_t1' }, pairedItem: { item: 0 } },
+			{ json: { statusCode: 201, headers: {}, body: '{"id":"pay_t2","id":"dup"}', id: 'pay_t2' }, pairedItem: { item: 1 } },
+		];
+		const out = await runConfirm(httpOut, r[0]);
+		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		const { rows } = await db.pool.query(
+			`SELECT status, external_ref, response FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:t-%' ORDER BY 1, 2`,
+		);
+		expect(rows).toEqual([
+			{ status: 'succeeded', external_ref: 'pay_t1', response: 'OK id=pay_t1' },
+			{ status: 'succeeded', external_ref: 'pay_t2', response: '{"id":"pay_t2","id":"dup"}' },
+		]);
 	});
 
 	it('with two Reserve nodes upstream it follows the nearest one (n8n lists parents furthest first)', async () => {

@@ -16,7 +16,6 @@ afterAll(async () => {
 	await closeAllPools();
 	await db.drop();
 });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const resolveOpts = { maxChecks: 3, backoffBaseSeconds: 60, backoffMaxSeconds: 600 };
 
 /**
@@ -213,10 +212,12 @@ describe('Reconcile Unknown', () => {
 
 		await makeUnknown('r:lapsed', 'lapsed');
 		const [c1] = await claim({ target: 'lapsed', claimSeconds: 1 });
-		await sleep(1100);
+		// The 1 s claim lapses: the ledger's clock moves 2 s on.
+		await setLedgerClock(db.pool, db.schema, 2);
 		const [c2] = await claim({ target: 'lapsed' });
 		expect(c2.operationKey).toBe('r:lapsed');
 		const [old] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:lapsed', claimToken: c1.claimToken, resolution: 'not_happened' })], resolveOpts);
+		await setLedgerClock(db.pool, db.schema, 0);
 		expect(old.result).toBe('claim_lost');
 		expect((await row('r:lapsed')).status).toBe('unknown');
 	});

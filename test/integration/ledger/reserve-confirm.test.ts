@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Pool } from 'pg';
 import { prepareReserveItem, reserveOperations, type ReserveItem } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { testDatabase, DATABASE_URL } from '../../helpers/db';
+import { setLedgerClock, testDatabase, DATABASE_URL } from '../../helpers/db';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -97,8 +97,10 @@ describe('Reserve', () => {
 	it('an expired lease is never re-reserved: it becomes unknown atomically and comes back as needs reconcile', async () => {
 		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:expire', { a: 1 }, 1)]);
 		expect(r.outcome).toBe('proceed');
-		await new Promise((res) => setTimeout(res, 1300));
+		// The 1 s lease runs out: the ledger's clock moves 2 s on.
+		await setLedgerClock(db.pool, db.schema, 2);
 		const again = await Promise.all([1, 2, 3].map(() => reserveOperations(db.pool, db.schemaSql, [reserve('k:expire', { a: 1 })])));
+		await setLedgerClock(db.pool, db.schema, 0);
 		expect(again.map((x) => x[0].outcome)).toEqual(['needs_reconcile', 'needs_reconcile', 'needs_reconcile']);
 		expect(again.every((x) => x[0].leaseToken === null)).toBe(true);
 		const stored = await row('k:expire');
@@ -202,11 +204,12 @@ describe('Confirm', () => {
 
 	it('a late success from the holder of an expired lease is evidence: recorded and flagged late', async () => {
 		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:late', {}, 1)]);
-		await new Promise((res) => setTimeout(res, 1300));
+		await setLedgerClock(db.pool, db.schema, 2); // the 1 s lease has run out
 		await reserveOperations(db.pool, db.schemaSql, [reserve('c:late', {})]); // moves it to unknown
 		const [c] = await confirmOperations(db.pool, db.schemaSql, [
 			prepareConfirmItem(0, { operationKey: 'c:late', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_L' }),
 		]);
+		await setLedgerClock(db.pool, db.schema, 0);
 		expect(c).toMatchObject({ result: 'recorded', status: 'succeeded', late: true });
 		expect(await events('c:late')).toEqual(['reserved', 'lease_expired', 'confirmed_succeeded']);
 	});

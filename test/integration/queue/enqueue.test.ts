@@ -4,7 +4,7 @@
  */
 import type { Client, Notification } from 'pg';
 import { complete, dequeue, enqueue, queueChannel } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { drainNotifications, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -47,9 +47,8 @@ describe('enqueue', () => {
 		// Absence proven by a state: Postgres delivers notifications in commit order, so once a marker
 		// notification committed after the rollback has arrived, a wake-up from the rolled-back
 		// enqueue would have arrived before it.
-		await db.pool.query('SELECT pg_notify($1, $2)', [queueChannel(db.schema, queue), 'marker']);
-		for (let i = 0; i < 200 && got.length === 0; i++) await sleep(25);
-		expect(got.map((n) => n.payload)).toEqual(['marker']);
+		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
+		expect(got).toEqual([]);
 	});
 
 	test('a committed batch notifies the queue channel once, with the queue name as payload', async () => {
@@ -59,7 +58,7 @@ describe('enqueue', () => {
 			{ queue, group: 'high', payload: 1 },
 			{ queue, group: 'normal', payload: 2 },
 		]);
-		for (let i = 0; i < 20 && got.length === 0; i++) await sleep(50);
+		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 		expect(got).toHaveLength(1);
 		expect(got[0].channel).toBe(queueChannel(db.schema, queue));
 		expect(got[0].payload).toBe(queue);
@@ -188,11 +187,10 @@ describe('enqueue', () => {
 		const queue = db.queueName('notify-delayed');
 		const { got } = await listen(queue);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'later', delaySeconds: 60 }]);
-		for (let i = 0; i < 20 && got.length === 0; i++) await sleep(50);
+		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 		expect(got.map((n) => n.payload)).toEqual(['']);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'now' }]);
-		for (let i = 0; i < 20 && got.length === 1; i++) await sleep(50);
-		await sleep(100);
+		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 		expect(got.map((n) => n.payload)).toEqual(['', queue]);
 	});
 

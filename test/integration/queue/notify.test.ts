@@ -5,7 +5,7 @@
  */
 import type { Notification } from 'pg';
 import { dequeue, enqueue, queueChannel, QueueInputError } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { drainNotifications, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -44,13 +44,13 @@ describe('enqueue notify option', () => {
 			expect(claimed).toBe(1);
 			// Only delayed work: payload '' (re-read the due time).
 			await enqueue(db.pool, db.schema, [{ queue, group: 'low', delaySeconds: 60 }], { notify: mode });
-			await sleep(200);
+			await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 			expect(got.map((n) => n.payload)).toEqual([queue, '']);
 		}
 		const queue = db.queueName('none');
 		const got = await listen(queue);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high' }], { notify: 'none' });
-		await sleep(300);
+		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 		expect(got).toHaveLength(0);
 		expect(await dequeue(db.pool, db.schema, { queue, limit: 10 })).toHaveLength(1);
 	});
@@ -61,7 +61,7 @@ describe('enqueue notify option', () => {
 		const got = await listen(queue);
 		const [again] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'k' }], { notify: 'after' });
 		expect(again.deduplicated).toBe(true);
-		await sleep(300);
+		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 		expect(got).toHaveLength(0);
 		await expect(enqueue(db.pool, db.schema, [{ queue, group: 'high' }], { notify: 'later' as never })).rejects.toBeInstanceOf(QueueInputError);
 		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);

@@ -2,7 +2,7 @@
 import { BatchTooLargeError, MAX_BATCH_ITEMS, planChunks } from '../../../src/db/batch';
 import { checkMaxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES } from '../../../src/ledger/confirm';
 import { LedgerInputError } from '../../../src/ledger/validate';
-import { MAX_PAYLOAD_BYTES, validateEnqueueInput } from '../../../src/queue/enqueue';
+import { MAX_PAYLOAD_BYTES, prepareEnqueueInput } from '../../../src/queue/enqueue';
 import { QueueInputError } from '../../../src/queue/types';
 
 describe('planChunks', () => {
@@ -32,9 +32,9 @@ describe('planChunks', () => {
 describe('queue payload cap', () => {
 	it(`refuses a payload over ${MAX_PAYLOAD_BYTES} bytes as an item error, accepts one just under`, () => {
 		const big = { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) };
-		expect(() => validateEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(QueueInputError);
-		expect(() => validateEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(/at most 1048576 \(1 MiB\)/);
-		expect(() => validateEnqueueInput({ queue: 'q', group: 'g', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES - 20) } })).not.toThrow();
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(QueueInputError);
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(/at most 1048576 \(1 MiB\)/);
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES - 20) } })).not.toThrow();
 	});
 });
 
