@@ -7,8 +7,8 @@
 import type { IDataObject } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
 import { complete, enqueue } from '../../../src/queue';
-import { activateTrigger, type ActiveTrigger } from '../../helpers/triggerHarness';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { activateTrigger, triggerCredentials, type ActiveTrigger } from '../../helpers/triggerHarness';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 jest.setTimeout(60_000);
 
@@ -25,13 +25,7 @@ afterAll(async () => {
 	await db.drop();
 });
 
-const credentials = (): IDataObject => ({
-	connectionType: 'connectionString',
-	connectionString: QUEUE_DATABASE_URL,
-	schema: db.schema,
-	autoApplySchema: true,
-	maxConnections: 5,
-});
+const credentials = (): IDataObject => triggerCredentials(db.schema);
 
 async function until(cond: () => boolean, ms = 10_000) {
 	for (let t = 0; t < ms && !cond(); t += 50) await sleep(50);
