@@ -9,7 +9,7 @@
 //   - Reserve latency through the node (batch of 1 new key; batch of 100 replays of compacted
 //     keys) before compaction, during it (a concurrent loop of batch-1 Reserves) and after it;
 //   - compaction throughput (operations and events per second; batch size 2,000).
-// Every replay after compaction must still answer Already Succeeded: the suite fails otherwise.
+// Every replay after compaction must still answer Done Before: the suite fails otherwise.
 import { credentials, dist, loadFakeExecute, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
 import { finishLoad, freshOrders, ledgerSizes, mib, timedReserve } from './lib/ledger.mjs';
 
@@ -132,7 +132,7 @@ log(
 );
 
 const latencyAfter = await latency('after');
-// The promise holds: compacted keys still answer Already Succeeded (checked by reserve(..., 1)),
+// The promise holds: compacted keys still answer Done Before (checked by reserve(..., 1)),
 // and a different request for one of them is a Conflict (output 4).
 await reserve([{ json: { orderId: 'order-ret-1', amount: 1, currency: 'USD' } }], 4);
 
@@ -168,7 +168,7 @@ const result = {
 	targets: [
 		{
 			id: 'ledger-retention',
-			what: 'Compaction leaves every eligible operation compacted, and compacted keys still answer Already Succeeded',
+			what: 'Compaction leaves every eligible operation compacted, and compacted keys still answer Done Before',
 			value: report.operations,
 			limit: N - Math.floor(N / 10),
 			met: report.operations === N - Math.floor(N / 10),

@@ -22,9 +22,9 @@ import { createN8nInstance, ensureN8n, nodesRun, outputItems, outputsTaken, pack
 
 const keep = process.argv.includes('--keep');
 const WORKFLOW_ID = 'idempotent-payment';
-// Node version 2 (workflows/idempotent-payment.json): output 0 is Not Recorded (issue 10).
-const RESERVE_OUTPUTS = ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
-const CONFIRM_OUTPUTS = ['Not Recorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'];
+// Node version 2 (workflows/idempotent-payment.json): output 0 is Unrecorded (issue 10).
+const RESERVE_OUTPUTS = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
+const CONFIRM_OUTPUTS = ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'];
 
 const bold = (s) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const step = (s) => console.log(`\n${bold(`== ${s}`)}`);
@@ -168,7 +168,7 @@ async function main() {
 
 		const expected = [
 			{ reserve: ['Proceed'], confirm: ['Succeeded'] },
-			{ reserve: ['Already Succeeded'], confirm: [] },
+			{ reserve: ['Done Before'], confirm: [] },
 			{ reserve: ['Conflict'], confirm: [] },
 		];
 		const pathsOk = JSON.stringify(taken) === JSON.stringify(expected);

@@ -26,10 +26,10 @@ const r1 = (n) => Math.round(n * 10) / 10;
 /** Output names the editor shows, per node type; undefined: one unnamed output. */
 function outputNames(node) {
 	const t = node.type;
-	if (t.endsWith('.reserveOperation')) return ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
+	if (t.endsWith('.reserveOperation')) return ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
 	if (t.endsWith('.confirmOperation')) return ['Succeeded', 'Failed', 'Unknown', 'Stale'];
-	if (t.endsWith('.operationLedgerAdmin')) return node.parameters?.operation === 'settle' ? ['Not Recorded', 'Settled', 'Refused'] : ['Not Recorded', 'Result'];
-	if (t.endsWith('.reconcileUnknown')) return node.parameters?.operation === 'claim' ? undefined : ['Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'];
+	if (t.endsWith('.operationLedgerAdmin')) return node.parameters?.operation === 'settle' ? ['Unrecorded', 'Settled', 'Refused'] : ['Unrecorded', 'Result'];
+	if (t.endsWith('.reconcileUnknown')) return node.parameters?.operation === 'claim' ? undefined : ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
 	if (t === 'n8n-nodes-base.splitInBatches') return ['done', 'loop'];
 	if (t === 'n8n-nodes-base.if') return ['true', 'false'];
 	if (t === 'n8n-nodes-base.switch') {

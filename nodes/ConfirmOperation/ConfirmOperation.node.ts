@@ -17,7 +17,7 @@ export class ConfirmOperation implements INodeType {
 		description: 'Record the outcome of an outside write (succeeded, failed or unknown), fenced by the lease token',
 		defaults: { name: 'Confirm Operation' },
 		inputs: [NodeConnectionTypes.Main],
-		// Version 2: Not Recorded first (see nodes/shared/outputs.ts); version 1 as it was, its error
+		// Version 2: Unrecorded first (see nodes/shared/outputs.ts); version 1 as it was, its error
 		// items on Stale (a result that also records nothing), never on Succeeded.
 		outputs: versionedOutputs(OUTPUT_NAMES, OUTPUT_NAMES),
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],

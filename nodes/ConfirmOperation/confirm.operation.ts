@@ -17,7 +17,7 @@ import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 import { outputLayout, placeErrorItems } from '../shared/outputs';
 import type { NodeOperation } from '../shared/router';
 
-/** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded). */
+/** Output index per result in node version 1 (version 2 adds 1: output 0 is Unrecorded). */
 const OUT = Object.fromEntries(CONFIRM_OUTPUTS.map((o, i) => [o, i])) as Record<(typeof CONFIRM_OUTPUTS)[number], number>;
 export const OUTPUT_NAMES = outputLabels(CONFIRM_OUTPUTS, CONFIRM_OUTPUT_LABELS);
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';

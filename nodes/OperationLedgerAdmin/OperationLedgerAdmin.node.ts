@@ -6,7 +6,7 @@ import { operations, router } from './router';
 
 /**
  * Fail closed from the first version (as the other nodes' version 2, nodes/shared/outputs.ts):
- * output 0 is Not Recorded, where every item the database did not decide goes (bad input, a
+ * output 0 is Unrecorded, where every item the database did not decide goes (bad input, a
  * missing key, a failed batch, n8n's own empty item of Always Output Data). It must lead to
  * nothing that acts on a decision. Settle by Hand then has Settled (the go-ahead) and Refused; the
  * other operations have Result.

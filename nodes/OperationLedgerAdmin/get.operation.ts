@@ -29,7 +29,7 @@ const description: INodeProperties[] = [
 	},
 ];
 
-/** One look-up per input item. Returns [Not Recorded, Result]. */
+/** One look-up per input item. Returns [Unrecorded, Result]. */
 async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
 	const { prepared, errorItems } = prepareItems(fns, items, (i) => {

@@ -18,7 +18,7 @@ const description: INodeProperties[] = [
 	},
 ];
 
-/** Once per execution. Returns [Not Recorded, Result]. */
+/** Once per execution. Returns [Unrecorded, Result]. */
 async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const { prepared, errorItems } = prepareItems(fns, [{ json: {} }], (i) => Number(fns.getNodeParameter('days', i, 7)));
 	if (prepared.length === 0) return [errorItems, []];

@@ -66,7 +66,7 @@ const description: INodeProperties[] = [
 	},
 ];
 
-/** One page per input item (usually one). Returns [Not Recorded, Result]. */
+/** One page per input item (usually one). Returns [Unrecorded, Result]. */
 async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const input = fns.getInputData();
 	const items = input.length ? input : [{ json: {} }];

@@ -67,7 +67,7 @@ const description: INodeProperties[] = [
 
 /**
  * Compact / Hard Delete: runs once per execution, with the first item's parameters. Returns
- * [Not Recorded, Result]; a failed batch goes to Not Recorded with what earlier batches committed.
+ * [Unrecorded, Result]; a failed batch goes to Unrecorded with what earlier batches committed.
  */
 async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | 'hardDelete'): Promise<INodeExecutionData[][]> {
 	const what = `Operation Ledger Admin (${operation === 'compact' ? 'compact' : 'hard delete'})`;

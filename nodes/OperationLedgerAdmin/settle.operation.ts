@@ -14,7 +14,7 @@ const description: INodeProperties[] = [
 		name: 'decision',
 		type: 'options',
 		options: [
-			{ name: 'Happened', value: 'happened', description: 'The write took effect: record success with its reference; later Reserves answer Already Succeeded' },
+			{ name: 'Happened', value: 'happened', description: 'The write took effect: record success with its reference; later Reserves answer Done Before' },
 			{ name: 'Did Not Happen', value: 'not_happened', description: 'The write did not take effect: record a retryable failure; the next Reserve may proceed' },
 		],
 		default: 'happened',
@@ -52,8 +52,8 @@ const description: INodeProperties[] = [
 /**
  * Settle by Hand: every item validated first (bad input writes nothing), then one statement for
  * all. Only items the database settled in this call reach "Settled"; refusals go to "Refused"
- * with who decided; bad input, a missing key or a failed batch go to Not Recorded (or throw
- * without continueOnFail), never to Settled. Returns [Not Recorded, Settled, Refused].
+ * with who decided; bad input, a missing key or a failed batch go to Unrecorded (or throw
+ * without continueOnFail), never to Settled. Returns [Unrecorded, Settled, Refused].
  */
 async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();

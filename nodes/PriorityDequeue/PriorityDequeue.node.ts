@@ -12,13 +12,14 @@ export class PriorityDequeue implements INodeType {
 		name: 'priorityDequeue',
 		icon: { light: 'file:dequeue.svg', dark: 'file:dequeue.dark.svg' },
 		group: ['transform'],
-		version: [1, 2],
-		defaultVersion: 2,
+		// Version 3: Dequeue's groups are a list (Priority Groups) instead of text (nodes/shared/groups.ts).
+		version: [1, 2, 3],
+		defaultVersion: 3,
 		subtitle: '={{ $parameter["operation"] + ($parameter["queue"] ? ": " + $parameter["queue"] : "") }}',
 		description: 'Weighted-fair Postgres task queue with priority groups, leases, retries with backoff and a dead letter',
 		defaults: { name: 'Priority Dequeue' },
 		inputs: [NodeConnectionTypes.Main],
-		// Version 2: [Not Recorded, result] for every operation (see nodes/shared/outputs.ts).
+		// Version 2 and later: [Unrecorded, result] for every operation (see nodes/shared/outputs.ts).
 		outputs: versionedOutputs([QUEUE_RESULT_LABEL], [QUEUE_RESULT_LABEL]),
 		credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [

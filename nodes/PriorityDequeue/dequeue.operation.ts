@@ -1,9 +1,21 @@
 /** Priority Dequeue, operation "dequeue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation, show } from './common';
-import { dequeue, parseGroupWeights, prepareDequeueOptions } from '../../src/queue';
+import { dequeue, prepareDequeueOptions } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
+import { priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
 import { batchFailure, prepareItems } from '../shared/items';
+
+/** The Options entry both Options collections (versions 1-2 and 3) share. */
+const agingOption: INodeProperties = {
+	displayName: 'Aging Interval (Seconds)',
+	name: 'agingSeconds',
+	type: 'number',
+	typeOptions: { minValue: 0 },
+	default: 300,
+	description:
+		'A group whose oldest ready task has waited this long competes one position higher per interval, so no task waits forever. 0 switches aging off.',
+};
 
 const description: INodeProperties[] = [
 	{
@@ -40,17 +52,10 @@ const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('dequeue'),
+		// Versions 1 and 2: the groups are text here (saved workflows keep it).
+		displayOptions: { show: { operation: ['dequeue'], ...withGroupText } },
 		options: [
-			{
-				displayName: 'Aging Interval (Seconds)',
-				name: 'agingSeconds',
-				type: 'number',
-				typeOptions: { minValue: 0 },
-				default: 300,
-				description:
-					'A group whose oldest ready task has waited this long competes one position higher per interval, so no task waits forever. 0 switches aging off.',
-			},
+			agingOption,
 			{
 				displayName: 'Groups and Weights',
 				name: 'groupWeights',
@@ -59,6 +64,21 @@ const description: INodeProperties[] = [
 				description:
 					'Priority groups, highest first, with their weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
 			},
+		],
+	},
+	priorityGroupsProperty(
+		{ operation: ['dequeue'] },
+		'Priority groups, highest first (drag to reorder), each with its weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
+	),
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		displayOptions: { show: { operation: ['dequeue'], ...withGroupList } },
+		options: [
+			agingOption,
 		],
 	},
 ];
@@ -72,7 +92,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			limit: Number(this.getNodeParameter('batchSize', i)),
 			leaseSeconds: Number(this.getNodeParameter('leaseSeconds', i)),
 			agingSeconds: options.agingSeconds === undefined ? undefined : Number(options.agingSeconds),
-			groups: parseGroupWeights(options.groupWeights),
+			groups: readGroups(this.getNode().typeVersion, () => this.getNodeParameter('priorityGroups', i), options.groupWeights),
 		});
 	});
 	if (prepared.length === 0) return [errorItems];

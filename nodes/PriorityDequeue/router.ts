@@ -46,7 +46,7 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	const pos = (it: INodeExecutionData) => (typeof it.pairedItem === 'object' && !Array.isArray(it.pairedItem) ? it.pairedItem.item : 0);
 	const sorted = out.map((it, k) => [it, k] as const).sort((a, b) => pos(a[0]) - pos(b[0]) || a[1] - b[1]).map(([it]) => it);
 	// Version 1: one output, error items in input order among the results (see placeErrorItems).
-	// Version 2: [Not Recorded, result].
+	// Version 2: [Unrecorded, result].
 	if (!isFailClosed(this)) return [sorted];
 	const layout = outputLayout(this, 1, -1);
 	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);

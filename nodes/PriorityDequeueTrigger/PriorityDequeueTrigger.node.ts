@@ -2,6 +2,7 @@ import {
 	NodeConnectionTypes,
 	type IDataObject,
 	type INodeExecutionData,
+	type INodeProperties,
 	type INodeType,
 	type INodeTypeDescription,
 	type IRun,
@@ -18,14 +19,34 @@ import {
 	checkSeconds,
 	connectListener,
 	dequeue,
+	groupsFromRows,
 	nextDueFor,
-	parseGroupWeights,
+	parseGroupNames,
 	prepareDequeueOptions,
 	queueChannel,
 	QueueWatcher,
 	type WakeReason,
 } from '../../src/queue';
 import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
+import { GROUP_LIST_VERSION, priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
+
+/** Options entries every version has. */
+const AGING_OPTION: INodeProperties = {
+	displayName: 'Aging Interval (Seconds)',
+	name: 'agingSeconds',
+	type: 'number',
+	typeOptions: { minValue: 0 },
+	default: 300,
+	description: 'Claim mode: a waiting group competes one position higher per interval. 0 switches aging off.',
+};
+const TIMEOUT_OPTION: INodeProperties = {
+	displayName: 'Execution Timeout (Seconds)',
+	name: 'inFlightTimeoutSeconds',
+	type: 'number',
+	typeOptions: { minValue: 1 },
+	default: 600,
+	description: 'After this long, a started execution no longer counts against Max Parallel Executions',
+};
 
 /** Starts consumer executions when a Priority Dequeue queue has work: LISTEN/NOTIFY as a hint, polling as the truth. */
 export class PriorityDequeueTrigger implements INodeType {
@@ -36,10 +57,13 @@ export class PriorityDequeueTrigger implements INodeType {
 		group: ['trigger'],
 		// Version 2: Wake Up mode watches only the groups its consumer claims ("Groups"); version 1
 		// (saved workflows) watches every group. Both: backoff and "Max Executions per Minute".
-		version: [1, 2],
-		defaultVersion: 2,
+		// Version 3: the groups are a list (Priority Groups, nodes/shared/groups.ts) for both modes.
+		version: [1, 2, 3],
+		defaultVersion: 3,
 		subtitle: '={{ ($parameter["mode"] === "claim" ? "claim: " : "wake up: ") + $parameter["queue"] }}',
-		description: 'Starts a consumer execution as soon as a Priority Dequeue queue has ready work',
+		// n8n's node creator merges this trigger into Priority Dequeue's entry (its type name minus
+		// "Trigger") and shows this description there, so it speaks for both nodes.
+		description: 'Weighted-fair Postgres task queue: start consumers when work is ready, claim and settle tasks with leases',
 		eventTriggerDescription: 'Waiting for ready tasks in the queue',
 		activationMessage: 'Consumer executions now start when the queue has ready work (or claimed tasks, in Claim Tasks mode).',
 		defaults: { name: 'Priority Dequeue Trigger' },
@@ -56,18 +80,22 @@ export class PriorityDequeueTrigger implements INodeType {
 				description: 'Name of the queue to watch',
 			},
 			{
-				displayName: 'Mode',
+				// Shown as "Trigger On" so that n8n's node creator lists one trigger entry per option
+				// (its `action`) instead of a made-up "On new Priority Dequeue event".
+				displayName: 'Trigger On',
 				name: 'mode',
 				type: 'options',
 				options: [
 					{
-						name: 'Wake Up',
+						name: 'Ready Work (Wake Up)',
 						value: 'wakeUp',
+						action: 'On ready work, wake a consumer',
 						description: 'Emit one item saying work is ready; a Priority Dequeue node (Dequeue) after it claims the tasks',
 					},
 					{
-						name: 'Claim Tasks',
+						name: 'Ready Work (Claim Tasks)',
 						value: 'claim',
+						action: 'On ready work, claim tasks',
 						description: 'Claim the tasks here (same weighted-fair claim as Dequeue) and emit one item per task',
 					},
 				],
@@ -82,6 +110,10 @@ export class PriorityDequeueTrigger implements INodeType {
 					'The groups the consumer\'s Dequeue claims: paste its "Groups and Weights" (weights are ignored here) or list names (high, normal, low). Only work of these groups starts an execution; tasks of other groups wait for a consumer that claims them.',
 				displayOptions: { show: { mode: ['wakeUp'], '@version': [2] } },
 			},
+			priorityGroupsProperty(
+				{},
+				'Claim Tasks: the priority groups to claim, highest first (drag to reorder), with their weighted-fair share. Wake Up: the groups the consumer\'s Dequeue claims (weights are not used here); only work of these groups starts an execution.',
+			),
 			{
 				displayName: 'Batch Size',
 				name: 'batchSize',
@@ -140,23 +172,10 @@ export class PriorityDequeueTrigger implements INodeType {
 				type: 'collection',
 				placeholder: 'Add option',
 				default: {},
+				displayOptions: { show: withGroupText },
 				options: [
-					{
-						displayName: 'Aging Interval (Seconds)',
-						name: 'agingSeconds',
-						type: 'number',
-						typeOptions: { minValue: 0 },
-						default: 300,
-						description: 'Claim mode: a waiting group competes one position higher per interval. 0 switches aging off.',
-					},
-					{
-						displayName: 'Execution Timeout (Seconds)',
-						name: 'inFlightTimeoutSeconds',
-						type: 'number',
-						typeOptions: { minValue: 1 },
-						default: 600,
-						description: 'After this long, a started execution no longer counts against Max Parallel Executions',
-					},
+					AGING_OPTION,
+					TIMEOUT_OPTION,
 					{
 						displayName: 'Groups and Weights',
 						name: 'groupWeights',
@@ -165,6 +184,15 @@ export class PriorityDequeueTrigger implements INodeType {
 						description: 'Claim mode: priority groups, highest first, with their weighted-fair share',
 					},
 				],
+			},
+			{
+				displayName: 'Options',
+				name: 'options',
+				type: 'collection',
+				placeholder: 'Add option',
+				default: {},
+				displayOptions: { show: withGroupList },
+				options: [AGING_OPTION, TIMEOUT_OPTION],
 			},
 		],
 	};
@@ -176,6 +204,7 @@ export class PriorityDequeueTrigger implements INodeType {
 		const queue = checkQueueName(this.getNodeParameter('queue') as string);
 		const mode = this.getNodeParameter('mode', 'wakeUp') as string;
 		const options = this.getNodeParameter('options', {}) as IDataObject;
+		const version = this.getNode().typeVersion;
 		const pollMs = checkSeconds(this.getNodeParameter('pollSeconds', 30), 'Poll interval', 1, 86_400) * 1000;
 		const maxInFlight = checkInt(this.getNodeParameter('maxInFlight', 1), 'Max parallel executions', 1, 100);
 		const inFlightTimeoutMs = checkSeconds(options.inFlightTimeoutSeconds ?? 600, 'Execution timeout', 1, 86_400) * 1000;
@@ -187,13 +216,14 @@ export class PriorityDequeueTrigger implements INodeType {
 						limit: this.getNodeParameter('batchSize', 10) as number,
 						leaseSeconds: this.getNodeParameter('leaseSeconds', 300) as number,
 						agingSeconds: (options.agingSeconds ?? 300) as number,
-						groups: parseGroupWeights(options.groupWeights),
+						groups: readGroups(version, () => this.getNodeParameter('priorityGroups'), options.groupWeights),
 					})
 				: undefined;
-		// Wake Up, version 2: only work of the consumer's groups counts (version 1: every group).
-		const version = this.getNode().typeVersion;
-		const watchGroups =
-			!claim && version >= 2 ? checkGroups(parseGroupNames(this.getNodeParameter('groups', 'high:5, normal:2, low:1'))).map((g) => g.name) : null;
+		// Wake Up, version 2 and later: only work of the consumer's groups counts (version 1: every
+		// group). Version 3 reads them from Priority Groups, version 2 from the Groups text.
+		const watched = () =>
+			version >= GROUP_LIST_VERSION ? groupsFromRows(this.getNodeParameter('priorityGroups')) : parseGroupNames(this.getNodeParameter('groups', 'high:5, normal:2, low:1'));
+		const watchGroups = !claim && version >= 2 ? checkGroups(watched()).map((g) => g.name) : null;
 		const maxPerMinute = checkInt(this.getNodeParameter('maxPerMinute', 120), 'Max executions per minute', 1, 6000);
 		// A handle that holds no pool between calls: the idle sweeper or eviction may end the pool
 		// underneath, and the next call simply uses a new one (src/db/pool.ts).
@@ -245,11 +275,4 @@ function runFailed(run: IRun | undefined): boolean {
 	if (!run) return false;
 	if (run.status === 'error' || run.status === 'crashed' || run.status === 'canceled') return true;
 	return Boolean(run.data?.resultData?.error);
-}
-
-/** "high:5, normal:2" or "high, normal": the names, with weights validated when given. */
-function parseGroupNames(text: unknown): Array<{ name: string; weight: number }> {
-	const s = typeof text === 'string' ? text.trim() : '';
-	if (s === '' || s.includes(':')) return parseGroupWeights(s);
-	return s.split(',').map((n) => ({ name: n.trim(), weight: 1 }));
 }

@@ -4,7 +4,8 @@ import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
-import { outputLayout, placeErrorItems } from '../shared/outputs';
+import { placeErrorItems } from '../shared/outputs';
+import { reconcileLayout } from './outputs';
 import type { NodeOperation } from '../shared/router';
 
 const show = { show: { operation: ['claim'] } };
@@ -64,7 +65,7 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 	);
 	// Version 1's only output (To Check) is a go-ahead: placeErrorItems throws rather than put an
 	// error item there under "Continue (regular output)".
-	const layout = outputLayout(fns, 1, -1);
+	const layout = reconcileLayout(fns, 'claim');
 	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
 	placeErrorItems(fns, outputs, layout, errorItems);
 	if (prepared.length === 0) return outputs;

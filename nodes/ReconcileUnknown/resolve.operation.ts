@@ -8,12 +8,13 @@ import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
-import { outputLayout, placeErrorItems } from '../shared/outputs';
+import { placeErrorItems } from '../shared/outputs';
+import { reconcileLayout } from './outputs';
 import type { NodeOperation } from '../shared/router';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
 
-/** Output index per result in node version 1 (version 2 adds 1: output 0 is Not Recorded): src/ledger/states.ts. */
+/** Output index per result in node version 1 (version 2 adds 1: output 0 is Unrecorded): src/ledger/states.ts. */
 export { RESOLVE_OUTPUTS };
 
 export const resolveProperties: INodeProperties[] = [
@@ -144,8 +145,8 @@ const parseLookupOverrides = (text: unknown): Map<number, string> => parseStatus
 
 export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
-	// Version 1 has no Not Recorded output: its error items go to Claim Lost, never to a go-ahead.
-	const layout = outputLayout(fns, RESOLVE_OUTPUTS.length, RESOLVE_OUTPUTS.indexOf('claim_lost'));
+	// Version 1 has no Unrecorded output: its error items go to Claim Lost, never to a go-ahead.
+	const layout = reconcileLayout(fns, 'resolve');
 	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
 	let claimNodes: string[] | undefined;
 	const { prepared, errorItems } = prepareItems(fns, items, (i, item) => {

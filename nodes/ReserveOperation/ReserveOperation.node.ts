@@ -19,7 +19,7 @@ export class ReserveOperation implements INodeType {
 		description: 'Reserve a business operation key before an outside write, so retries never repeat it',
 		defaults: { name: 'Reserve Operation' },
 		inputs: [NodeConnectionTypes.Main],
-		// Version 2: Not Recorded first (see nodes/shared/outputs.ts); version 1 as it was.
+		// Version 2: Unrecorded first (see nodes/shared/outputs.ts); version 1 as it was.
 		outputs: versionedOutputs(OUTPUT_NAMES, OUTPUT_NAMES),
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: operationProperties(operations),

@@ -20,7 +20,7 @@ import type { NodeOperation } from '../shared/router';
 /** Output index per outcome in node version 1, in the order of RESERVE_OUTCOMES (version 2 adds 1). */
 const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
 export const OUTPUT_NAMES = outputLabels(RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS);
-/** Version 1 has no Not Recorded output: its error items go to Failed Permanently, never to Proceed. */
+/** Version 1 has no Unrecorded output: its error items go to Failed Before, never to Proceed. */
 const V1_ERROR_OUTPUT = OUTPUT.failed_permanently;
 
 const description: INodeProperties[] = [
@@ -253,7 +253,7 @@ function addManualRunHint(fns: IExecuteFunctions, count: number): void {
 		location: 'outputPane',
 		message:
 			`This manual run made ${count} real reservation(s) in the ledger: a later run with the same operation key answers In Progress, ` +
-			'and Needs Reconcile once the lease ends. To clear a test reservation, record its outcome with Confirm Operation ' +
+			'and Reconcile once the lease ends. To clear a test reservation, record its outcome with Confirm Operation ' +
 			'(Outcome: Failed, Retryable on), or use a key with a test Version (e.g. v-test-1). See "Clearing a test reservation" in the README.',
 	});
 }

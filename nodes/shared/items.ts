@@ -3,7 +3,7 @@
  * one database round trip for the valid ones, then route results to outputs with pairedItem set.
  *
  * continueOnFail: a failed item is emitted as `{ json: { error: message }, pairedItem: { item: i } }`
- * on the node's Not Recorded output (node version 2: output 0; see outputs.ts), never on a
+ * on the node's Unrecorded output (node version 2: output 0; see outputs.ts), never on a
  * go-ahead output; with "On Error: Continue (using error output)" n8n moves exactly those items to
  * the error output. Without continueOnFail, the first bad item throws a NodeOperationError carrying
  * its itemIndex, before anything is written.
@@ -169,7 +169,7 @@ export function batchFailure(
 /**
  * Read-only operations that answer one call per valid item (Admin's Get and List): gets the
  * connection once, then runs `each` for every prepared item; a failure (connection or call) is
- * that item's error on Not Recorded, the others still answer. Returns [Not Recorded, Result].
+ * that item's error on Unrecorded, the others still answer. Returns [Unrecorded, Result].
  */
 export async function readEach<T>(
 	fns: IExecuteFunctions,

@@ -1,7 +1,7 @@
 /**
  * Output layout per node version: where items the database did not decide go.
  *
- * Version 2 (the default for new nodes) fails closed: output 0 is "Not Recorded", an output that
+ * Version 2 (the default for new nodes) fails closed: output 0 is "Unrecorded", an output that
  * must lead to nothing that writes. Validation errors, database errors and every item n8n itself
  * makes up land there: n8n puts the empty item of *Always Output Data* on output 0, and under *On
  * Error: Continue (regular output)* an error item stays on the output the node chose. The go-ahead
@@ -10,7 +10,7 @@
  * decided it in this run.
  *
  * Version 1 keeps its outputs so saved workflows keep working, but an error item goes to the node's
- * last output that is not a go-ahead (e.g. Reserve's Failed Permanently) instead of output 0. A
+ * last output that is not a go-ahead (e.g. Reserve's Failed Before) instead of output 0. A
  * version 1 node whose only output is a go-ahead (Dequeue's Dequeue, Reconcile's Claim) has nowhere
  * else to put them. Version 1 cannot keep *Always Output Data*'s empty item off output 0 either
  * (n8n adds it whenever output 0 is empty): use version 2.
@@ -20,14 +20,14 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 /** Display name of output 0 in node version 2. */
-export const NOT_RECORDED = 'Not Recorded';
+export const NOT_RECORDED = 'Unrecorded';
 
-/** The node version from which output 0 is Not Recorded. */
+/** The node version from which output 0 is Unrecorded. */
 export const FAIL_CLOSED_VERSION = 2;
 
 /**
  * An n8n `outputs` expression that gives `v1` (display names) to node version 1 and
- * `[Not Recorded, ...v2]` to version 2 and later. `$nodeVersion` is the node's typeVersion.
+ * `[Unrecorded, ...v2]` to version 2 and later. `$nodeVersion` is the node's typeVersion.
  */
 export function versionedOutputs(v1: string[], v2: string[]): `={{${string}}}` {
 	const list = (names: string[]) => `[${names.map((n) => `{ "type": "main", "displayName": ${JSON.stringify(n)} }`).join(', ')}]`;
@@ -58,7 +58,7 @@ export function outputLayout(fns: IExecuteFunctions, v1Count: number, v1ErrorOut
 }
 
 /**
- * Places error items (each carrying `json.error`) on the layout's Not Recorded output. A version 1
+ * Places error items (each carrying `json.error`) on the layout's Unrecorded output. A version 1
  * node without such an output (Dequeue's Dequeue, Reconcile's Claim) can only put them on output
  * 0: under *Continue (using error output)* n8n moves them to the error output before anything
  * downstream runs; under *Continue (regular output)* they stay there, recognisable by `json.error`

@@ -28,16 +28,16 @@ export const CONFIRM_RESULTS = ['recorded', 'repeated', 'stale', 'not_found', 'b
 export type ConfirmResult = (typeof CONFIRM_RESULTS)[number];
 
 /**
- * Reserve Operation's outputs after Not Recorded (node version 2; version 1 has exactly these), one
+ * Reserve Operation's outputs after Unrecorded (node version 2; version 1 has exactly these), one
  * per outcome, in the order of RESERVE_OUTCOMES.
  */
 export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveOutcome, string>> = {
 	proceed: 'Proceed',
-	already_succeeded: 'Already Succeeded',
+	already_succeeded: 'Done Before',
 	in_progress: 'In Progress',
-	needs_reconcile: 'Needs Reconcile',
+	needs_reconcile: 'Reconcile',
 	conflict: 'Conflict',
-	failed_permanently: 'Failed Permanently',
+	failed_permanently: 'Failed Before',
 };
 
 /**
@@ -53,7 +53,7 @@ export const CONFIRM_OUTPUT_LABELS: Readonly<Record<ConfirmOutput, string>> = {
 	stale: 'Stale',
 };
 
-/** Reconcile Unknown (Claim)'s one output after Not Recorded. */
+/** Reconcile Unknown (Claim)'s one output after Unrecorded. */
 export const CLAIM_OUTPUT_LABEL = 'To Check';
 
 /**
@@ -64,9 +64,9 @@ export const RESOLVE_OUTPUTS = ['succeeded', 'failed', 'unknown', 'review', 'cla
 export type ResolveOutput = (typeof RESOLVE_OUTPUTS)[number];
 export const RESOLVE_OUTPUT_LABELS: Readonly<Record<ResolveOutput, string>> = {
 	succeeded: 'Succeeded',
-	failed: 'Did Not Happen',
-	unknown: 'Still Unknown',
-	review: 'Needs Review',
+	failed: 'Failed',
+	unknown: 'Unknown',
+	review: 'To Review',
 	claim_lost: 'Claim Lost',
 };
 

@@ -12,7 +12,7 @@
  * Asserted, counting writes at the provider and reading the ledger table directly:
  *   1. a low-risk proposal is written exactly once;
  *   2. the same proposal twice in one answer, and again in a later message, is written once; the
- *      repeats are answered from the ledger (Already Succeeded) with the stored refund;
+ *      repeats are answered from the ledger (Done Before) with the stored refund;
  *   3. two different proposals in one answer are two operations with two keys, never merged;
  *   4. proposals over the hard limit, for another customer or with a forbidden action never reach
  *      Reserve or the provider;

@@ -3,10 +3,10 @@
  * installed the way users install it. Each is workflows/idempotent-payment.json (node version 2)
  * with Reserve's settings changed; the provider is a local fake that records every POST:
  *   - On Error "Continue (regular output)" + Always Output Data, credential on a closed port: the
- *     error item goes to Not Recorded, the payment node never runs;
+ *     error item goes to Unrecorded, the payment node never runs;
  *   - the same with an empty key part (bad input);
- *   - Always Output Data, same order twice: run 2 answers Already Succeeded and n8n's empty item
- *     goes to Not Recorded, not to Proceed; exactly one payment.
+ *   - Always Output Data, same order twice: run 2 answers Done Before and n8n's empty item
+ *     goes to Unrecorded, not to Proceed; exactly one payment.
  * test/engine/ covers the whole matrix in n8n-core's engine; this proves the layout in n8n itself.
  */
 import { randomBytes } from 'node:crypto';
@@ -30,7 +30,7 @@ async function closedPort(): Promise<number> {
 	});
 }
 
-/** idempotent-payment.json as workflow `id`, Reserve with `reserve` settings, Not Recorded → a No Op node. */
+/** idempotent-payment.json as workflow `id`, Reserve with `reserve` settings, Unrecorded → a No Op node. */
 function variant(id: string, apiUrl: string, opts: { credential: string; orderId: string; reserve: Json }): Json {
 	const wf = JSON.parse(readFileSync(path.join(ROOT, 'workflows/idempotent-payment.json'), 'utf8'));
 	wf.id = id;
@@ -43,8 +43,8 @@ function variant(id: string, apiUrl: string, opts: { credential: string; orderId
 	expect(reserve.typeVersion).toBe(2);
 	Object.assign(reserve, opts.reserve);
 	for (const n of wf.nodes) if (n.credentials?.operationLedgerPostgresApi) n.credentials.operationLedgerPostgresApi = { id: opts.credential, name: opts.credential };
-	wf.nodes.push({ id: `${id}-nr`, name: 'Not Recorded', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [400, 400], parameters: {} });
-	wf.connections['Reserve Operation'].main[0] = [{ node: 'Not Recorded', type: 'main', index: 0 }];
+	wf.nodes.push({ id: `${id}-nr`, name: 'Unrecorded', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [400, 400], parameters: {} });
+	wf.connections['Reserve Operation'].main[0] = [{ node: 'Unrecorded', type: 'main', index: 0 }];
 	return wf;
 }
 
@@ -96,16 +96,16 @@ describe('fail-closed outputs in a real n8n', () => {
 	}
 	const posts = () => api.requests().filter((q) => q.method === 'POST').length;
 
-	test('database down under Continue (regular output) + Always Output Data: Not Recorded, no payment', async () => {
+	test('database down under Continue (regular output) + Always Output Data: Unrecorded, no payment', async () => {
 		const r = await execute('fc-down');
 		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([0]);
 		expect(String(harness.outputItems(r, 'Reserve Operation')![0][0].error)).toMatch(/nothing of this batch was recorded.*database connection failed/);
-		expect(harness.nodesRun(r)).toContain('Not Recorded');
+		expect(harness.nodesRun(r)).toContain('Unrecorded');
 		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
 		expect(posts()).toBe(0);
 	}, 5 * 60_000);
 
-	test('an empty key part under Continue (regular output): Not Recorded, no payment, nothing written', async () => {
+	test('an empty key part under Continue (regular output): Unrecorded, no payment, nothing written', async () => {
 		const r = await execute('fc-invalid');
 		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([0]);
 		expect(String(harness.outputItems(r, 'Reserve Operation')![0][0].error)).toMatch(/entity/);
@@ -113,12 +113,12 @@ describe('fail-closed outputs in a real n8n', () => {
 		expect(posts()).toBe(0);
 	}, 5 * 60_000);
 
-	test('Always Output Data, same order twice: one payment; run 2 sends the empty item to Not Recorded', async () => {
+	test('Always Output Data, same order twice: one payment; run 2 sends the empty item to Unrecorded', async () => {
 		const r1 = await execute('fc-aod');
 		expect(harness.nodesRun(r1)).toContain('Charge Payment');
 		expect(posts()).toBe(1);
 		const r2 = await execute('fc-aod');
-		// Already Succeeded (2) holds the replay; n8n's empty item is on output 0, Not Recorded.
+		// Done Before (2) holds the replay; n8n's empty item is on output 0, Unrecorded.
 		expect(harness.outputsTaken(r2, 'Reserve Operation').sort()).toEqual([0, 2]);
 		expect(harness.outputItems(r2, 'Reserve Operation')![0]).toEqual([{}]);
 		expect(harness.nodesRun(r2)).not.toContain('Charge Payment');

@@ -7,7 +7,7 @@
  * order key with a different amount:
  *   - the provider holds exactly one payment, and received exactly one POST;
  *   - the ledger row is succeeded with the provider's reference;
- *   - run 1: Reserve → Proceed, Confirm → Succeeded; run 2: Reserve → Already Succeeded (replay of
+ *   - run 1: Reserve → Proceed, Confirm → Succeeded; run 2: Reserve → Done Before (replay of
  *     pay_1, nothing sent); run 3: Reserve → Conflict (nothing sent, not answered with pay_1).
  */
 import { randomBytes } from 'node:crypto';
@@ -21,7 +21,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const WORKFLOW_ID = 'idempotent-payment';
 const OPERATION_KEY = 'payment:charge:order-1001:v1';
 // Reserve Operation's outputs, in order; Confirm Operation's outputs, in order (node version 2:
-// output 0 is Not Recorded).
+// output 0 is Unrecorded).
 const RESERVE = { notRecorded: 0, proceed: 1, alreadySucceeded: 2, inProgress: 3, needsReconcile: 4, conflict: 5, failedPermanently: 6 };
 const CONFIRM = { notRecorded: 0, succeeded: 1, failed: 2, unknown: 3, stale: 4 };
 
@@ -123,7 +123,7 @@ describe('idempotent payment in a real n8n', () => {
 		expect(posts[0].body).toEqual({ customerId: 'cus_42', amount: 4200, currency: 'EUR' });
 	}, 5 * 60_000);
 
-	test('run 2, same input: Reserve answers Already Succeeded with pay_1 and nothing is sent', async () => {
+	test('run 2, same input: Reserve answers Done Before with pay_1 and nothing is sent', async () => {
 		const r = await execute('run 2 (amount 4200 again)');
 		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.alreadySucceeded]);
 		const replay = harness.outputItems(r, 'Reserve Operation')![RESERVE.alreadySucceeded][0];

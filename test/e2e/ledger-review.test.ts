@@ -10,11 +10,11 @@
  * (The ledger clock is moved only while claiming, to pass each operation's settle window.)
  *   1. the form's second page lists every operation in review;
  *   2. "Happened" with a reference settles one: succeeded, settled_by the person, an event with
- *      who and why, and the next Reserve of that key answers Already Succeeded;
+ *      who and why, and the next Reserve of that key answers Done Before;
  *   3. a second person deciding the same operation later is refused, and the page names the first;
  *   4. "Did Not Happen" makes the next Reserve proceed as attempt 2;
  *   5. a decision the node refuses as input (Happened without a reference) ends on "Not recorded"
- *      (the node's Not Recorded output, in n8n's real engine) and changes nothing;
+ *      (the node's Unrecorded output, in n8n's real engine) and changes nothing;
  *   6. an empty review queue ends on "Nothing to review".
  */
 import { execFileSync } from 'node:child_process';

@@ -1,15 +1,15 @@
 /**
  * The fail-closed invariant in n8n's real engine (n8n-core 2.33.2 WorkflowExecute, built nodes from
  * dist/): an item reaches a go-ahead output (Reserve's Proceed, Confirm's Succeeded, Reconcile's To
- * Check, Happened and Did Not Happen, Dequeue's claimed tasks, the Admin node's Settled) only if
- * the database decided it in this run.
+ * Check, Succeeded (happened) and Failed (did not happen), Dequeue's claimed tasks, the Admin
+ * node's Settled) only if the database decided it in this run.
  *
  * Matrix (node version 2): each node/operation × On Error (stop, continue regular output, continue
  * error output) × Always Output Data × Retry On Fail × Execute Once × items (valid, one invalid,
  * database down via a credential on a closed loopback port; Claim and Dequeue also "nothing due").
  * Each case asserts what reached each downstream sink, checking every go-ahead item against the
  * database. Version 1 runs a smaller matrix: no error item on a go-ahead output either.
- * Operation Ledger Admin has one version, fail-closed like the others' version 2 (Not Recorded
+ * Operation Ledger Admin has one version, fail-closed like the others' version 2 (Unrecorded
  * first): its Settle by Hand (go-ahead "Settled") and its other operations run the version-2
  * matrix at type version 1, and have no legacy outputs for the version-1 matrix.
  */
@@ -103,10 +103,10 @@ interface Scenario {
 	modes: Mode[];
 	/** Which input item is the invalid one in mode "invalid". */
 	invalidItem: 0 | 1;
-	/** Output names of version 2 (index 0 is Not Recorded) and of version 1. */
-	outputs: { 2: string[]; 1: string[] };
+	/** Output names of version 2 (index 0 is Unrecorded), of version 1 and, for Reconcile, of version 3 (fixed outputs, Unrecorded first). */
+	outputs: { 3?: string[]; 2: string[]; 1: string[] };
 	/** Go-ahead output indexes per version. */
-	goAhead: { 2: number[]; 1: number[] };
+	goAhead: { 3?: number[]; 2: number[]; 1: number[] };
 	/**
 	 * The node's type version when it has a single one that is fail-closed like version 2 (the
 	 * Admin node: version 1). Such a scenario runs only the version-2 matrix, at this type version.
@@ -121,6 +121,9 @@ interface Scenario {
 
 const bad = (mode: Mode) => mode === 'invalid';
 
+/** Reconcile Unknown version 3: the same outputs for Claim and Resolve (nodes/ReconcileUnknown/outputs.ts). */
+const RECONCILE_V3 = ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
+
 /**
  * A settle operation (complete, fail, release, extend lease) on the tasks a plain Dequeue claimed.
  * Its result is not a go-ahead, but it must hold only answers of the database: `outcomes` lists
@@ -131,7 +134,7 @@ function settleScenario(op: string, params: INode['parameters'], outcomes: strin
 		name: `Dequeue ${op}`,
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [1], 1: [] },
 		seed: async (id) => {
 			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
@@ -170,8 +173,8 @@ const scenarios: Scenario[] = [
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
 		outputs: {
-			2: ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'],
-			1: ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'],
+			2: ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'],
+			1: ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'],
 		},
 		goAhead: { 2: [1], 1: [0] },
 		build: (id, mode, s, v) => ({
@@ -193,7 +196,7 @@ const scenarios: Scenario[] = [
 		name: 'Confirm',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'], 1: ['Succeeded', 'Failed', 'Unknown', 'Stale'] },
+		outputs: { 2: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'], 1: ['Succeeded', 'Failed', 'Unknown', 'Stale'] },
 		goAhead: { 2: [1], 1: [0] },
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -219,8 +222,8 @@ const scenarios: Scenario[] = [
 		name: 'Reconcile claim',
 		modes: ['valid', 'invalid', 'down', 'nothing'],
 		invalidItem: 0,
-		outputs: { 2: ['Not Recorded', 'To Check'], 1: ['To Check'] },
-		goAhead: { 2: [1], 1: [0] },
+		outputs: { 3: RECONCILE_V3, 2: ['Unrecorded', 'To Check'], 1: ['To Check'] },
+		goAhead: { 3: [1], 2: [1], 1: [0] },
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -246,10 +249,11 @@ const scenarios: Scenario[] = [
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
 		outputs: {
-			2: ['Not Recorded', 'Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'],
-			1: ['Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'],
+			3: RECONCILE_V3,
+			2: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
+			1: ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
 		},
-		goAhead: { 2: [1, 2], 1: [0, 1] },
+		goAhead: { 3: [2, 3], 2: [1, 2], 1: [0, 1] },
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -277,7 +281,8 @@ const scenarios: Scenario[] = [
 		}),
 		async decided(item, output, v) {
 			const rec = item.json.reconcile as { operationKey: string; status: string };
-			const want = output === (v === 2 ? 1 : 0) ? 'succeeded' : 'failed';
+			// The first go-ahead output of this version is Succeeded (happened), the second Failed (did not happen).
+			const want = output === { 3: 2, 2: 1, 1: 0 }[v] ? 'succeeded' : 'failed';
 			expect(rec.status).toBe(want);
 			expect(await q(`SELECT status FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [rec.operationKey])).toEqual([{ status: want }]);
 		},
@@ -286,7 +291,7 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue dequeue',
 		modes: ['valid', 'invalid', 'down', 'nothing'],
 		invalidItem: 0,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [1], 1: [0] },
 		seed: async (id) => {
 			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
@@ -313,7 +318,7 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue enqueue',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [1], 1: [] },
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -340,7 +345,7 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue stats',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: ['Result'] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
 		goAhead: { 2: [], 1: [] },
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -356,7 +361,7 @@ const scenarios: Scenario[] = [
 ];
 
 /**
- * An Operation Ledger Admin operation with the outputs [Not Recorded, Result]: not a go-ahead, but
+ * An Operation Ledger Admin operation with the outputs [Unrecorded, Result]: not a go-ahead, but
  * Result must hold only answers of the database. `params(bad)` gives the node's parameters; `items`
  * the Source items (the invalid one is `invalidItem`).
  */
@@ -371,7 +376,7 @@ function adminScenario(
 		name: `Admin ${op}`,
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem,
-		outputs: { 2: ['Not Recorded', 'Result'], 1: [] },
+		outputs: { 2: ['Unrecorded', 'Result'], 1: [] },
 		goAhead: { 2: [], 1: [] },
 		onlyTypeVersion: 1,
 		seed,
@@ -390,7 +395,7 @@ scenarios.push(
 		name: 'Admin settle by hand',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Not Recorded', 'Settled', 'Refused'], 1: [] },
+		outputs: { 2: ['Unrecorded', 'Settled', 'Refused'], 1: [] },
 		goAhead: { 2: [1], 1: [] },
 		onlyTypeVersion: 1,
 		seed: seedUnknown,
@@ -453,17 +458,17 @@ const label = (s: Settings) =>
 let caseNo = 0;
 
 /** Runs one case and asserts the invariant plus where the failures went. Returns a short record. */
-async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): Promise<string[]> {
+async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2 | 3): Promise<string[]> {
 	const problems: string[] = [];
 	const id = `eng${process.pid}c${++caseNo}`;
 	if (sc.seed && mode !== 'nothing') await sc.seed(id);
 	const { nodes, feeds } = sc.build(id, mode, s, sc.onlyTypeVersion ?? version);
-	const names = [...sc.outputs[version]];
+	const names = [...(sc.outputs[version] ?? [])];
 	if (s.onError === 'continueErrorOutput') names.push('Error');
 	const sinkNames = names.map((n) => `UT → ${n}`);
 	const { run, received } = await engine.run([...nodes, ...sinkNames.map(sink)], connect({ ...feeds, UT: sinkNames.map((n) => [n]) }));
 	const got = (i: number): INodeExecutionData[] => (received as Received)[sinkNames[i]] ?? [];
-	const goAhead = sc.goAhead[version];
+	const goAhead = sc.goAhead[version] ?? [];
 	const tag = `${sc.name} v${version} ${mode} ${label(s)}`;
 	const check = (ok: boolean, what: string) => {
 		if (!ok) problems.push(`${tag}: ${what} (received ${JSON.stringify(Object.fromEntries(sinkNames.map((n, i) => [n, got(i).map((it) => it.json)])))}; error ${runError(run)})`);
@@ -481,8 +486,8 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): P
 			}
 		}
 	}
-	// No error item on any result output (version 2: anything but Not Recorded and Error).
-	const resultOutputs = names.map((_, i) => i).filter((i) => names[i] !== 'Error' && !(version === 2 && i === 0));
+	// No error item on any result output (version 2: anything but Unrecorded and Error).
+	const resultOutputs = names.map((_, i) => i).filter((i) => names[i] !== 'Error' && !(version >= 2 && i === 0));
 	for (const o of resultOutputs) {
 		for (const item of got(o)) {
 			if (version === 1 && 'error' in item.json && !goAhead.includes(o)) continue; // v1: error items on a non-go-ahead output
@@ -500,10 +505,10 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2): P
 		check(runError(run) === undefined || (version === 1 && s.onError === 'continueRegularOutput' && goAhead.length > 0 && names.length === 1), 'the run should not fail under Continue');
 		if (fails) check(errorItems.length > 0 || (version === 1 && names.length === 1 && s.onError === 'continueRegularOutput'), 'error items expected');
 		if (s.onError === 'continueErrorOutput') check(errorItems.every((it) => got(names.length - 1).includes(it)), 'error items must be on the Error output');
-		else if (version === 2) check(errorItems.every((it) => got(0).includes(it)), 'error items must be on Not Recorded');
+		else if (version >= 2) check(errorItems.every((it) => got(0).includes(it)), 'error items must be on Unrecorded');
 	}
-	if (version === 2 && s.alwaysOutputData && s.onError !== 'stopWorkflow' && mode === 'nothing') {
-		check(got(0).length === 1 && Object.keys(got(0)[0].json).length === 0, 'Always Output Data: the empty item goes to Not Recorded');
+	if (version >= 2 && s.alwaysOutputData && s.onError !== 'stopWorkflow' && mode === 'nothing') {
+		check(got(0).length === 1 && Object.keys(got(0)[0].json).length === 0, 'Always Output Data: the empty item goes to Unrecorded');
 	}
 	if (mode === 'valid') {
 		check(runError(run) === undefined, 'a valid run must not fail');
@@ -530,6 +535,21 @@ describe('fail-closed outputs in n8n-core WorkflowExecute (node version 2)', () 
 });
 
 /**
+ * Reconcile Unknown version 3 (the default): one fixed output list for Claim and Resolve. The same
+ * matrix as version 2: Claim's items reach only To Check (1), Resolve's only its own outputs (2..6),
+ * error items only Unrecorded or the Error output.
+ */
+describe('fail-closed outputs of Reconcile Unknown version 3 (fixed outputs)', () => {
+	for (const sc of scenarios.filter((x) => x.outputs[3])) {
+		test(`${sc.name} v3: ${sc.modes.join(', ')} × every On Error × Always Output Data × Retry On Fail × Execute Once`, async () => {
+			const problems: string[] = [];
+			for (const mode of sc.modes) for (const s of allSettings) problems.push(...(await runCase(sc, mode, s, 3)));
+			expect(problems).toEqual([]);
+		});
+	}
+});
+
+/**
  * Version 1 keeps its outputs. Its error items go to the last output that is not a go-ahead; it
  * cannot keep Always Output Data's empty item off output 0, and Dequeue's Dequeue and Reconcile's
  * Claim (one output, a go-ahead) cannot keep error items off it under Continue (regular output):
@@ -549,12 +569,12 @@ describe('node version 1 keeps its outputs but puts no error item on a go-ahead 
 });
 
 describe('what version 2 fixes', () => {
-	test('Reserve run twice for one key with Always Output Data: v1 sends an empty item down Proceed, v2 down Not Recorded', async () => {
+	test('Reserve run twice for one key with Always Output Data: v1 sends an empty item down Proceed, v2 down Unrecorded', async () => {
 		for (const version of [1, 2] as const) {
 			const key = `eng${process.pid}:aod:v${version}`;
 			const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: true, retryOnFail: false, executeOnce: false };
 			const wfNodes = () => [source([{ k: key }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, false)];
-			const outs = version === 2 ? ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'] : ['Proceed', 'Already Succeeded', 'In Progress'];
+			const outs = version === 2 ? ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'] : ['Proceed', 'Done Before', 'In Progress'];
 			const conns = connect({ Source: [['UT']], UT: outs.map((o) => [o]) });
 			await engine.run([...wfNodes(), ...outs.map(sink)], conns);
 			const { received } = await engine.run([...wfNodes(), ...outs.map(sink)], conns);
@@ -562,17 +582,17 @@ describe('what version 2 fixes', () => {
 			if (version === 1) expect(received['Proceed']).toEqual([expect.objectContaining({ json: {} })]);
 			else {
 				expect(received['Proceed']).toBeUndefined();
-				expect(received['Not Recorded']).toEqual([expect.objectContaining({ json: {} })]);
+				expect(received['Unrecorded']).toEqual([expect.objectContaining({ json: {} })]);
 			}
 		}
 	});
 });
 
 describe('pinned data', () => {
-	test('pinned output of Reserve goes to Not Recorded in v2 (n8n replays pins on output 0), to Proceed in v1', async () => {
+	test('pinned output of Reserve goes to Unrecorded in v2 (n8n replays pins on output 0), to Proceed in v1', async () => {
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
 		for (const version of [1, 2] as const) {
-			const outs = version === 2 ? ['Not Recorded', 'Proceed'] : ['Proceed'];
+			const outs = version === 2 ? ['Unrecorded', 'Proceed'] : ['Proceed'];
 			const { run, received } = await engine.run(
 				[source([{ k: 'pinned' }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, true), ...outs.map(sink)],
 				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
@@ -581,16 +601,16 @@ describe('pinned data', () => {
 			expect(runError(run)).toBeUndefined();
 			if (version === 2) {
 				expect(received['Proceed']).toBeUndefined();
-				expect(received['Not Recorded']).toHaveLength(1);
+				expect(received['Unrecorded']).toHaveLength(1);
 			} else expect(received['Proceed']).toHaveLength(1);
 		}
 	});
 });
 
 describe('pinned data on the Admin node', () => {
-	test('pinned output of Settle by Hand goes to Not Recorded (n8n replays pins on output 0), never to Settled', async () => {
+	test('pinned output of Settle by Hand goes to Unrecorded (n8n replays pins on output 0), never to Settled', async () => {
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
-		const outs = ['Not Recorded', 'Settled', 'Refused'];
+		const outs = ['Unrecorded', 'Settled', 'Refused'];
 		const { run, received } = await engine.run(
 			[
 				source([{ k: 'pinned:settle' }]),
@@ -602,13 +622,13 @@ describe('pinned data on the Admin node', () => {
 		);
 		expect(runError(run)).toBeUndefined();
 		expect(received['Settled']).toBeUndefined();
-		expect(received['Not Recorded']).toHaveLength(1);
+		expect(received['Unrecorded']).toHaveLength(1);
 	});
 });
 
 describe('partial runs from the editor', () => {
 	const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
-	const outs = ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'];
+	const outs = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'];
 	const build = (key: string, down: boolean) => ({
 		nodes: [
 			source([{ k: key }]),
@@ -629,7 +649,7 @@ describe('partial runs from the editor', () => {
 		expect(out[3]).toHaveLength(1);
 	});
 
-	test('Execute step on Reserve with the database down: the error item is on Not Recorded', async () => {
+	test('Execute step on Reserve with the database down: the error item is on Unrecorded', async () => {
 		const w = build(`eng${process.pid}:partial:2`, true);
 		const first = await engine.run(w.nodes, w.conns, { mode: 'manual' });
 		const again = await runPartial(engine, w.nodes, w.conns, first.run, 'UT', ['UT']);
@@ -656,7 +676,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 	test('Confirm [good, bad] under Continue + Retry On Fail: the retry answers "repeated" for the item the first try recorded', async () => {
 		const id = `eng${process.pid}:retry-c2`;
 		const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
-		const outs = ['Not Recorded', 'Succeeded'];
+		const outs = ['Unrecorded', 'Succeeded'];
 		const { received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: true }]),
@@ -667,7 +687,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 			connect({ Source: [['Reserve']], Reserve: [[], ['UT']], UT: outs.map((o) => [o]) }),
 		);
 		expect(received['Succeeded']?.map((it) => (it.json.ledger as { result: string }).result)).toEqual(['repeated']);
-		expect(received['Not Recorded']).toHaveLength(1);
+		expect(received['Unrecorded']).toHaveLength(1);
 	});
 
 	// n8n retries a node whose output 0 starts with an error item (and one that throws). Version 2
@@ -676,7 +696,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 	test('Reserve [good, bad] under Continue + Retry On Fail: the good key answers In Progress on the retry, nothing reaches Proceed', async () => {
 		const id = `eng${process.pid}:retry`;
 		const s: Settings = { onError: 'continueRegularOutput', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
-		const outs = ['Not Recorded', 'Proceed', 'Already Succeeded', 'In Progress'];
+		const outs = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'];
 		const { run, received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: '' }]),
@@ -689,7 +709,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 		expect(run.data.resultData.runData['UT']).toHaveLength(1);
 		expect(received['Proceed']).toBeUndefined();
 		expect(received['In Progress']?.map((it) => (it.json.ledger as { operationKey: string }).operationKey)).toEqual([`${id}:a`]);
-		expect(received['Not Recorded']?.map((it) => it.json.error)).toEqual([expect.stringMatching(/empty/)]);
+		expect(received['Unrecorded']?.map((it) => it.json.error)).toEqual([expect.stringMatching(/empty/)]);
 		// One reservation, made by the first try; the retry changed nothing.
 		const events = await q<{ n: number }>(`SELECT count(*)::int AS n FROM ${db.schemaSql}.operation_events WHERE operation_key = $1`, [`${id}:a`]);
 		expect(events).toEqual([{ n: 1 }]);
@@ -698,7 +718,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 	test('Confirm under Stop + Retry On Fail: a batch that recorded one item then failed is retried and fails; Succeeded receives nothing, the recorded item stays recorded', async () => {
 		const id = `eng${process.pid}:retry-confirm`;
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: true, executeOnce: false };
-		const outs = ['Not Recorded', 'Succeeded'];
+		const outs = ['Unrecorded', 'Succeeded'];
 		const { run, received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: `${id}:b` }]),

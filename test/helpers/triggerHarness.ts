@@ -7,8 +7,14 @@
  */
 import type { IDataObject, INodeExecutionData, IRun, ITriggerFunctions, ITriggerResponse } from 'n8n-workflow';
 import { PriorityDequeueTrigger } from '../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
+import { QUEUE_DATABASE_URL } from './db';
 
 export type Consumer = (items: INodeExecutionData[]) => Promise<'success' | 'error'>;
+
+/** The trigger's credential for the test database and `schema` (connection string, 5 connections). */
+export function triggerCredentials(schema: string): IDataObject {
+	return { connectionType: 'connectionString', connectionString: QUEUE_DATABASE_URL, schema, autoApplySchema: true, maxConnections: 5 };
+}
 
 export interface ActiveTrigger {
 	response: ITriggerResponse;
@@ -23,7 +29,7 @@ export interface ActiveTrigger {
 export async function activateTrigger(opts: {
 	credentials: IDataObject;
 	parameters: IDataObject;
-	typeVersion: 1 | 2;
+	typeVersion: 1 | 2 | 3;
 	consumer: Consumer;
 	mode?: 'trigger' | 'manual';
 }): Promise<ActiveTrigger> {

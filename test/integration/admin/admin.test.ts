@@ -245,7 +245,7 @@ describe('Health', () => {
 });
 
 describe('Retention', () => {
-	it('compaction keeps the promise: a late retry is answered Already Succeeded, another request is a Conflict', async () => {
+	it('compaction keeps the promise: a late retry is answered Done Before, another request is a Conflict', async () => {
 		const r = await reserve('c:paid', { amount: 10 });
 		await confirm('c:paid', r.leaseToken, 'succeeded', { externalRef: 'pay_c1', response: { id: 'pay_c1', big: 'x'.repeat(5000) } });
 		await age('c:paid', 40);
@@ -329,7 +329,7 @@ describe('Retention', () => {
 		await compact(50);
 	});
 
-	it('safe beside concurrent Reserves: replays keep answering Already Succeeded while compaction runs', async () => {
+	it('safe beside concurrent Reserves: replays keep answering Done Before while compaction runs', async () => {
 		const N = 400;
 		await db.pool.query(
 			`INSERT INTO ${db.schemaSql}.operations (operation_key, status, fingerprint, fingerprint_alg, attempt, idempotency_key, external_ref, request, response, settled_at)

@@ -26,11 +26,11 @@ async function makeUnknown(key: string) {
 }
 
 describe('Operation Ledger Admin node', () => {
-	it('fails closed: output 0 is Not Recorded for every operation', () => {
+	it('fails closed: output 0 is Unrecorded for every operation', () => {
 		const d = node.description;
 		expect(d.usableAsTool).toBeUndefined();
-		expect(String(d.outputs)).toMatch(/"settle" \? \[\s*\{ "type": "main", "displayName": "Not Recorded" \}/);
-		expect(String(d.outputs)).toMatch(/: \[\{ "type": "main", "displayName": "Not Recorded" \}, \{ "type": "main", "displayName": "Result" \}\]/);
+		expect(String(d.outputs)).toMatch(/"settle" \? \[\s*\{ "type": "main", "displayName": "Unrecorded" \}/);
+		expect(String(d.outputs)).toMatch(/: \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Result" \}\]/);
 	});
 
 	it('Settle by Hand: only what the database settled in this run reaches Settled; repeats go to Refused naming who decided', async () => {
@@ -50,7 +50,7 @@ describe('Operation Ledger Admin node', () => {
 			decidedBy: (i: number) => items[i].json.by,
 		};
 		const [notRecorded, settled, refused] = await run(params, items, true);
-		// Item 2 has no person: Not Recorded (never a go-ahead), and nothing was written for it.
+		// Item 2 has no person: Unrecorded (never a go-ahead), and nothing was written for it.
 		expect(settled.map((s) => [s.pairedItem, (s.json.ledger as { decidedBy: string }).decidedBy])).toEqual([[{ item: 0 }, 'alice']]);
 		expect(notRecorded.map((s) => [s.pairedItem, typeof s.json.error])).toEqual([[{ item: 2 }, 'string']]);
 		expect(refused).toHaveLength(1);
@@ -65,7 +65,7 @@ describe('Operation Ledger Admin node', () => {
 		expect(nr2).toEqual([{ json: { error: expect.stringMatching(/No operation exists/) }, pairedItem: { item: 0 } }]);
 		expect(s2).toEqual([]);
 		expect(r2).toEqual([]);
-		// A failed batch (here: the schema cannot be reached) is Not Recorded too, never Settled.
+		// A failed batch (here: the schema cannot be reached) is Unrecorded too, never Settled.
 		const broken = await node.execute.call(
 			fakeExecute({
 				items: [{ json: {} }],

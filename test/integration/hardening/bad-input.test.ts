@@ -276,7 +276,7 @@ describe('bad input: a clear item-level error, nothing written, continueOnFail r
 		expect(await snapshot()).toEqual(before);
 
 		// With continueOnFail (node version 2): one error item, paired with the bad input item, on
-		// output 0 (Not Recorded); nothing on any other output.
+		// output 0 (Unrecorded); nothing on any other output.
 		const out = await c.run([c.bad], true);
 		expect(out[0]).toHaveLength(1);
 		expect(out[0][0].pairedItem).toEqual({ item: 0 });

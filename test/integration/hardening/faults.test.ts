@@ -102,7 +102,7 @@ async function withFault<T>(fnName: string, fault: Fault, step: () => Promise<T>
 	return { result, seen };
 }
 
-/** Asserts the node (version 2) failed, saying what was not recorded (thrown, or one error item per input on Not Recorded). */
+/** Asserts the node (version 2) failed, saying what was not recorded (thrown, or one error item per input on Unrecorded). */
 function expectNotRecorded(
 	result: Awaited<ReturnType<typeof withFault>>['result'],
 	what: string,

@@ -16,7 +16,7 @@ export interface RunOpts {
 	continueOnFail?: boolean;
 	executionId?: string;
 	workflowId?: string;
-	/** Node version (1: original outputs; 2: output 0 is Not Recorded). */
+	/** Node version (1: original outputs; 2: output 0 is Unrecorded). */
 	typeVersion?: number;
 	onError?: 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
 }
@@ -24,7 +24,7 @@ export interface RunOpts {
 /**
  * Options every helper applies unless the call overrides them. Version 1 by default (the tests
  * written for its output indexes); a test file about error items sets typeVersion 2, the default
- * of new nodes, whose output 0 is Not Recorded.
+ * of new nodes, whose output 0 is Unrecorded.
  */
 export const runDefaults: RunOpts = {};
 

@@ -81,7 +81,7 @@ describe('Reserve Operation node', () => {
 			[{ json: { orderId: 'f-1', amount: 1 } }, { json: { orderId: '', amount: 2 } }, { json: { orderId: 'f-3', amount: 3 } }],
 			{ continueOnFail: true },
 		);
-		// Node version 1 (the stand-in's default): the error item goes to Failed Permanently, never to Proceed.
+		// Node version 1 (the stand-in's default): the error item goes to Failed Before, never to Proceed.
 		expect(out[5]).toEqual([{ json: { error: expect.stringMatching(/part "entity" is empty/) }, pairedItem: { item: 1 } }]);
 		expect(out[0].every((i) => !('error' in i.json))).toBe(true);
 		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
@@ -361,7 +361,7 @@ describe('issue 11 at the node layer', () => {
 
 	it('Reserve: a key part with trailing white space is an item error, not trimmed into another key', async () => {
 		const out = await runReserve([{ json: { orderId: 'ent-X ', amount: 1 } }, { json: { orderId: 'ent-Y', amount: 1 } }], { continueOnFail: true });
-		// Node version 1: the error item goes to Failed Permanently, never to Proceed (issue 10).
+		// Node version 1: the error item goes to Failed Before, never to Proceed (issue 10).
 		expect(out[0].map((i) => (i.json.ledger as { outcome: string }).outcome)).toEqual(['proceed']);
 		expect(out.flat().filter((i) => i.json.error).map((i) => i.json.error)).toEqual([expect.stringMatching(/white space/)]);
 		expect(await count('operations', 'payment:charge:ent-X%')).toBe(0);

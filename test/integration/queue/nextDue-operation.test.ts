@@ -1,7 +1,7 @@
 /**
  * Priority Dequeue's Next Due operation (resource Queue), the operation CONTRIBUTING.md's recipe
  * was followed for: it answers from the database (queue_next_due), is read-only, and bad input is
- * an item on Not Recorded.
+ * an item on Unrecorded.
  */
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { enqueue } from '../../../src/queue';
@@ -54,7 +54,7 @@ describe('Priority Dequeue: Next Due', () => {
 		expect((await db.pool.query(`SELECT count(*) AS n FROM "${db.schema}".queue_tasks WHERE status <> 'pending'`)).rows[0].n).toBe('0');
 	});
 
-	it('a bad queue name is an item on Not Recorded (continueOnFail) and reaches no database call', async () => {
+	it('a bad queue name is an item on Unrecorded (continueOnFail) and reaches no database call', async () => {
 		const [notRecorded, result] = await run('', true);
 		expect(result).toEqual([]);
 		expect(notRecorded).toHaveLength(1);

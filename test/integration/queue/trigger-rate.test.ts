@@ -7,8 +7,8 @@
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
 import { complete, dequeue, enqueue } from '../../../src/queue';
-import { activateTrigger, countIn, type ActiveTrigger, type Consumer } from '../../helpers/triggerHarness';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { activateTrigger, triggerCredentials, countIn, type ActiveTrigger, type Consumer } from '../../helpers/triggerHarness';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 jest.setTimeout(60_000);
 
@@ -30,13 +30,7 @@ const DEFAULT_GROUPS = [
 	{ name: 'low', weight: 1 },
 ];
 
-const credentials = (): IDataObject => ({
-	connectionType: 'connectionString',
-	connectionString: QUEUE_DATABASE_URL,
-	schema: db.schema,
-	autoApplySchema: true,
-	maxConnections: 5,
-});
+const credentials = (): IDataObject => triggerCredentials(db.schema);
 
 /** The consumer workflow: Dequeue (default groups, batch 1) then Complete. */
 const dequeueAndComplete = (queue: string): Consumer => async () => {

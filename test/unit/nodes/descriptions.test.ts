@@ -1,5 +1,5 @@
 /**
- * Node descriptions: version 2 is the default and puts Not Recorded first; no node is an AI tool.
+ * Node descriptions: version 2 and later put Unrecorded first; no node is an AI tool.
  * (test/engine/ proves the behaviour in n8n's engine; this checks the descriptions without a build.)
  */
 import { Workflow, type INode, type INodeType, type INodeTypes } from 'n8n-workflow';
@@ -30,25 +30,38 @@ describe('node descriptions', () => {
 		for (const n of [...Object.values(nodes), new PriorityDequeueTrigger()]) expect(n.description.usableAsTool).toBeUndefined();
 	});
 
-	test('Reserve, Confirm, Reconcile and Dequeue have versions 1 and 2, default 2', () => {
-		for (const n of Object.values(nodes)) {
+	test('Reserve and Confirm have versions 1 and 2, default 2; Reconcile, Dequeue and the trigger add version 3, the default', () => {
+		for (const n of [nodes.reserveOperation, nodes.confirmOperation]) {
 			expect(n.description.version).toEqual([1, 2]);
 			expect(n.description.defaultVersion).toBe(2);
 		}
+		for (const n of [nodes.reconcileUnknown, nodes.priorityDequeue, new PriorityDequeueTrigger()]) {
+			expect(n.description.version).toEqual([1, 2, 3]);
+			expect(n.description.defaultVersion).toBe(3);
+		}
 	});
 
-	test('version 2 puts Not Recorded first; version 1 keeps its outputs', () => {
-		const v1Reserve = ['Proceed', 'Already Succeeded', 'In Progress', 'Needs Reconcile', 'Conflict', 'Failed Permanently'];
+	test('Reconcile Unknown version 3: Claim and Resolve have the same outputs, so switching drops no connection', () => {
+		const v3 = ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
+		expect(outputNames('reconcileUnknown', 3, { operation: 'claim' })).toEqual(v3);
+		expect(outputNames('reconcileUnknown', 3, { operation: 'resolve' })).toEqual(v3);
+		// Versions 1 and 2 still change with the operation (saved workflows keep their wiring).
+		expect(outputNames('reconcileUnknown', 2, { operation: 'claim' })).not.toEqual(outputNames('reconcileUnknown', 2, { operation: 'resolve' }));
+	});
+
+	test('version 2 puts Unrecorded first; version 1 keeps its outputs', () => {
+		const v1Reserve = ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
 		expect(outputNames('reserveOperation', 1)).toEqual(v1Reserve);
-		expect(outputNames('reserveOperation', 2)).toEqual(['Not Recorded', ...v1Reserve]);
+		expect(outputNames('reserveOperation', 2)).toEqual(['Unrecorded', ...v1Reserve]);
 		expect(outputNames('confirmOperation', 1)).toEqual(['Succeeded', 'Failed', 'Unknown', 'Stale']);
-		expect(outputNames('confirmOperation', 2)).toEqual(['Not Recorded', 'Succeeded', 'Failed', 'Unknown', 'Stale']);
+		expect(outputNames('confirmOperation', 2)).toEqual(['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale']);
 		expect(outputNames('reconcileUnknown', 1, { operation: 'claim' })).toEqual(['To Check']);
-		expect(outputNames('reconcileUnknown', 2, { operation: 'claim' })).toEqual(['Not Recorded', 'To Check']);
-		const resolve = ['Succeeded', 'Did Not Happen', 'Still Unknown', 'Needs Review', 'Claim Lost'];
+		expect(outputNames('reconcileUnknown', 2, { operation: 'claim' })).toEqual(['Unrecorded', 'To Check']);
+		const resolve = ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
 		expect(outputNames('reconcileUnknown', 1, { operation: 'resolve' })).toEqual(resolve);
-		expect(outputNames('reconcileUnknown', 2, { operation: 'resolve' })).toEqual(['Not Recorded', ...resolve]);
+		expect(outputNames('reconcileUnknown', 2, { operation: 'resolve' })).toEqual(['Unrecorded', ...resolve]);
 		expect(outputNames('priorityDequeue', 1)).toEqual(['Result']);
-		expect(outputNames('priorityDequeue', 2)).toEqual(['Not Recorded', 'Result']);
+		expect(outputNames('priorityDequeue', 2)).toEqual(['Unrecorded', 'Result']);
+		expect(outputNames('priorityDequeue', 3)).toEqual(['Unrecorded', 'Result']);
 	});
 });

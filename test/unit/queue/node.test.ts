@@ -167,7 +167,7 @@ describe('Priority Dequeue node', () => {
 		expect(out).toEqual([[groupsError]]);
 	});
 
-	test('dequeue v2: the error item goes to Not Recorded (output 0), never to the claimed-tasks output', async () => {
+	test('dequeue v2: the error item goes to Unrecorded (output 0), never to the claimed-tasks output', async () => {
 		const pool = fakePool([]);
 		conn.pool = pool;
 		const out = await run(
@@ -177,7 +177,7 @@ describe('Priority Dequeue node', () => {
 		expect(out).toEqual([[groupsError], []]);
 	});
 
-	test('enqueue v2: error items on Not Recorded, results on output 1, each in input order', async () => {
+	test('enqueue v2: error items on Unrecorded, results on output 1, each in input order', async () => {
 		const pool = fakePool([
 			[{ idx: 0, id: '11', deduplicated: false, queue: 'jobs', priority_group: 'low', status: 'pending', payload: {}, dedupe_key: null, run_at: T0, attempts: 0, max_attempts: 3, enqueued_at: T0 }],
 		]);
