@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 18c482f78b589786b2204a50d0c663f29c40d6ccca2c54b39fed31a356d4b417.
+-- Package version 0.1.0; function set SHA-256 c7754d8bf233e99b51fcd901218cf9eeabaae57a1edeac35e6ab009115caddb0.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -93,6 +93,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/reserve_operations.sql
 \ir functions/queue/queue_channel.sql
 \ir functions/queue/queue_claim.sql
+\ir functions/queue/queue_claim_full.sql
 \ir functions/queue/queue_complete.sql
 \ir functions/queue/queue_enqueue.sql
 \ir functions/queue/queue_expire_leases.sql
@@ -115,7 +116,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '18c482f78b589786b2204a50d0c663f29c40d6ccca2c54b39fed31a356d4b417')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c7754d8bf233e99b51fcd901218cf9eeabaae57a1edeac35e6ab009115caddb0')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
