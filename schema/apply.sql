@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 296babd4b0d183487d51c5edda1034e881bed017e24bf54dd514ef94d54b116e.
+-- Package version 0.1.0; function set SHA-256 df291a34484773a5436c1e9191f5a5f98ec93ca5e691d1e8c0a9a967f9049fda.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -116,7 +116,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '296babd4b0d183487d51c5edda1034e881bed017e24bf54dd514ef94d54b116e')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'df291a34484773a5436c1e9191f5a5f98ec93ca5e691d1e8c0a9a967f9049fda')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
