@@ -86,20 +86,12 @@ describe('queue_claim: fast path and full path', () => {
 		const r = await claim(queue, 5);
 		expect(r.claimed).toHaveLength(5);
 		expect(r.fullPathCalls).toBe(0);
-		// Other weights for the same groups: full path again (recorded, backlog re-tagged).
-		const reweighed = await claim(queue, 5, 300, [
-			{ name: 'high', weight: 3 },
-			{ name: 'normal', weight: 2 },
-			{ name: 'low', weight: 1 },
-		]);
+		// Other weights for the same groups: full path again (recorded, backlog re-tagged), then fast.
+		const other = GROUPS.map((g) => ({ ...g, weight: g.name === 'high' ? 3 : g.weight }));
+		const reweighed = await claim(queue, 5, 300, other);
 		expect(reweighed.fullPathCalls).toBe(1);
 		expect(reweighed.claimed).toHaveLength(5);
-		const back = await claim(queue, 5, 300, [
-			{ name: 'high', weight: 3 },
-			{ name: 'normal', weight: 2 },
-			{ name: 'low', weight: 1 },
-		]);
-		expect(back.fullPathCalls).toBe(0);
+		expect((await claim(queue, 5, 300, other)).fullPathCalls).toBe(0);
 	});
 
 	test('the fast path gives the same order as the full path', async () => {
