@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 44eb74131879b7e4e4d24e74ea1899b66926c27ee06ed88a7c7590fd268400c3.
+-- Package version 0.1.0; function set SHA-256 30062233349bca419cfcef03a36b28f1c10f7eefd044a6a3eaeb96e5562f42b4.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -116,7 +116,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '44eb74131879b7e4e4d24e74ea1899b66926c27ee06ed88a7c7590fd268400c3')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '30062233349bca419cfcef03a36b28f1c10f7eefd044a6a3eaeb96e5562f42b4')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
