@@ -2,7 +2,13 @@
 -- "k": dedupe key or null, "at": not-before time (ISO-8601) or null, "d": delay in seconds or null,
 -- "m": max attempts or null (5), "n": false = no notification, "t": false = leave untagged}].
 -- run_at = the latest of now, "at" and now + "d".
--- Set-based, so its cost grows linearly with the batch (no nested loop over the batch):
+-- Fast path, one statement: when no item has a dedupe key and none says "t": false, the items are
+-- unpacked, each (queue, group) of the ready items reserves its consecutive tags (the queue's virtual
+-- time read first, queue_vtime; the group's tag row locked with FOR UPDATE SKIP LOCKED, or created
+-- when missing; base = max(virtual time, last tag), step = 1 / weight, as queue_take_tags does), the
+-- tasks are inserted with their tags and the tag rows moved on, all in the same statement. A group
+-- whose tag row another transaction holds gets no tags (its items stay untagged, as below).
+-- Otherwise, set-based, so its cost grows linearly with the batch (no nested loop over the batch):
 --   1. the items are unpacked once into arrays (jsonb_array_elements WITH ORDINALITY);
 --   2. items without a dedupe key: one INSERT; their ids are drawn from the identity sequence
 --      first, so each row maps back to its item by id (an index lookup, not a join filter);
@@ -57,6 +63,77 @@ DECLARE
     v_base double precision; v_step double precision; v_j integer; v_tag boolean;
     t_ids jsonb[];
 BEGIN
+    -- The fast path: no dedupe key, no "t": false (see the header). ids are drawn per item first, so
+    -- each answer is the item's own values with its id (nothing is read back).
+    IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
+                    WHERE nullif(e->>'k', '') IS NOT NULL OR (e->>'t')::boolean IS FALSE) THEN
+        RETURN QUERY
+        WITH it AS MATERIALIZED (
+            SELECT (x.e->>'i')::integer AS i, x.e->>'q' AS q, x.e->>'g' AS g, coalesce(x.e->'p', '{}'::jsonb) AS p,
+                   greatest(now(), coalesce((x.e->>'at')::timestamptz, now()),
+                            now() + make_interval(secs => greatest(coalesce((x.e->>'d')::double precision, 0), 0))) AS at,
+                   coalesce((x.e->>'m')::integer, 5) AS m, nextval(v_seq) AS tid
+              FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, o)
+             ORDER BY x.o
+        ), grp AS MATERIALIZED (
+            -- Each (queue, group) of the ready items: how many, the queue's virtual time (read in this
+            -- statement's snapshot, so before any reservation of it) and the group's step.
+            SELECT r.q, r.g, r.n, queue_vtime(r.q) AS vt, 1.0::double precision / queue_group_weight(r.q, r.g) AS step
+              FROM (SELECT it.q, it.g, count(*)::integer AS n FROM it WHERE it.at <= now() GROUP BY it.q, it.g) r
+        ), held AS MATERIALIZED (
+            -- Their tag rows, locked until commit in (queue, group) order, never waited for.
+            SELECT gt.queue, gt.priority_group, gt.last_tag FROM queue_group_tags gt
+             WHERE (gt.queue, gt.priority_group) IN (SELECT grp.q, grp.g FROM grp)
+             ORDER BY gt.queue, gt.priority_group
+               FOR UPDATE SKIP LOCKED
+        ), fresh AS (
+            -- Groups without a tag row: created with this batch's reservation (last tag 0 before it).
+            INSERT INTO queue_group_tags AS gt (queue, priority_group, last_tag)
+            SELECT grp.q, grp.g, round((greatest(grp.vt, 0) + grp.n * grp.step) * 1e6) / 1e6 FROM grp
+             WHERE NOT EXISTS (SELECT 1 FROM queue_group_tags x WHERE x.queue = grp.q AND x.priority_group = grp.g)
+             ORDER BY grp.q, grp.g
+            ON CONFLICT DO NOTHING
+            RETURNING gt.queue, gt.priority_group
+        ), tg AS MATERIALIZED (
+            SELECT grp.q, grp.g, greatest(grp.vt, h.last_tag) AS base, grp.step, grp.n, true AS existed
+              FROM grp JOIN held h ON h.queue = grp.q AND h.priority_group = grp.g
+            UNION ALL
+            SELECT grp.q, grp.g, greatest(grp.vt, 0), grp.step, grp.n, false
+              FROM grp JOIN fresh f ON f.queue = grp.q AND f.priority_group = grp.g
+        ), moved AS (
+            UPDATE queue_group_tags gt SET last_tag = round((tg.base + tg.n * tg.step) * 1e6) / 1e6, updated_at = now()
+              FROM tg
+             WHERE tg.existed AND gt.queue = tg.q AND gt.priority_group = tg.g
+        ), ins AS (
+            -- A ready item's tag: its group's base + step * its rank among the group's ready items of
+            -- the batch, rounded to a millionth (see the general path below).
+            INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag)
+            OVERRIDING SYSTEM VALUE
+            SELECT r.tid, r.q, r.g, 'pending', r.p, r.at, r.m, round((tg.base + tg.step * r.rk) * 1e6) / 1e6
+              FROM (SELECT it.*, CASE WHEN it.at <= now()
+                                      THEN row_number() OVER (PARTITION BY it.q, it.g, it.at <= now() ORDER BY it.i) END AS rk
+                      FROM it) r
+              LEFT JOIN tg ON tg.q = r.q AND tg.g = r.g
+            RETURNING t.id
+        )
+        SELECT it.i, it.tid, false, it.q, it.g, 'pending'::text, it.p, NULL::text, it.at, 0, it.m, now()
+          FROM it
+         WHERE EXISTS (SELECT 1 FROM ins WHERE ins.id = it.tid)
+         ORDER BY it.i;
+        -- One notification per queue (see the header): the queue name when a task is claimable now,
+        -- '' when all of its tasks are delayed; none for a queue all of whose items say "n": false.
+        PERFORM pg_notify(queue_channel(n.q), CASE WHEN n.ready THEN n.q ELSE '' END)
+           FROM (SELECT e->>'q' AS q,
+                        bool_or(greatest(now(), coalesce((e->>'at')::timestamptz, now()),
+                                         now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) <= now()) AS ready,
+                        bool_and((e->>'n')::boolean IS FALSE) AS quiet
+                   FROM jsonb_array_elements(p_items) AS e
+                  GROUP BY e->>'q'
+                  ORDER BY 2 DESC, 1) n
+          WHERE NOT n.quiet;
+        RETURN;
+    END IF;
+
     SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
            array_agg(coalesce(e->'p', '{}'::jsonb) ORDER BY o), array_agg(nullif(e->>'k', '') ORDER BY o),
            array_agg(greatest(now(), coalesce((e->>'at')::timestamptz, now()),

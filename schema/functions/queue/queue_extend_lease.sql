@@ -25,7 +25,9 @@ BEGIN
         detail := NULL;
         UPDATE queue_tasks x
            SET lease_expires_at = now() + make_interval(secs => it.secs), updated_at = now()
-         WHERE x.id = it.tid AND x.status = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+         -- status || '': does not match the lease index's predicate, so the row is found by primary
+         -- key even when the statistics say few tasks are processing (see queue_complete).
+         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
         RETURNING x.* INTO t;
         IF FOUND THEN
             outcome := 'extended';

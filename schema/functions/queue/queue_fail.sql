@@ -38,7 +38,9 @@ BEGIN
         retry_at := NULL;
         detail := NULL;
         SELECT * INTO t FROM queue_tasks x
-         WHERE x.id = it.tid AND x.status = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+         -- status || '': does not match the lease index's predicate, so the row is found by primary
+         -- key even when the statistics say few tasks are processing (see queue_complete).
+         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
            FOR UPDATE;
         IF FOUND THEN
             IF it.give_up OR t.attempts >= t.max_attempts THEN
@@ -46,7 +48,7 @@ BEGIN
                    SET status = 'dead', last_error = it.err, dead_at = now(), lease_expires_at = NULL, updated_at = now(),
                        lease_end = CASE WHEN it.give_up THEN 'gave_up' ELSE 'failed' END,
                        dead_reason = CASE WHEN it.give_up THEN 'gave_up' ELSE 'max_attempts_reached' END
-                 WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
+                 WHERE x.id = t.id AND x.status || '' = 'processing' AND x.lease_token = it.tok
                 RETURNING x.* INTO t;
                 outcome := 'dead';
                 detail := CASE WHEN it.give_up THEN 'gave up: no retry' ELSE 'max attempts reached' END;
@@ -57,7 +59,7 @@ BEGIN
                        run_at = now() + make_interval(secs => b / 2 + random() * b / 2),
                        -- Re-tagged when due, as if enqueued then (queue_tag_due; docs/queue.md, "Scheduling").
                        vtag = NULL
-                 WHERE x.id = t.id AND x.status = 'processing' AND x.lease_token = it.tok
+                 WHERE x.id = t.id AND x.status || '' = 'processing' AND x.lease_token = it.tok
                 RETURNING x.* INTO t;
                 outcome := 'retry_scheduled';
                 retry_at := t.run_at;

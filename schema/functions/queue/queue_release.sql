@@ -31,7 +31,9 @@ BEGIN
                run_at = CASE WHEN it.delay > 0 THEN now() + make_interval(secs => it.delay) ELSE x.run_at END,
                -- With a delay: re-tagged when due (queue_tag_due); without: it keeps its tag (its place).
                vtag = CASE WHEN it.delay > 0 THEN NULL ELSE x.vtag END
-         WHERE x.id = it.tid AND x.status = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+         -- status || '': does not match the lease index's predicate, so the row is found by primary
+         -- key even when the statistics say few tasks are processing (see queue_complete).
+         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
         RETURNING x.* INTO t;
         IF FOUND THEN
             outcome := 'released';
