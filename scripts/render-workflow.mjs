@@ -28,7 +28,11 @@ function outputNames(node) {
 	const t = node.type;
 	if (t.endsWith('.reserveOperation')) return ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
 	if (t.endsWith('.confirmOperation')) return ['Succeeded', 'Failed', 'Unknown', 'Stale'];
-	if (t.endsWith('.operationLedgerAdmin')) return node.parameters?.operation === 'settle' ? ['Unrecorded', 'Settled', 'Refused'] : ['Unrecorded', 'Result'];
+	if (t.endsWith('.operationLedgerAdmin')) {
+		// Version 2: one list for every operation (nodes/OperationLedgerAdmin/outputs.ts).
+		if ((node.typeVersion ?? 1) >= 2) return ['Unrecorded', 'Result', 'Settled', 'Refused'];
+		return node.parameters?.operation === 'settle' ? ['Unrecorded', 'Settled', 'Refused'] : ['Unrecorded', 'Result'];
+	}
 	if (t.endsWith('.reconcileUnknown')) return node.parameters?.operation === 'claim' ? undefined : ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
 	if (t === 'n8n-nodes-base.splitInBatches') return ['done', 'loop'];
 	if (t === 'n8n-nodes-base.if') return ['true', 'false'];

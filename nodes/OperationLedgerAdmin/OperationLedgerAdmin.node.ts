@@ -1,22 +1,17 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { ledgerConnectionTest } from '../shared/connection';
-import { NOT_RECORDED } from '../shared/outputs';
 import { operationParameter, operationProperties } from '../shared/router';
+import { ADMIN_OUTPUTS } from './outputs';
 import { operations, router } from './router';
 
 /**
- * Fail closed from the first version (as the other nodes' version 2, nodes/shared/outputs.ts):
- * output 0 is Unrecorded, where every item the database did not decide goes (bad input, a
- * missing key, a failed batch, n8n's own empty item of Always Output Data). It must lead to
- * nothing that acts on a decision. Settle by Hand then has Settled (the go-ahead) and Refused; the
- * other operations have Result.
+ * Outputs per node version (./outputs.ts): version 2 has one fixed list for every operation
+ * (Unrecorded, Result, Settled, Refused), so switching the Operation never drops a connection;
+ * version 1 (saved workflows) changes its outputs with the Operation. Both fail closed (as the
+ * other nodes' version 2, nodes/shared/outputs.ts): output 0 is Unrecorded, where every item the
+ * database did not decide goes (bad input, a missing key, a failed batch, n8n's own empty item of
+ * Always Output Data). It must lead to nothing that acts on a decision; Settled is the go-ahead.
  */
-const OUTPUTS_EXPRESSION = `={{ $parameter["operation"] === "settle" ? [
-	{ "type": "main", "displayName": "${NOT_RECORDED}" },
-	{ "type": "main", "displayName": "Settled" },
-	{ "type": "main", "displayName": "Refused" }
-] : [{ "type": "main", "displayName": "${NOT_RECORDED}" }, { "type": "main", "displayName": "Result" }] }}`;
-
 // Deliberately not usableAsTool (like every node of the package): settling by hand must be a
 // named person's decision and hard delete an explicit choice, not an AI agent's.
 export class OperationLedgerAdmin implements INodeType {
@@ -25,12 +20,13 @@ export class OperationLedgerAdmin implements INodeType {
 		name: 'operationLedgerAdmin',
 		icon: { light: 'file:admin.svg', dark: 'file:admin.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ $parameter["operation"] }}',
 		description: 'Look up, list, settle by hand and tidy the operation ledger (for operators)',
 		defaults: { name: 'Operation Ledger Admin' },
 		inputs: [NodeConnectionTypes.Main],
-		outputs: OUTPUTS_EXPRESSION,
+		outputs: ADMIN_OUTPUTS,
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [operationParameter(operations, 'list'), ...operationProperties(operations)],
 	};

@@ -6,6 +6,7 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { route, type OperationMap } from '../shared/router';
 import { getOperationOp } from './get.operation';
+import { placeAdminOutputs } from './outputs';
 import { healthOperation } from './health.operation';
 import { listOperation } from './list.operation';
 import { compactOperation, hardDeleteOperation } from './retention.operation';
@@ -20,6 +21,8 @@ export const operations = {
 	compact: compactOperation,
 } satisfies OperationMap;
 
+/** Runs the operation, then places its outputs at the node version's indexes (./outputs.ts). */
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-	return route(this, operations);
+	const outputs = await route(this, operations);
+	return placeAdminOutputs(this, this.getNodeParameter('operation', 0) as string, outputs);
 }

@@ -21,6 +21,9 @@
 // - probe "switch": Reconcile Unknown version 3 with To Check and Succeeded connected; the
 //   Operation is switched Claim -> Resolve -> Claim -> Resolve in the node's panel and the workflow
 //   saved: both connections must still be there (versions 1 and 2 dropped them);
+// - probe "admin switch": Operation Ledger Admin version 2 as Settle by Hand with Settled and
+//   Refused connected; switched Settle by Hand -> Get -> Settle by Hand and saved: both connections
+//   must still be there (version 1 dropped Refused's; its run is logged as a control);
 // - the Reserve Operation panel and the Priority Dequeue (Dequeue) panel: no placeholder; the
 //   Dequeue panel shows the Priority Groups list;
 // - the credential test passing and failing.
@@ -77,7 +80,7 @@ const FRESH = {
 		pkgNode('f2', 'Confirm Operation', 'confirmOperation', 2, [300, 0]),
 		pkgNode('f3', 'Reconcile Unknown', 'reconcileUnknown', 3, [600, 0], { operation: 'claim' }),
 		pkgNode('f4', 'Priority Dequeue', 'priorityDequeue', 3, [0, 400]),
-		pkgNode('f5', 'Operation Ledger Admin', 'operationLedgerAdmin', 1, [300, 400], { operation: 'settle' }),
+		pkgNode('f5', 'Operation Ledger Admin', 'operationLedgerAdmin', 2, [300, 400], { operation: 'settle' }),
 		pkgNode('f6', 'Priority Dequeue Trigger', 'priorityDequeueTrigger', 3, [600, 400]),
 	],
 	connections: {},
@@ -114,6 +117,39 @@ const SWITCH_V2 = {
 	],
 	connections: {
 		Reconcile: { main: [[], [{ node: 'After Succeeded', type: 'main', index: 0 }], [], [{ node: 'After Unknown', type: 'main', index: 0 }]] },
+	},
+	settings: {},
+};
+
+/** Operation Ledger Admin v2 as Settle by Hand with Settled (2) and Refused (3) connected. */
+const SWITCH_ADMIN = {
+	id: 'probe-admin-switch',
+	name: 'Probe: switching the Admin operation',
+	nodes: [
+		pkgNode('a1', 'Admin', 'operationLedgerAdmin', 2, [0, 0], { operation: 'settle' }),
+		noOp('a2', 'After Settled', [400, -100]),
+		noOp('a3', 'After Refused', [400, 100]),
+	],
+	connections: {
+		Admin: { main: [[], [], [{ node: 'After Settled', type: 'main', index: 0 }], [{ node: 'After Refused', type: 'main', index: 0 }]] },
+	},
+	settings: {},
+};
+
+/**
+ * A control: Operation Ledger Admin version 1 as Settle by Hand with Settled (1) and Refused (2)
+ * connected. Get has two outputs, so the editor drops Refused's connection on the way through Get.
+ */
+const SWITCH_ADMIN_V1 = {
+	id: 'probe-admin-switch-v1',
+	name: 'Probe: switching the Admin operation (version 1)',
+	nodes: [
+		pkgNode('b1', 'Admin', 'operationLedgerAdmin', 1, [0, 0], { operation: 'settle' }),
+		noOp('b2', 'After Settled', [400, -100]),
+		noOp('b3', 'After Refused', [400, 100]),
+	],
+	connections: {
+		Admin: { main: [[], [{ node: 'After Settled', type: 'main', index: 0 }], [{ node: 'After Refused', type: 'main', index: 0 }]] },
 	},
 	settings: {},
 };
@@ -160,7 +196,7 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		const examples = readdirSync(path.join(repoRoot, 'workflows'))
 			.filter((f) => f.endsWith('.json'))
 			.map((f) => ({ file: f.replace(/\.json$/, ''), wf: JSON.parse(readFileSync(path.join(repoRoot, 'workflows', f), 'utf8')) }));
-		await n8n.importWorkflow([...examples.map((e) => e.wf), FRESH, SWITCH, SWITCH_V2]);
+		await n8n.importWorkflow([...examples.map((e) => e.wf), FRESH, SWITCH, SWITCH_V2, SWITCH_ADMIN, SWITCH_ADMIN_V1]);
 		await n8n.start();
 
 		const setup = await fetch(`${n8n.url}/rest/owner/setup`, {
@@ -266,19 +302,20 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		const freshLabels = await page.locator('.canvas-node-handle-main-output').count();
 		check('fresh nodes: no output label cut short', freshCut.length ? freshCut.join(', ') : freshLabels < 10 ? `only ${freshLabels} outputs found` : '');
 
-		// 4. Reconcile Unknown v3: switching the Operation keeps the connections. The same steps on
-		// version 2 are a control: there the editor drops them (logged, not asserted: that is the
-		// old behaviour this version replaces).
-		const switchAndSave = async (wfId, shotName) => {
+		// 4. Reconcile Unknown v3 and Operation Ledger Admin v2: switching the Operation keeps the
+		// connections. The same steps on Reconcile version 2 and Admin version 1 are controls: there
+		// the editor drops them (logged, not asserted: that is the old behaviour these versions replace).
+		// `nodeName`: the node to open; `ops`: the Operation options to pick, in order.
+		const switchAndSave = async (wfId, shotName, nodeName = 'Reconcile', ops = ['Resolve', 'Claim', 'Resolve']) => {
 			const api = async () => {
 				const r = await context.request.get(`${n8n.url}/rest/workflows/${wfId}`);
 				if (!r.ok()) throw new Error(`GET workflow answered ${r.status()}`);
 				return (await r.json()).data;
 			};
-			const before = edgesOf((await api()).connections, 'Reconcile');
+			const before = edgesOf((await api()).connections, nodeName);
 			await openCanvas(wfId);
-			await openNode('Reconcile');
-			for (const op of ['Resolve', 'Claim', 'Resolve']) {
+			await openNode(nodeName);
+			for (const op of ops) {
 				await page.locator('[data-test-id="parameter-input-operation"]').first().click();
 				await page.locator('.el-select-dropdown__item:visible, [role="option"]:visible', { hasText: new RegExp(`^${op}`) }).first().click();
 				await page.waitForTimeout(600);
@@ -292,7 +329,7 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 			await page.keyboard.press('Control+s');
 			await page.waitForTimeout(1500);
 			const saved = await api();
-			return { before, after: edgesOf(saved.connections, 'Reconcile'), op: saved.nodes.find((n) => n.name === 'Reconcile')?.parameters?.operation, edgesOnCanvas };
+			return { before, after: edgesOf(saved.connections, nodeName), op: saved.nodes.find((n) => n.name === nodeName)?.parameters?.operation, edgesOnCanvas };
 		};
 		const v3 = await switchAndSave(SWITCH.id, 'reconcile-switch');
 		check(
@@ -305,6 +342,19 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		);
 		const v2 = await switchAndSave(SWITCH_V2.id, null);
 		notes.push(`control, Reconcile Unknown v2 after the same switches: before ${JSON.stringify(v2.before)}, after ${JSON.stringify(v2.after)} (operation ${v2.op})`);
+		log(notes.at(-1));
+		const ADMIN_OPS = ['Get', 'Settle by Hand'];
+		const admin = await switchAndSave(SWITCH_ADMIN.id, 'admin-switch', 'Admin', ADMIN_OPS);
+		check(
+			'Operation Ledger Admin v2: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused',
+			admin.op !== 'settle'
+				? `the operation did not come back to settle (saved: ${admin.op})`
+				: JSON.stringify(admin.after) !== JSON.stringify(admin.before) || admin.before.length !== 2 || admin.edgesOnCanvas < 2
+					? `before ${JSON.stringify(admin.before)}, after ${JSON.stringify(admin.after)}, ${admin.edgesOnCanvas} edge(s) on the canvas`
+					: '',
+		);
+		const admin1 = await switchAndSave(SWITCH_ADMIN_V1.id, null, 'Admin', ADMIN_OPS);
+		notes.push(`control, Operation Ledger Admin v1 after the same switches: before ${JSON.stringify(admin1.before)}, after ${JSON.stringify(admin1.after)} (operation ${admin1.op})`);
 		log(notes.at(-1));
 
 		// 5. The Reserve Operation panel (the payment example) and the Dequeue panel (the consumer).

@@ -70,6 +70,19 @@ export const RESOLVE_OUTPUT_LABELS: Readonly<Record<ResolveOutput, string>> = {
 	claim_lost: 'Claim Lost',
 };
 
+/**
+ * Operation Ledger Admin's outputs after Unrecorded: Result (Get, List, Health, Compact, Hard
+ * Delete), then Settle by Hand's two, in order: Settled (the database settled it in this run: the
+ * go-ahead) and Refused (already decided; nothing written).
+ */
+export const ADMIN_RESULT_LABEL = 'Result';
+export const SETTLE_OUTPUTS = ['settled', 'refused'] as const;
+export type SettleOutput = (typeof SETTLE_OUTPUTS)[number];
+export const SETTLE_OUTPUT_LABELS: Readonly<Record<SettleOutput, string>> = {
+	settled: 'Settled',
+	refused: 'Refused',
+};
+
 /** Labels in output order, e.g. outputLabels(RESOLVE_OUTPUTS, RESOLVE_OUTPUT_LABELS). */
 export function outputLabels<K extends string>(order: readonly K[], labels: Readonly<Record<K, string>>): string[] {
 	return order.map((k) => labels[k]);

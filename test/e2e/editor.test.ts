@@ -2,8 +2,8 @@
  * The package in a real n8n editor (headless Chromium, Debian's `chromium` package): the pages of
  * scripts/screenshots.mjs and its checks (scripts/lib/editor.mjs), without writing the PNGs. After
  * setup no page may hold an unknown-node placeholder, no example node an issue marker (credential or
- * parameter warning), no output label may be cut short; Reconcile Unknown v3 keeps its connections
- * when the Operation is switched back and forth; the node creator lists the trigger's own entries;
+ * parameter warning), no output label may be cut short; Reconcile Unknown v3 and Operation Ledger
+ * Admin v2 keep their connections when the Operation is switched back and forth; the node creator lists the trigger's own entries;
  * the credential test passes for a good credential and fails for a closed port.
  *
  * Chromium missing is a failure, not a skip (CI installs it: .ci/run).
@@ -19,7 +19,7 @@ const editor = nodeRequire('../../scripts/lib/editor.mjs') as EditorLib;
 
 jest.setTimeout(20 * 60_000);
 
-test('the editor shows the package without placeholders, warnings or cut labels, and Reconcile keeps its connections', async () => {
+test('the editor shows the package without placeholders, warnings or cut labels, and Reconcile and Admin keep their connections', async () => {
 	const chromium = editor.chromiumPath();
 	if (!existsSync(chromium)) throw new Error(`${chromium} is missing: install Debian's chromium (apt-get install chromium; .ci/run does so as root) or set CHROMIUM`);
 	const { problems, checked, notes } = await editor.runEditorChecks({ outDir: null, log: (m) => process.stderr.write(`[editor] ${m}\n`) });
@@ -33,6 +33,7 @@ test('the editor shows the package without placeholders, warnings or cut labels,
 		/example priority-consumer: no node issue marker/,
 		/fresh nodes: no output label cut short/,
 		/Reconcile Unknown v3: .* keeps both connections/,
+		/Operation Ledger Admin v2: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused/,
 		/Dequeue panel: Priority Groups is a list/,
 		/credential ledger-pg: test passes/,
 		/credential ledger-bad: test fails/,

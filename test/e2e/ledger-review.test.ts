@@ -155,6 +155,13 @@ describe('ledger review: a person settles operations in review through n8n forms
 		);
 	}
 
+	it('the example uses Operation Ledger Admin version 2 (fixed outputs: Settled 2, Refused 3)', () => {
+		const wf = workflow() as { nodes: Array<{ name: string; type: string; typeVersion: number }>; connections: Record<string, { main: Array<Array<{ node: string }>> }> };
+		const admins = wf.nodes.filter((n) => n.type.endsWith('.operationLedgerAdmin'));
+		expect(admins.map((n) => [n.name, n.typeVersion])).toEqual([['List Review Queue', 2], ['Settle by Hand', 2]]);
+		expect(wf.connections['Settle by Hand'].main.map((o) => o.map((c) => c.node))).toEqual([['Unrecorded'], [], ['Decision Recorded'], ['Already Decided']]);
+	});
+
 	it('lists the review queue, records a decision with who and why, and the next Reserve answers from it', async () => {
 		await makeReview(key(1));
 		await makeReview(key(2));

@@ -9,9 +9,10 @@
  * database down via a credential on a closed loopback port; Claim and Dequeue also "nothing due").
  * Each case asserts what reached each downstream sink, checking every go-ahead item against the
  * database. Version 1 runs a smaller matrix: no error item on a go-ahead output either.
- * Operation Ledger Admin has one version, fail-closed like the others' version 2 (Unrecorded
- * first): its Settle by Hand (go-ahead "Settled") and its other operations run the version-2
- * matrix at type version 1, and have no legacy outputs for the version-1 matrix.
+ * Operation Ledger Admin's version 1 is fail-closed like the others' version 2 (Unrecorded first):
+ * its Settle by Hand (go-ahead "Settled") and its other operations run the version-2 matrix at type
+ * version 1, and have no legacy outputs for the version-1 matrix. Its version 2 (fixed outputs,
+ * like Reconcile's version 3) runs the fixed-outputs matrix.
  */
 import net from 'node:net';
 import type { INode, INodeExecutionData } from 'n8n-workflow';
@@ -103,15 +104,21 @@ interface Scenario {
 	modes: Mode[];
 	/** Which input item is the invalid one in mode "invalid". */
 	invalidItem: 0 | 1;
-	/** Output names of version 2 (index 0 is Unrecorded), of version 1 and, for Reconcile, of version 3 (fixed outputs, Unrecorded first). */
-	outputs: { 3?: string[]; 2: string[]; 1: string[] };
-	/** Go-ahead output indexes per version. */
-	goAhead: { 3?: number[]; 2: number[]; 1: number[] };
 	/**
-	 * The node's type version when it has a single one that is fail-closed like version 2 (the
-	 * Admin node: version 1). Such a scenario runs only the version-2 matrix, at this type version.
+	 * Output names per matrix: 2 = the fail-closed layout (index 0 is Unrecorded), 1 = the legacy
+	 * layout, 3 = the fixed outputs (the same for every operation, Unrecorded first).
 	 */
-	onlyTypeVersion?: number;
+	outputs: { 3?: string[]; 2: string[]; 1: string[] };
+	/** Go-ahead output indexes per matrix. */
+	goAhead: { 3?: number[]; 2: number[]; 1: number[] };
+	/** Matrix 3: the outputs that belong to the node's other operations, which must receive nothing. */
+	othersOutputs?: number[];
+	/**
+	 * The node's type version for each matrix when it is not the matrix's number (the Admin node:
+	 * its version 1 is already fail-closed, so matrix 2 runs at type version 1 and matrix 3, the
+	 * fixed outputs, at type version 2). Such a scenario has no legacy matrix 1.
+	 */
+	typeVersion?: { 2: number; 3: number };
 	seed?(id: string): Promise<void>;
 	/** Builds the workflow; the node under test is "UT", fed (directly or through helpers) by "Source". */
 	build(id: string, mode: Mode, s: Settings, version: number): { nodes: INode[]; feeds: Record<string, string[][]> };
@@ -224,6 +231,7 @@ const scenarios: Scenario[] = [
 		invalidItem: 0,
 		outputs: { 3: RECONCILE_V3, 2: ['Unrecorded', 'To Check'], 1: ['To Check'] },
 		goAhead: { 3: [1], 2: [1], 1: [0] },
+		othersOutputs: [2, 3, 4, 5, 6],
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -254,6 +262,7 @@ const scenarios: Scenario[] = [
 			1: ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
 		},
 		goAhead: { 3: [2, 3], 2: [1, 2], 1: [0, 1] },
+		othersOutputs: [1],
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -360,8 +369,14 @@ const scenarios: Scenario[] = [
 	},
 ];
 
+/** Operation Ledger Admin version 2: the same outputs for every operation (nodes/OperationLedgerAdmin/outputs.ts). */
+const ADMIN_V2 = ['Unrecorded', 'Result', 'Settled', 'Refused'];
+/** The Admin node's type version per matrix: version 1 is fail-closed already, version 2 has the fixed outputs. */
+const ADMIN_TYPE_VERSIONS = { 2: 1, 3: 2 };
+
 /**
- * An Operation Ledger Admin operation with the outputs [Unrecorded, Result]: not a go-ahead, but
+ * An Operation Ledger Admin operation with the outputs [Unrecorded, Result] (version 1; Result is
+ * output 1 of version 2's fixed list too): not a go-ahead, but
  * Result must hold only answers of the database. `params(bad)` gives the node's parameters; `items`
  * the Source items (the invalid one is `invalidItem`).
  */
@@ -376,9 +391,10 @@ function adminScenario(
 		name: `Admin ${op}`,
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem,
-		outputs: { 2: ['Unrecorded', 'Result'], 1: [] },
-		goAhead: { 2: [], 1: [] },
-		onlyTypeVersion: 1,
+		outputs: { 2: ['Unrecorded', 'Result'], 1: [], 3: ADMIN_V2 },
+		goAhead: { 2: [], 1: [], 3: [] },
+		othersOutputs: [2, 3],
+		typeVersion: ADMIN_TYPE_VERSIONS,
 		seed,
 		build: (id, mode, s, v) => ({
 			nodes: [source(items(id, mode)), ut('operationLedgerAdmin', { operation: op, ...params(id) }, s, v, mode === 'down')],
@@ -395,9 +411,10 @@ scenarios.push(
 		name: 'Admin settle by hand',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Unrecorded', 'Settled', 'Refused'], 1: [] },
-		goAhead: { 2: [1], 1: [] },
-		onlyTypeVersion: 1,
+		outputs: { 2: ['Unrecorded', 'Settled', 'Refused'], 1: [], 3: ADMIN_V2 },
+		goAhead: { 2: [1], 1: [], 3: [2] },
+		othersOutputs: [1],
+		typeVersion: ADMIN_TYPE_VERSIONS,
 		seed: seedUnknown,
 		build: (id, mode, s, v) => ({
 			nodes: [
@@ -462,14 +479,15 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2 | 3
 	const problems: string[] = [];
 	const id = `eng${process.pid}c${++caseNo}`;
 	if (sc.seed && mode !== 'nothing') await sc.seed(id);
-	const { nodes, feeds } = sc.build(id, mode, s, sc.onlyTypeVersion ?? version);
+	const typeVersion = version === 1 ? 1 : (sc.typeVersion?.[version] ?? version);
+	const { nodes, feeds } = sc.build(id, mode, s, typeVersion);
 	const names = [...(sc.outputs[version] ?? [])];
 	if (s.onError === 'continueErrorOutput') names.push('Error');
 	const sinkNames = names.map((n) => `UT → ${n}`);
 	const { run, received } = await engine.run([...nodes, ...sinkNames.map(sink)], connect({ ...feeds, UT: sinkNames.map((n) => [n]) }));
 	const got = (i: number): INodeExecutionData[] => (received as Received)[sinkNames[i]] ?? [];
 	const goAhead = sc.goAhead[version] ?? [];
-	const tag = `${sc.name} v${version} ${mode} ${label(s)}`;
+	const tag = `${sc.name} v${typeVersion} ${mode} ${label(s)}`;
 	const check = (ok: boolean, what: string) => {
 		if (!ok) problems.push(`${tag}: ${what} (received ${JSON.stringify(Object.fromEntries(sinkNames.map((n, i) => [n, got(i).map((it) => it.json)])))}; error ${runError(run)})`);
 	};
@@ -494,6 +512,9 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2 | 3
 			check(!('error' in item.json), `error item on result output ${names[o]}`);
 		}
 	}
+
+	// Fixed outputs: another operation's outputs stay empty, whatever happened.
+	if (version === 3) for (const o of sc.othersOutputs ?? []) check(got(o).length === 0, `items on ${names[o]}, an output of another operation`);
 
 	// Where failures went.
 	const fails = mode === 'down' || (mode === 'invalid' && !(s.executeOnce && sc.invalidItem === 1));
@@ -535,13 +556,14 @@ describe('fail-closed outputs in n8n-core WorkflowExecute (node version 2)', () 
 });
 
 /**
- * Reconcile Unknown version 3 (the default): one fixed output list for Claim and Resolve. The same
- * matrix as version 2: Claim's items reach only To Check (1), Resolve's only its own outputs (2..6),
- * error items only Unrecorded or the Error output.
+ * Fixed outputs: Reconcile Unknown version 3 and Operation Ledger Admin version 2 (the defaults)
+ * have one output list for every operation. The same matrix as version 2: Claim's items reach only
+ * To Check (1), Resolve's only its own outputs (2..6); Admin's look-ups only Result (1), Settle's
+ * only Settled (2) and Refused (3); error items only Unrecorded or the Error output.
  */
-describe('fail-closed outputs of Reconcile Unknown version 3 (fixed outputs)', () => {
+describe('fail-closed outputs of the fixed-output versions (Reconcile Unknown v3, Operation Ledger Admin v2)', () => {
 	for (const sc of scenarios.filter((x) => x.outputs[3])) {
-		test(`${sc.name} v3: ${sc.modes.join(', ')} × every On Error × Always Output Data × Retry On Fail × Execute Once`, async () => {
+		test(`${sc.name} v${sc.typeVersion?.[3] ?? 3}: ${sc.modes.join(', ')} × every On Error × Always Output Data × Retry On Fail × Execute Once`, async () => {
 			const problems: string[] = [];
 			for (const mode of sc.modes) for (const s of allSettings) problems.push(...(await runCase(sc, mode, s, 3)));
 			expect(problems).toEqual([]);
@@ -557,7 +579,7 @@ describe('fail-closed outputs of Reconcile Unknown version 3 (fixed outputs)', (
  * the next describe shows the first one.
  */
 describe('node version 1 keeps its outputs but puts no error item on a go-ahead output', () => {
-	for (const sc of scenarios.filter((x) => x.onlyTypeVersion === undefined)) {
+	for (const sc of scenarios.filter((x) => x.typeVersion === undefined)) {
 		test(`${sc.name} v1`, async () => {
 			const problems: string[] = [];
 			const singleGoAhead = sc.outputs[1].length === 1 && sc.goAhead[1].length === 1;
@@ -608,21 +630,23 @@ describe('pinned data', () => {
 });
 
 describe('pinned data on the Admin node', () => {
-	test('pinned output of Settle by Hand goes to Unrecorded (n8n replays pins on output 0), never to Settled', async () => {
+	test('pinned output of Settle by Hand goes to Unrecorded (n8n replays pins on output 0), never to Settled, in versions 1 and 2', async () => {
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
-		const outs = ['Unrecorded', 'Settled', 'Refused'];
-		const { run, received } = await engine.run(
-			[
-				source([{ k: 'pinned:settle' }]),
-				ut('operationLedgerAdmin', { operation: 'settle', operationKey: '={{ $json.k }}', decision: 'happened', externalReference: 'r', reason: 'x', decidedBy: 'alice' }, s, 1, true),
-				...outs.map(sink),
-			],
-			connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
-			{ mode: 'manual', pinData: { UT: [{ json: { ledger: { result: 'settled', status: 'succeeded' } } }] } },
-		);
-		expect(runError(run)).toBeUndefined();
-		expect(received['Settled']).toBeUndefined();
-		expect(received['Unrecorded']).toHaveLength(1);
+		for (const version of [1, 2] as const) {
+			const outs = version === 2 ? ADMIN_V2 : ['Unrecorded', 'Settled', 'Refused'];
+			const { run, received } = await engine.run(
+				[
+					source([{ k: 'pinned:settle' }]),
+					ut('operationLedgerAdmin', { operation: 'settle', operationKey: '={{ $json.k }}', decision: 'happened', externalReference: 'r', reason: 'x', decidedBy: 'alice' }, s, version, true),
+					...outs.map(sink),
+				],
+				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
+				{ mode: 'manual', pinData: { UT: [{ json: { ledger: { result: 'settled', status: 'succeeded' } } }] } },
+			);
+			expect(runError(run)).toBeUndefined();
+			expect(received['Settled']).toBeUndefined();
+			expect(received['Unrecorded']).toHaveLength(1);
+		}
 	});
 });
 

@@ -15,9 +15,10 @@ afterAll(async () => {
 });
 
 const node = new OperationLedgerAdmin();
-function run(params: Record<string, unknown>, items = [{ json: {} }], continueOnFail = false) {
+/** Runs the node at `typeVersion` (default 1: the per-operation outputs saved workflows have). */
+function run(params: Record<string, unknown>, items = [{ json: {} }], continueOnFail = false, typeVersion = 1) {
 	return node.execute.call(
-		fakeExecute({ items, params, credentials: testCredentials(DATABASE_URL, db.schema), continueOnFail, nodeName: 'Ledger Admin', executionId: 'exec-admin' }),
+		fakeExecute({ items, params, credentials: testCredentials(DATABASE_URL, db.schema), continueOnFail, nodeName: 'Ledger Admin', executionId: 'exec-admin', typeVersion }),
 	);
 }
 async function makeUnknown(key: string) {
@@ -29,8 +30,10 @@ describe('Operation Ledger Admin node', () => {
 	it('fails closed: output 0 is Unrecorded for every operation', () => {
 		const d = node.description;
 		expect(d.usableAsTool).toBeUndefined();
-		expect(String(d.outputs)).toMatch(/"settle" \? \[\s*\{ "type": "main", "displayName": "Unrecorded" \}/);
-		expect(String(d.outputs)).toMatch(/: \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Result" \}\]/);
+		// Both versions: Unrecorded first (test/unit/nodes/descriptions.test.ts evaluates the lists).
+		expect(String(d.outputs)).toMatch(/\$nodeVersion >= 2 \? \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Result" \}, \{ "type": "main", "displayName": "Settled" \}, \{ "type": "main", "displayName": "Refused" \}\]/);
+		expect(String(d.outputs)).toMatch(/"settle" \? \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Settled" \}/);
+		expect(String(d.outputs)).toMatch(/: \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Result" \}\]\) \}\}$/);
 	});
 
 	it('Settle by Hand: only what the database settled in this run reaches Settled; repeats go to Refused naming who decided', async () => {
@@ -110,5 +113,31 @@ describe('Operation Ledger Admin node', () => {
 		expect(del[0].json).toMatchObject({ mode: 'hard_delete', operations: 1, stoppedBecause: 'done' });
 		const left = await db.pool.query(`SELECT operation_key FROM ${db.schemaSql}.operations ORDER BY 1`);
 		expect(left.rows.map((r) => r.operation_key)).toEqual(['n:2', 'n:3']);
+	});
+
+	it('version 2: the fixed outputs [Unrecorded, Result, Settled, Refused]; each operation fills only its own', async () => {
+		await makeUnknown('v2:1');
+		const params = { operation: 'settle', operationKey: 'v2:1', decision: 'not_happened', externalReference: '', reason: 'no charge in the dashboard', decidedBy: 'carol' };
+		const first = await run(params, [{ json: {} }], true, 2);
+		expect(first.map((o) => o.length)).toEqual([0, 0, 1, 0]);
+		expect(first[2][0].json.ledger).toMatchObject({ operationKey: 'v2:1', result: 'settled', status: 'failed', decidedBy: 'carol' });
+		// The same decision again: refused (index 3), nothing written.
+		const again = await run({ ...params, decidedBy: 'dave' }, [{ json: {} }], true, 2);
+		expect(again.map((o) => o.length)).toEqual([0, 0, 0, 1]);
+		expect(again[3][0].json.ledger).toMatchObject({ result: 'refused', decidedBy: 'carol', requestedBy: 'dave' });
+		// Bad input and a missing key: Unrecorded (index 0), never Settled.
+		const bad = await run({ ...params, operationKey: 'v2:missing' }, [{ json: {} }], true, 2);
+		expect(bad.map((o) => o.length)).toEqual([1, 0, 0, 0]);
+		expect(String(bad[0][0].json.error)).toMatch(/No operation exists/);
+		// A look-up answers on Result (index 1) only.
+		const got = await run({ operation: 'get', operationKey: 'v2:1', maxEvents: 10 }, [{ json: {} }], false, 2);
+		expect(got.map((o) => o.length)).toEqual([0, 1, 0, 0]);
+		expect(got[1][0].json).toMatchObject({ found: true, operation: { status: 'failed', settled_by: 'carol' } });
+		const health = await run({ operation: 'health', days: 2 }, [{ json: {} }], false, 2);
+		expect(health.map((o) => o.length)).toEqual([0, 1, 0, 0]);
+		const badList = await run({ operation: 'list', kind: 'everything' }, [{ json: {} }], true, 2);
+		expect(badList.map((o) => o.length)).toEqual([1, 0, 0, 0]);
+		const compact = await run({ operation: 'compact', olderThanDays: 30, batchSize: 10, maxBatches: 5, maxDurationSeconds: 10, statementTimeoutMs: 5000 }, [{ json: {} }], false, 2);
+		expect(compact.map((o) => o.length)).toEqual([0, 1, 0, 0]);
 	});
 });

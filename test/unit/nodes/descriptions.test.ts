@@ -8,12 +8,16 @@ import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperati
 import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
+import { OperationLedgerAdmin } from '../../../nodes/OperationLedgerAdmin/OperationLedgerAdmin.node';
+import { placeAdminOutputs } from '../../../nodes/OperationLedgerAdmin/outputs';
+import { fakeExecute } from '../../helpers/fakeExecute';
 
 const nodes: Record<string, INodeType> = {
 	reserveOperation: new ReserveOperation(),
 	confirmOperation: new ConfirmOperation(),
 	reconcileUnknown: new ReconcileUnknown(),
 	priorityDequeue: new PriorityDequeue(),
+	operationLedgerAdmin: new OperationLedgerAdmin(),
 };
 
 /** Output display names n8n computes for a node of this type, version and parameters. */
@@ -63,5 +67,35 @@ describe('node descriptions', () => {
 		expect(outputNames('priorityDequeue', 1)).toEqual(['Result']);
 		expect(outputNames('priorityDequeue', 2)).toEqual(['Unrecorded', 'Result']);
 		expect(outputNames('priorityDequeue', 3)).toEqual(['Unrecorded', 'Result']);
+	});
+
+	const ADMIN_OPS = ['get', 'list', 'settle', 'health', 'hardDelete', 'compact'];
+
+	test('Operation Ledger Admin has versions 1 and 2, default 2; version 2 has the same outputs for every operation', () => {
+		const d = nodes.operationLedgerAdmin.description;
+		expect(d.version).toEqual([1, 2]);
+		expect(d.defaultVersion).toBe(2);
+		const ops = (d.properties.find((p) => p.name === 'operation')?.options ?? []).map((o) => (o as { value: string }).value);
+		expect([...ops].sort()).toEqual([...ADMIN_OPS].sort());
+		for (const operation of ADMIN_OPS) expect(outputNames('operationLedgerAdmin', 2, { operation })).toEqual(['Unrecorded', 'Result', 'Settled', 'Refused']);
+		// No operation given: the default (List) gets the same list.
+		expect(outputNames('operationLedgerAdmin', 2)).toEqual(['Unrecorded', 'Result', 'Settled', 'Refused']);
+	});
+
+	test('Operation Ledger Admin version 1 keeps its outputs per operation (saved workflows keep their wiring)', () => {
+		expect(outputNames('operationLedgerAdmin', 1, { operation: 'settle' })).toEqual(['Unrecorded', 'Settled', 'Refused']);
+		for (const operation of ADMIN_OPS.filter((o) => o !== 'settle')) expect(outputNames('operationLedgerAdmin', 1, { operation })).toEqual(['Unrecorded', 'Result']);
+	});
+
+	test("placeAdminOutputs: version 2 puts Result at 1 and Settle's Settled and Refused at 2 and 3; version 1 passes the outputs through", () => {
+		const it = (n: string) => ({ json: { n } });
+		const fns = (typeVersion: number) => fakeExecute({ items: [], params: {}, typeVersion });
+		expect(placeAdminOutputs(fns(2), 'get', [[it('u')], [it('r')]])).toEqual([[it('u')], [it('r')], [], []]);
+		expect(placeAdminOutputs(fns(2), 'settle', [[it('u')], [it('s')], [it('x')]])).toEqual([[it('u')], [], [it('s')], [it('x')]]);
+		expect(placeAdminOutputs(fns(1), 'get', [[it('u')], [it('r')]])).toEqual([[it('u')], [it('r')]]);
+		expect(placeAdminOutputs(fns(1), 'settle', [[it('u')], [it('s')], [it('x')]])).toEqual([[it('u')], [it('s')], [it('x')]]);
+		// An operation returning the other shape is a programming error, never silently re-indexed.
+		expect(() => placeAdminOutputs(fns(2), 'settle', [[], []])).toThrow(/returned 2 outputs, expected 3/);
+		expect(() => placeAdminOutputs(fns(2), 'list', [[], [], []])).toThrow(/returned 3 outputs, expected 2/);
 	});
 });

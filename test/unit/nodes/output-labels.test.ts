@@ -149,6 +149,8 @@ describe('output labels fit on the canvas', () => {
 	test(`every output label of every node, version and operation is at most ${LABEL_MAX_PX - MARGIN_PX} px wide`, () => {
 		const labels = allLabels();
 		expect(labels.length).toBeGreaterThan(20);
+		// The walk reaches the fixed-output versions too (Reconcile v3, Admin v2 on a non-settle operation).
+		expect(labels).toEqual(expect.arrayContaining([{ where: 'reconcileUnknown v3 claim', label: 'Claim Lost' }, { where: 'operationLedgerAdmin v2 get', label: 'Refused' }]));
 		const tooWide = labels.filter((l) => labelWidth(l.label) > LABEL_MAX_PX - MARGIN_PX).map((l) => `${l.where}: "${l.label}" ${labelWidth(l.label).toFixed(1)} px`);
 		expect(tooWide).toEqual([]);
 	});
