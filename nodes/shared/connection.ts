@@ -12,8 +12,7 @@ import type {
 import type { Pool as PgPool } from 'pg';
 import { IsolatedClient } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
-import { ping } from '../../src/db/values';
-import { describeSchemaGap, ensureSchema, readSchemaState, schemaGap } from '../../src/db/migrate';
+import { describeSchemaGap, ensureSchema, probeConnection, schemaGap } from '../../src/db/migrate';
 import { getPool, toClientConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
 import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
@@ -84,10 +83,8 @@ export async function ledgerConnectionTest(
 		// A backend that dies after connecting emits 'error' on the client: never unhandled.
 		client.on('error', () => undefined);
 		await client.connect();
-		await ping(client);
 		const c = client;
-		const fake = { query: c.query.bind(c) } as unknown as PgPool;
-		const state = await readSchemaState(fake, config.schema);
+		const state = await probeConnection({ query: c.query.bind(c) } as unknown as PgPool, config.schema, toBounds(config));
 		const gap = schemaGap(state);
 		// Behind is fine when the nodes may apply the schema; a newer package's schema never is.
 		if (gap === 'newer' || (gap === 'apply' && !config.autoApplySchema)) {
@@ -120,6 +117,10 @@ export function describeConnectError(e: unknown, config: ConnectionConfig): stri
 			return `Authentication refused: ${err.message}`;
 		case '3D000':
 			return `The database does not exist: ${err.message}`;
+		case '55P03':
+			return `Connected, but the schema "${config.schema}" is locked by another session (a migration or maintenance?): gave up after the Lock Timeout (${toBounds(config).lockTimeoutMs} ms)`;
+		case '57014':
+			return `Connected, but reading the schema "${config.schema}" took longer than the Statement Timeout (${toBounds(config).statementTimeoutMs} ms)`;
 		case 'ECONNREFUSED':
 			return `Connection refused at ${where}: is Postgres running and listening there?`;
 		case 'ENOTFOUND':

@@ -115,7 +115,8 @@ function isPool(db: Runner): boolean {
 }
 
 /** The SET LOCAL prefix of every bounded transaction (the values are integers from toBounds). */
-function beginSql(b: Bounds): string {
+/** `BEGIN; SET LOCAL statement_timeout = …; SET LOCAL lock_timeout = …` for these bounds (milliseconds). */
+export function beginSql(b: Bounds): string {
 	return `BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`;
 }
 

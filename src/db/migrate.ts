@@ -24,7 +24,7 @@ import type { Pool as PgPool } from 'pg';
 import type { LedgerPool } from './pool';
 import { quoteSchema } from './identifiers';
 import { withClient } from './pool';
-import { boundedTransaction, DEFAULTS } from './bounds';
+import { beginSql, boundedTransaction, DEFAULTS, type Bounds } from './bounds';
 
 export interface Migration {
 	version: number;
@@ -182,6 +182,23 @@ type Query = Pick<PgPool, 'query'>;
 
 /** The columns of our version table, as pg_attribute/format_type name them. */
 const VERSION_COLUMNS = 'version:integer,name:text,applied_at:timestamp with time zone';
+
+/**
+ * The credential Test button's check on its own fresh client: proves the connection answers and
+ * reads the schema state, inside one read-only transaction under `bounds` (SET LOCAL
+ * statement_timeout / lock_timeout, milliseconds; a transaction, not session SETs, so nothing is
+ * left on a PgBouncer server connection), then rolls it back. A table another session holds locked
+ * makes it fail within the lock timeout (SQLSTATE 55P03) instead of waiting. Throws pg's error.
+ */
+export async function probeConnection(client: Query, schema: string, bounds: Bounds): Promise<SchemaState> {
+	await client.query(`${beginSql(bounds)}; SET TRANSACTION READ ONLY`);
+	try {
+		await client.query('SELECT 1');
+		return await readSchemaState(client, schema);
+	} finally {
+		await client.query('ROLLBACK').catch(() => undefined);
+	}
+}
 
 /**
  * Reads what `schema` holds now (version 0 and no functions when it is missing). The version comes

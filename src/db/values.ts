@@ -20,8 +20,3 @@ export function iso(value: Date | string | null | undefined): string | null {
 export function idText(value: string | number | null | undefined): string | null {
 	return value === null || value === undefined ? null : String(value);
 }
-
-/** One round trip that proves the connection answers (the credential's Test button). Throws pg's error. */
-export async function ping(db: Queryable): Promise<void> {
-	await db.query('SELECT 1');
-}

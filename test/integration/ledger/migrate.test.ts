@@ -210,6 +210,28 @@ describe('credential test', () => {
 		await expect(test(base)).resolves.toEqual({ status: 'OK', message: 'Connection successful' });
 	});
 
+	it('gives up within the Lock Timeout when the schema is locked by another session, and says so', async () => {
+		const schema = fresh();
+		await migrate(pool, schema, true);
+		const holder = new Client({ connectionString: DATABASE_URL });
+		await holder.connect();
+		await holder.query('BEGIN');
+		await holder.query(`LOCK TABLE "${schema}".ol_schema_migrations IN ACCESS EXCLUSIVE MODE`);
+		try {
+			const t0 = Date.now();
+			const r = await test({ ...base, schema, lockTimeoutMs: 300 });
+			expect(r).toEqual({
+				status: 'Error',
+				message: `Connected, but the schema "${schema}" is locked by another session (a migration or maintenance?): gave up after the Lock Timeout (300 ms)`,
+			});
+			expect(Date.now() - t0).toBeLessThan(5_000);
+		} finally {
+			await holder.query('ROLLBACK');
+			await holder.end();
+		}
+		await expect(test({ ...base, schema, lockTimeoutMs: 300 })).resolves.toEqual({ status: 'OK', message: 'Connection successful' });
+	});
+
 	it('names a missing database', async () => {
 		const r = await test({ ...base, database: 'no_such_db_for_ledger' });
 		expect(r).toMatchObject({ status: 'Error', message: expect.stringMatching(/database does not exist.*no_such_db_for_ledger/) });
