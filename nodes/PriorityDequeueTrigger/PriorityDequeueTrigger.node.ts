@@ -27,7 +27,8 @@ import {
 	QueueWatcher,
 	type WakeReason,
 } from '../../src/queue';
-import { CREDENTIAL_NAME, ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
+import { ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
+import { CREDENTIAL_NAME, loadLedgerCredential } from '../shared/credential';
 import { GROUP_LIST_VERSION, priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
 
 /** Options entries every version has. */
@@ -200,7 +201,7 @@ export class PriorityDequeueTrigger implements INodeType {
 	methods = { credentialTest: { ledgerConnectionTest } };
 
 	async trigger(this: ITriggerFunctions): Promise<ITriggerResponse> {
-		const config = toConnectionConfig(await this.getCredentials(CREDENTIAL_NAME));
+		const config = toConnectionConfig(await loadLedgerCredential(this));
 		const queue = checkQueueName(this.getNodeParameter('queue') as string);
 		const mode = this.getNodeParameter('mode', 'wakeUp') as string;
 		const options = this.getNodeParameter('options', {}) as IDataObject;

@@ -16,8 +16,9 @@ import { describeSchemaGap, ensureSchema, probeConnection, schemaGap } from '../
 import { getPool, toClientConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
 import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
+import { loadLedgerCredential } from './credential';
 
-export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
+export { CREDENTIAL_NAME, CredentialLoadError, loadLedgerCredential } from './credential';
 
 /** Maps the credential's fields to a ConnectionConfig. */
 export function toConnectionConfig(c: ICredentialDataDecryptedObject): ConnectionConfig {
@@ -48,9 +49,12 @@ export interface LedgerConnection {
 	bounds: Bounds;
 }
 
-/** Resolves the node's credential to a ready pool (schema checked or applied). */
+/**
+ * Resolves the node's credential to a ready pool (schema checked or applied).
+ * @throws CredentialLoadError when n8n cannot load the credential (nothing reaches the database).
+ */
 export async function getLedgerConnection(fns: IExecuteFunctions): Promise<LedgerConnection> {
-	const creds = await fns.getCredentials(CREDENTIAL_NAME);
+	const creds = await loadLedgerCredential(fns);
 	const config = toConnectionConfig(creds);
 	const schema = config.schema;
 	quoteSchema(schema);
