@@ -254,6 +254,9 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			attempt: r.attempt,
 			externalRef: r.externalRef,
 			reason: p.item.reason,
+			// For a reported failure: may a new attempt be reserved (what this item reported and, when
+			// result is recorded, what was stored); null when this item did not report a failure.
+			retryable: p.item.outcome === 'failed' ? p.item.retryable : null,
 			late: r.late,
 			stale: r.result === 'stale',
 			possibleDuplicate: r.possibleDuplicate,

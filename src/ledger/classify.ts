@@ -141,12 +141,24 @@ function findErrorStatus(err: Obj): number | null {
 	return m ? toStatus(m[1]) : null;
 }
 
+/**
+ * The error's words for a reason text: code, message, description and name of the error and of
+ * its causes, each distinct text once (the HTTP Request node repeats its cause's code and message
+ * on the outer error), and without the generic name "Error".
+ */
 function errorText(err: unknown): string {
 	if (typeof err === 'string') return err;
 	if (!isObj(err)) return String(err);
 	const bits: string[] = [];
-	for (const k of ['code', 'message', 'description', 'name']) if (typeof err[k] === 'string') bits.push(err[k] as string);
-	if (isObj(err.cause)) bits.push(errorText(err.cause));
+	const seen = new Set<Obj>();
+	for (let e: unknown = err; isObj(e) && !seen.has(e); e = e.cause) {
+		seen.add(e);
+		for (const k of ['code', 'message', 'description', 'name']) {
+			const v = e[k];
+			if (typeof v !== 'string' || v.trim() === '' || (k === 'name' && v === 'Error')) continue;
+			if (!bits.includes(v)) bits.push(v);
+		}
+	}
 	return bits.join(' ');
 }
 

@@ -148,6 +148,8 @@ describe('Confirm Operation node', () => {
 			`SELECT operation_key, retryable FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:ov-%' ORDER BY operation_key`,
 		);
 		expect(rows.map((x) => x.retryable)).toEqual([true, true, false]);
+		// The Failed items say so themselves (ledger.retryable, every node version).
+		expect(out[1].map((i) => (i.json.ledger as { retryable: unknown }).retryable)).toEqual([true, true, false]);
 		// The next Reserve of the 401 key proceeds as attempt 2 (after a credential fix).
 		const again = await runReserve([{ json: { orderId: 'ov-1', amount: 1 } }]);
 		expect(again[0][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });

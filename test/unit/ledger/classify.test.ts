@@ -63,6 +63,21 @@ describe('classifyHttpResult', () => {
 	});
 });
 
+describe('the reason text of an HTTP Request node error item', () => {
+	it('names the code and the message once, although the item repeats them in its cause', () => {
+		// The shape n8n 2.33.7's HTTP Request node emits under "Continue" for a refused connection.
+		const cause = { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:4010', name: 'Error' };
+		const c = classifyHttpResult({ error: { ...cause, cause } });
+		expect(c).toMatchObject({ outcome: 'failed', retryable: true });
+		expect(c.reason).toBe('Not delivered: ECONNREFUSED connect ECONNREFUSED 127.0.0.1:4010');
+	});
+	it('keeps a description and a specific error name, and survives a cause that points back at the error', () => {
+		const err: Record<string, unknown> = { message: 'Bad request', description: 'amount must be positive', name: 'NodeApiError', httpCode: '400' };
+		err.cause = err;
+		expect(classifyHttpResult({ error: err }).reason).toMatch(/\(Bad request amount must be positive NodeApiError\)$/);
+	});
+});
+
 describe('the HTTP classification table (could the request have taken effect?)', () => {
 	it.each([
 		[401, 'failed', true],
