@@ -227,7 +227,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			ledger.response = r.response as IDataObject;
 			ledger.responseTruncated = r.responseTruncated;
 		}
-		if (r.outcome === 'failed_permanently' || r.outcome === 'needs_reconcile') ledger.reason = r.reason;
+		if (r.outcome === 'failed_permanently' || r.outcome === 'needs_reconcile' || r.outcome === 'conflict') ledger.reason = r.reason;
 		if (r.repeatOfItem !== null) {
 			ledger.reason = r.reason;
 			ledger.repeatOfItem = r.repeatOfItem;

@@ -44,11 +44,16 @@ export interface ReserveResult {
 	outcome: ReserveOutcome | 'busy';
 	/** For an item whose key an earlier item of the same batch reserved: that item's index. */
 	repeatOfItem: number | null;
-	/** Null for `conflict`: a conflicting request learns nothing of the other operation. */
+	/**
+	 * The stored operation's status and attempt, also for `conflict` (what the key is used for);
+	 * null for `busy`. A conflict learns nothing else of the other request (reference, response,
+	 * idempotency key, fingerprint and request stay null/hidden).
+	 */
 	status: OperationStatus | null;
 	attempt: number | null;
 	/** Set only for `proceed`: the fencing token Confirm must present. */
 	leaseToken: string | null;
+	/** When the current lease ends; null for `conflict`, `already_succeeded` and `failed_permanently` (no lease is live). */
 	leaseExpiresAt: string | null;
 	/** Pass to the outside system as the Idempotency-Key header. New for each attempt. Null for `conflict`. */
 	idempotencyKey: string | null;
@@ -56,6 +61,7 @@ export interface ReserveResult {
 	/** The stored response, for `already_succeeded` replays only. */
 	response: unknown;
 	responseTruncated: boolean;
+	/** The stored reason; for `conflict`, why the request was refused (the key was used with a different request). */
 	reason: string | null;
 	retryable: boolean | null;
 	createdAt: string | null;

@@ -167,17 +167,22 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END;
-        -- A conflict learns nothing of the other request's operation.
-        status := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.status END;
-        attempt := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.attempt END;
+        -- A conflict learns the key's status and attempt (so the operator can see what the key is
+        -- used for) and why it was refused, nothing of the other request: no reference, response,
+        -- idempotency key or fingerprint.
+        status := op.status;
+        attempt := op.attempt;
         -- Only the new holder learns the lease token.
         lease_token := CASE WHEN outcome = 'proceed' THEN v_tok END;
-        lease_expires_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.lease_expires_at END;
+        -- A settled row's lease is over and means nothing to the caller.
+        lease_expires_at := CASE WHEN outcome IN ('conflict', 'already_succeeded', 'failed_permanently') THEN NULL ELSE op.lease_expires_at END;
         idempotency_key := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.idempotency_key END;
         external_ref := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.external_ref END;
         response := CASE WHEN outcome = 'already_succeeded' THEN op.response END;
         response_truncated := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.response_truncated END;
-        reason := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.reason END;
+        reason := CASE WHEN outcome = 'conflict'
+                       THEN 'the operation key was already used with a different request (the request fingerprints differ); this request was not reserved. Use a new key for a new request.'
+                       ELSE op.reason END;
         retryable := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.retryable END;
         created_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.created_at END;
         updated_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.updated_at END;

@@ -67,6 +67,20 @@ describe('Reserve Operation node', () => {
 		expect(out[0][0].json.ledger).toHaveProperty('idempotencyKey');
 		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
 		expect(out[4].map((i) => i.pairedItem)).toEqual([{ item: 3 }]);
+		// Conflict: what the key is used for and why this request was refused; nothing of the other
+		// request (no reference, response, idempotency key, lease, fingerprint or request).
+		expect(out[4][0].json.ledger).toEqual({
+			operationKey: 'payment:charge:n-1:v1',
+			outcome: 'conflict',
+			status: 'reserved',
+			attempt: 1,
+			leaseToken: null,
+			leaseExpiresAt: null,
+			idempotencyKey: null,
+			externalRef: null,
+			replay: false,
+			reason: expect.stringMatching(/^the operation key was already used with a different request/),
+		});
 	});
 
 	it('an empty key is an item-level error that writes nothing (the whole batch waits for valid input)', async () => {
@@ -126,6 +140,14 @@ describe('Confirm Operation node', () => {
 		});
 		return new ConfirmOperation().execute.call(fns);
 	}
+
+	it('a replay (Done Before) carries no lease: leaseToken and leaseExpiresAt are null', async () => {
+		const r = await runReserve([{ json: { orderId: 'dn-1', amount: 5 } }]);
+		await runConfirm([{ json: { id: 'pay_dn' }, pairedItem: { item: 0 } }], r[0]);
+		const again = await runReserve([{ json: { orderId: 'dn-1', amount: 5 } }]);
+		const replay = again.flat().find((i) => (i.json.ledger as { outcome: string }).outcome === 'already_succeeded');
+		expect(replay?.json.ledger).toMatchObject({ status: 'succeeded', attempt: 1, externalRef: 'pay_dn', replay: true, leaseToken: null, leaseExpiresAt: null });
+	});
 
 	it('401 and 429 are retryable failures by default; a status code override changes one code', async () => {
 		const r = await runReserve([
