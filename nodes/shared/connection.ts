@@ -18,7 +18,7 @@ import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
 import { loadLedgerCredential } from './credential';
 
-export { CREDENTIAL_NAME, CredentialLoadError, loadLedgerCredential } from './credential';
+export { CREDENTIAL_NAME, isCredentialLoadError, loadLedgerCredential } from './credential';
 
 /** Maps the credential's fields to a ConnectionConfig. */
 export function toConnectionConfig(c: ICredentialDataDecryptedObject): ConnectionConfig {
@@ -51,7 +51,7 @@ export interface LedgerConnection {
 
 /**
  * Resolves the node's credential to a ready pool (schema checked or applied).
- * @throws CredentialLoadError when n8n cannot load the credential (nothing reaches the database).
+ * @throws NodeOperationError (isCredentialLoadError) when n8n cannot load the credential (nothing reaches the database).
  */
 export async function getLedgerConnection(fns: IExecuteFunctions): Promise<LedgerConnection> {
 	const creds = await loadLedgerCredential(fns);

@@ -8,21 +8,17 @@ import { NodeOperationError, type ICredentialDataDecryptedObject, type INode } f
 
 export const CREDENTIAL_NAME = 'operationLedgerPostgresApi';
 
-/** n8n could not load the node's credential; `message` keeps n8n's own reason. */
-export class CredentialLoadError extends NodeOperationError {
-	constructor(node: INode, n8nMessage: string) {
-		super(
-			node,
-			`Could not load the credential (${CREDENTIAL_NAME}): ${n8nMessage}. Open the node and select an Operation Ledger Postgres credential.`,
-			{ description: 'Nothing was sent to the database. Select a credential of type Operation Ledger Postgres in the node (or share one with this workflow) and run again.' },
-		);
-		this.name = 'CredentialLoadError';
-	}
+/** Errors made by loadLedgerCredential() in this process (NodeOperationError, marked here). */
+const CREDENTIAL_ERRORS = new WeakSet<object>();
+
+/** True for the error loadLedgerCredential() throws when n8n cannot load the credential. */
+export function isCredentialLoadError(e: unknown): e is NodeOperationError {
+	return typeof e === 'object' && e !== null && CREDENTIAL_ERRORS.has(e);
 }
 
 /**
  * Reads the node's credential (execute or trigger context).
- * @throws CredentialLoadError when n8n cannot load it.
+ * @throws NodeOperationError (isCredentialLoadError) when n8n cannot load it; n8n's reason is kept.
  */
 export async function loadLedgerCredential(fns: {
 	getNode: () => INode;
@@ -31,6 +27,13 @@ export async function loadLedgerCredential(fns: {
 	try {
 		return await fns.getCredentials(CREDENTIAL_NAME);
 	} catch (e) {
-		throw new CredentialLoadError(fns.getNode(), String((e as Error)?.message ?? e).replace(/\.\s*$/, ''));
+		const reason = String((e as Error)?.message ?? e).replace(/\.\s*$/, '');
+		const err = new NodeOperationError(
+			fns.getNode(),
+			`Could not load the credential (${CREDENTIAL_NAME}): ${reason}. Open the node and select an Operation Ledger Postgres credential.`,
+			{ description: 'Nothing was sent to the database. Select a credential of type Operation Ledger Postgres in the node (or share one with this workflow) and run again.' },
+		);
+		CREDENTIAL_ERRORS.add(err);
+		throw err;
 	}
 }

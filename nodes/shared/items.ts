@@ -14,7 +14,7 @@ import { InputError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
 import { SchemaNotReadyError } from '../../src/db/migrate';
 import { getLedgerConnection, type LedgerConnection } from './connection';
-import { CredentialLoadError } from './credential';
+import { isCredentialLoadError } from './credential';
 
 /** An input item that passed validation, with the values prepared for the database. */
 export interface Prepared<T> {
@@ -144,7 +144,7 @@ export function batchFailure(
 	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
 	const input = err instanceof InputError;
 	// n8n could not hand over the credential: no database was involved, the message says what to do.
-	if (err instanceof CredentialLoadError) {
+	if (isCredentialLoadError(err)) {
 		const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cutText(scrubSecrets(err.message), 1000)}`;
 		if (fns.continueOnFail()) return indexes.map((i) => errorItem(message, i));
 		throw new NodeOperationError(fns.getNode(), message, { description: err.description ?? undefined });
