@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 95a00d5b63ce1f4eb54477b2f5133ecac46691742d3c5c1af9be69d945dc3bd1.
+-- Package version 0.1.0; function set SHA-256 4d5e3ffc25eb2139d957679b258fcbe3fa8bee0bcb34880e33a89b4f728204a7.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -125,7 +125,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '95a00d5b63ce1f4eb54477b2f5133ecac46691742d3c5c1af9be69d945dc3bd1')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '4d5e3ffc25eb2139d957679b258fcbe3fa8bee0bcb34880e33a89b4f728204a7')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;
