@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 60f50c921b04b60261e52f2cadd0cdd77bd25519a0a900d25d1589e79622fc23.
+-- Package version 0.1.0; function set SHA-256 788901cb004b032e3f9a92ce02d342df5887f4d34ed00e74eeed9f54a78f238b.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -125,7 +125,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '60f50c921b04b60261e52f2cadd0cdd77bd25519a0a900d25d1589e79622fc23')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '788901cb004b032e3f9a92ce02d342df5887f4d34ed00e74eeed9f54a78f238b')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

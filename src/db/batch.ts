@@ -13,12 +13,19 @@
  * (BatchTooLargeError); split it upstream (e.g. n8n's Loop Over Items).
  */
 import type { PoolClient, QueryResultRow } from 'pg';
-import { boundedStatements, type Bounds } from './bounds';
+import { boundedQuery, boundedStatements, type Bounds } from './bounds';
 
 /** Items per statement. */
 export const MAX_STATEMENT_ITEMS = 20_000;
 /** Bytes of the JSON parameter per statement (UTF-8); jsonb's own limit is 255 MiB. */
 export const MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest single-chunk JSON (bytes, UTF-8) sent in ONE round trip with the transaction around it
+ * (boundedQuery: `BEGIN; SET LOCAL …; <statement with literals>; COMMIT`). Larger batches go in
+ * three or more round trips with the JSON as a parameter: quoting a large literal in JavaScript
+ * costs more than the two round trips it saves.
+ */
+export const ONE_TRIP_MAX_BYTES = 1024 * 1024;
 /** Items per call. */
 export const MAX_BATCH_ITEMS = 1_000_000;
 /** Bytes of JSON per call, over all chunks. */
@@ -72,7 +79,9 @@ export function planChunks(parts: readonly string[], keys: ReadonlyArray<string 
  * Runs `sql` (whose first parameter is the JSON array of items) once per chunk and returns all
  * rows. With a Pool, every chunk runs in ONE transaction bounded by `bounds` (statement and lock
  * timeouts, serialization retries: src/db/bounds.ts); with a client you pass yourself, the chunks
- * run on it in order, in your transaction and with your settings.
+ * run on it in order, in your transaction and with your settings. A batch that fits one chunk of at
+ * most ONE_TRIP_MAX_BYTES (every node call of ordinary size) costs ONE round trip with a Pool
+ * (boundedQuery); before, it always cost three (BEGIN, the statement, COMMIT).
  */
 export async function queryChunked<R extends QueryResultRow>(
 	db: Queryable,
@@ -85,5 +94,8 @@ export async function queryChunked<R extends QueryResultRow>(
 	const chunks = planChunks(parts, keys);
 	const json = (c: number[]) => `[${c.map((i) => parts[i]).join(',')}]`;
 	const valueSets = (chunks.length === 0 ? [[]] : chunks).map((c) => [json(c), ...rest]);
+	if (valueSets.length === 1 && Buffer.byteLength(valueSets[0][0] as string, 'utf8') <= ONE_TRIP_MAX_BYTES) {
+		return boundedQuery<R>(db as Parameters<typeof boundedQuery>[0], sql, valueSets[0], bounds);
+	}
 	return boundedStatements<R>(db as Parameters<typeof boundedStatements>[0], sql, valueSets, bounds);
 }

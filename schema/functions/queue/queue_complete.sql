@@ -4,7 +4,10 @@
 -- The misses are decided by queue_settle_miss / queue_settle_verdict (the table in docs/queue.md).
 -- The first item of every task id is completed by one DELETE … RETURNING piped into the archive
 -- INSERT (rows taken in id order); only the items it did not complete (lost leases, repeated ids)
--- go through the item-by-item path, which says why.
+-- go through the item-by-item path, which says why. A batch of ONE item (every Complete of a
+-- consumer that claims one task at a time) takes none of that: one DELETE … RETURNING into the
+-- archive INSERT by primary key, and queue_settle_miss when it did not apply (the same two steps
+-- the item-by-item path takes for each item), so the common call is a single statement.
 CREATE OR REPLACE FUNCTION queue_complete(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, attempts integer, finished_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -26,7 +29,37 @@ DECLARE
     v_fin timestamptz[];
     v_map jsonb;
     v_ids bigint[];
+    v_tid bigint;
+    v_tok uuid;
 BEGIN
+    IF jsonb_array_length(p_items) = 1 THEN
+        idx := (p_items->0->>'i')::integer;
+        v_tid := (p_items->0->>'id')::bigint;
+        v_tok := (p_items->0->>'tok')::uuid;
+        id := v_tid;
+        detail := NULL;
+        WITH gone AS (
+            DELETE FROM queue_tasks x
+             WHERE x.id = v_tid AND x.status || '' = 'processing' AND x.lease_token = v_tok AND x.lease_expires_at > now()
+            RETURNING x.*
+        )
+        INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end)
+        SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
+               g.lease_token, g.last_error, p_items->0->'res', g.requeues, g.enqueued_at, now(), 'completed'
+          FROM gone g
+        RETURNING ar.attempts, ar.finished_at INTO attempts, finished_at;
+        IF FOUND THEN
+            outcome := 'completed';
+            status := 'succeeded';
+        ELSE
+            SELECT m.outcome, m.status, m.attempts, m.finished_at, m.detail
+              INTO outcome, status, attempts, finished_at, detail
+              FROM queue_settle_miss('complete', v_tid, v_tok) m;
+        END IF;
+        RETURN NEXT;
+        RETURN;
+    END IF;
     -- The first item of every task id, keyed by id.
     SELECT coalesce(jsonb_object_agg(f.tid::text, jsonb_build_object('i', f.i, 'tok', f.tok, 'res', f.res)), '{}'),
            coalesce(array_agg(f.tid ORDER BY f.tid), '{}')

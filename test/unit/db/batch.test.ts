@@ -1,9 +1,45 @@
 /** Caps and chunking (src/db/batch.ts), the queue payload cap and the Max Response Size option. */
-import { BatchTooLargeError, MAX_BATCH_ITEMS, planChunks } from '../../../src/db/batch';
+import { BatchTooLargeError, MAX_BATCH_ITEMS, ONE_TRIP_MAX_BYTES, planChunks, queryChunked } from '../../../src/db/batch';
 import { checkMaxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES } from '../../../src/ledger/confirm';
 import { LedgerInputError } from '../../../src/ledger/validate';
 import { MAX_PAYLOAD_BYTES, prepareEnqueueInput } from '../../../src/queue/enqueue';
 import { QueueInputError } from '../../../src/queue/types';
+
+/** A pool stand-in that records every text sent and answers as Postgres would for a one-row statement. */
+function recordingPool() {
+	const sent: string[] = [];
+	const row = { ok: 1 };
+	const client = {
+		query: async (text: string) => {
+			sent.push(text);
+			// The one-trip form (BEGIN; SET LOCAL; SET LOCAL; statement; COMMIT) answers one result per statement.
+			if (text.startsWith('BEGIN;') && text.endsWith('COMMIT')) return [{ rows: [] }, { rows: [] }, { rows: [] }, { rows: [row] }, { rows: [] }];
+			return { rows: /^(BEGIN|COMMIT)/.test(text) ? [] : [row] };
+		},
+		on: () => undefined,
+		removeListener: () => undefined,
+		release: () => undefined,
+	};
+	return { sent, pool: { totalCount: 0, connect: async () => client, query: client.query } };
+}
+
+describe('queryChunked round trips', () => {
+	const sql = 'SELECT * FROM s.f($1::jsonb)';
+	it('sends a one-chunk batch as ONE query: the bounded transaction with the JSON as a literal', async () => {
+		const { sent, pool } = recordingPool();
+		const rows = await queryChunked<{ ok: number }>(pool as never, sql, ['{"a":"it\'s"}', '{"b":2}'], [null, null]);
+		expect(rows).toEqual([{ ok: 1 }]);
+		expect(sent).toHaveLength(1);
+		expect(sent[0]).toMatch(/^BEGIN; SET LOCAL statement_timeout = \d+; SET LOCAL lock_timeout = \d+; SELECT \* FROM s\.f\('\[\{"a":"it''s"\},\{"b":2\}\]'::jsonb\); COMMIT$/);
+	});
+
+	it('sends a single chunk over ONE_TRIP_MAX_BYTES with its JSON as a parameter, in three round trips of one transaction', async () => {
+		const { sent, pool } = recordingPool();
+		const big = JSON.stringify({ s: 'x'.repeat(ONE_TRIP_MAX_BYTES) });
+		await queryChunked(pool as never, sql, [big], [null]);
+		expect(sent).toEqual([expect.stringMatching(/^BEGIN; SET LOCAL/), sql, 'COMMIT']);
+	});
+});
 
 describe('planChunks', () => {
 	it('respects the item and byte caps per statement', () => {
