@@ -14,10 +14,10 @@
 //
 // Flags: --keep  leave the n8n folder, its database and the ledger schema in place afterwards.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { getDatabase, repoRoot } from './lib/embedded-pg.mjs';
+import { loadFakePaymentsApi } from './lib/fake-payments.mjs';
 import { createN8nInstance, ensureN8n, nodesRun, outputItems, outputsTaken, packPackage } from './lib/n8n.mjs';
 
 const keep = process.argv.includes('--keep');
@@ -30,18 +30,6 @@ const bold = (s) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const step = (s) => console.log(`\n${bold(`== ${s}`)}`);
 const info = (s) => console.log(`   ${s}`);
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
-
-/** The fake provider is TypeScript (shared with the tests): compile it with esbuild and load it. */
-async function loadFakePaymentsApi() {
-	const { transform } = await import('esbuild');
-	const src = readFileSync(path.join(repoRoot, 'test/helpers/fakePaymentsApi.ts'), 'utf8');
-	const { code } = await transform(src, { loader: 'ts', format: 'esm', target: 'node20' });
-	const dir = path.join(repoRoot, '.cache', 'demo');
-	mkdirSync(dir, { recursive: true });
-	const file = path.join(dir, 'fakePaymentsApi.mjs');
-	writeFileSync(file, code);
-	return import(pathToFileURL(file).href);
-}
 
 function workflowFor(apiUrl, amount) {
 	const wf = JSON.parse(readFileSync(path.join(repoRoot, 'workflows/idempotent-payment.json'), 'utf8'));

@@ -202,6 +202,13 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		expect(dedupeAnswer.status).toBe(202);
 		expect(dedupeAnswer.answer).toMatchObject({ accepted: true, taskId: delayed.answer.taskId, deduplicated: true });
 
+		// A refused item (a control character in the dedupe key) must not look accepted: 422 and the error text.
+		const refused = await post({ id: `refused-${runTag}\u0001x` });
+		log(`refused POST: ${refused.status} ${JSON.stringify(refused.answer)}`);
+		expect(refused.status).toBe(422);
+		expect(refused.answer).toMatchObject({ accepted: false });
+		expect(String(refused.answer.error)).toContain('control character');
+
 		const { rows } = await pg.query(
 			`SELECT (SELECT count(*) FROM "${schema}".queue_tasks WHERE queue = 'jobs')::int
 			      + (SELECT count(*) FROM "${schema}".queue_tasks_archive WHERE queue = 'jobs')::int AS n`,

@@ -74,7 +74,11 @@ function stableKey(value: unknown): string {
 	return JSON.stringify(value);
 }
 
-export async function startFakePaymentsApi(): Promise<FakePaymentsApi> {
+/**
+ * Starts the fake provider on 127.0.0.1.
+ * @param options.port TCP port to listen on; 0 (default) = a free port chosen by the OS. Rejects if the port is taken.
+ */
+export async function startFakePaymentsApi(options: { port?: number } = {}): Promise<FakePaymentsApi> {
 	const payments: Payment[] = [];
 	const requests: RecordedRequest[] = [];
 	const byKey = new Map<string, Stored>();
@@ -194,7 +198,7 @@ export async function startFakePaymentsApi(): Promise<FakePaymentsApi> {
 
 	await new Promise<void>((resolve, reject) => {
 		server.once('error', reject);
-		server.listen(0, '127.0.0.1', () => resolve());
+		server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
 	});
 	const { port } = server.address() as AddressInfo;
 
