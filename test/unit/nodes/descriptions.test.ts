@@ -3,22 +3,13 @@
  * (test/engine/ proves the behaviour in n8n's engine; this checks the descriptions without a build.)
  */
 import { Workflow, type INode, type INodeType, type INodeTypes } from 'n8n-workflow';
-import { ReserveOperation } from '../../../nodes/ReserveOperation/ReserveOperation.node';
-import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperation.node';
-import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
-import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
 import { OperationLedgerAdmin } from '../../../nodes/OperationLedgerAdmin/OperationLedgerAdmin.node';
 import { placeAdminOutputs } from '../../../nodes/OperationLedgerAdmin/outputs';
 import { fakeExecute } from '../../helpers/fakeExecute';
+import { ACTION_NODES } from '../../helpers/nodeTypes';
 
-const nodes: Record<string, INodeType> = {
-	reserveOperation: new ReserveOperation(),
-	confirmOperation: new ConfirmOperation(),
-	reconcileUnknown: new ReconcileUnknown(),
-	priorityDequeue: new PriorityDequeue(),
-	operationLedgerAdmin: new OperationLedgerAdmin(),
-};
+const nodes = ACTION_NODES;
 
 /** Output display names n8n computes for a node of this type, version and parameters. */
 function outputNames(type: string, typeVersion: number, parameters: INode['parameters'] = {}): string[] {

@@ -14,11 +14,7 @@
  * or on fresh nodes is cut.
  */
 import { Workflow, type INode, type INodeType, type INodeTypes } from 'n8n-workflow';
-import { ReserveOperation } from '../../../nodes/ReserveOperation/ReserveOperation.node';
-import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperation.node';
-import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
-import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
-import { OperationLedgerAdmin } from '../../../nodes/OperationLedgerAdmin/OperationLedgerAdmin.node';
+import { ACTION_NODES } from '../../helpers/nodeTypes';
 
 /** Max-width of an unconnected output's label on the canvas, px (n8n 2.33.7). */
 export const LABEL_MAX_PX = 76;
@@ -108,13 +104,7 @@ function labelWidth(label: string): number {
 	return w;
 }
 
-const nodes: Record<string, INodeType> = {
-	reserveOperation: new ReserveOperation(),
-	confirmOperation: new ConfirmOperation(),
-	reconcileUnknown: new ReconcileUnknown(),
-	priorityDequeue: new PriorityDequeue(),
-	operationLedgerAdmin: new OperationLedgerAdmin(),
-};
+const nodes = ACTION_NODES;
 
 /** Every output display name any version and operation of the package's nodes can show. */
 function allLabels(): Array<{ where: string; label: string }> {
