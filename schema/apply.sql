@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 788901cb004b032e3f9a92ce02d342df5887f4d34ed00e74eeed9f54a78f238b.
+-- Package version 0.1.0; function set SHA-256 03931b341440595ad667db7f637463fd07b25686a53b222ac3ccb5a8bae8220c.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 9 AS ol_newer_schema \gset
+SELECT :ol_version > 10 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (9): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (10): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -76,6 +76,10 @@ SELECT :ol_version < 9 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0009_queue_fair_tags.sql
 \endif
+SELECT :ol_version < 10 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0010_queue_aging_sweep.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -100,6 +104,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/reconcile_claim.sql
 \ir functions/ledger/reconcile_resolve.sql
 \ir functions/ledger/reserve_operations.sql
+\ir functions/queue/queue_age.sql
 \ir functions/queue/queue_channel.sql
 \ir functions/queue/queue_claim.sql
 \ir functions/queue/queue_claim_full.sql
@@ -125,7 +130,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '788901cb004b032e3f9a92ce02d342df5887f4d34ed00e74eeed9f54a78f238b')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '03931b341440595ad667db7f637463fd07b25686a53b222ac3ccb5a8bae8220c')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -101,6 +101,17 @@ function printTables(latest) {
 				x.rows.map((r) => [r.kind, `${fmt(r.small.median)} / ${fmt(r.small.p90)}`, `${fmt(r.large.median)} / ${fmt(r.large.p90)}`, fmt(r.ratio)]),
 			),
 		);
+	}
+	if (s['queue-aged-backlog']?.rows) {
+		const x = s['queue-aged-backlog'];
+		out.push(`\nQueue with a backlog older than the aging interval (${x.size.toLocaleString('en')} tasks per queue; ms: median / p90)`);
+		out.push(
+			table(
+				['', 'young backlog', 'old backlog', 'ratio'],
+				x.rows.map((r) => [r.kind, `${fmt(r.young.median)} / ${fmt(r.young.p90)}`, `${fmt(r.old.median)} / ${fmt(r.old.p90)}`, fmt(r.ratio)]),
+			),
+		);
+		out.push(`Claims of one on the full path: young ${x.fullPathClaims.young} of ${x.fullPathClaims.of}, old ${x.fullPathClaims.old} of ${x.fullPathClaims.of}`);
 	}
 	if (s['queue-throughput']?.rows) {
 		out.push('\nQueue throughput: enqueue → dequeue → complete (tasks/s; drain-only in brackets)');

@@ -14,7 +14,7 @@ const agingOption: INodeProperties = {
 	typeOptions: { minValue: 0 },
 	default: 300,
 	description:
-		'A group whose oldest ready task has waited this long competes one position higher per interval, so no task waits forever. 0 switches aging off.',
+		'Tasks that have waited longer than this many seconds move to the front, oldest first, within a tenth of the interval (at most 1 s), so no task waits forever behind other groups\' work. 0 switches aging off.',
 };
 
 const description: INodeProperties[] = [

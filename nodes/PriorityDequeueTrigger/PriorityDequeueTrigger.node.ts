@@ -38,7 +38,8 @@ const AGING_OPTION: INodeProperties = {
 	type: 'number',
 	typeOptions: { minValue: 0 },
 	default: 300,
-	description: 'Claim mode: a waiting group competes one position higher per interval. 0 switches aging off.',
+	description:
+		'Claim mode: tasks that have waited longer than this many seconds move to the front, oldest first, within a tenth of the interval (at most 1 s). 0 switches aging off.',
 };
 const TIMEOUT_OPTION: INodeProperties = {
 	displayName: 'Execution Timeout (Seconds)',

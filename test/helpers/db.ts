@@ -69,6 +69,11 @@ export async function advanceQueueClock(pool: Pick<Pool, 'query'>, schema: strin
 		  WHERE queue = $1`,
 		[queue, seconds],
 	);
+	// The aging sweep's stamps (migration 0010) move with the clock, so a sweep gap passes too.
+	await pool.query(
+		`UPDATE "${schema}".queue_group_weights SET aging_swept_at = aging_swept_at - make_interval(secs => $2) WHERE queue = $1 AND aging_swept_at IS NOT NULL`,
+		[queue, seconds],
+	);
 }
 
 /** testDatabase() plus the queue tests' helpers. */

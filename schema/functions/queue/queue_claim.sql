@@ -8,9 +8,11 @@
 -- Two paths, the same result:
 --   Fast path, one statement with a plan cached per connection: when nothing of the queue needs the
 --   full path's steps (no expired lease, no untagged task that is due, the weights as recorded, and
---   with aging on no listed group whose oldest task waited past the interval while its tag is behind
---   the head tag: four index probes of the same statement, the aging one reading the head tag only
---   when some group has such a task), the first p_limit ready tasks of the listed groups in (tag, id)
+--   with aging on no listed group due for an aging sweep: one whose oldest task waited past the
+--   interval while its tag is behind the head tag and that was not swept within the sweep gap, a
+--   tenth of the interval but at most 1 s (queue_age): four index probes of the same statement, the
+--   aging one reading the head tag only when some group has such a task), the first p_limit ready
+--   tasks of the listed groups in (tag, id)
 --   order are locked with FOR UPDATE SKIP LOCKED (queue_tasks_tag_idx) and marked processing with a
 --   fresh lease token and attempts + 1. A task whose attempts are already used up goes dead instead
 --   ('attempts_exhausted'), never handed out. When a probe says otherwise the statement claims
@@ -54,6 +56,7 @@ DECLARE
     k integer := coalesce(array_length(p_groups, 1), 0);
     v_now timestamptz;
     v_cut timestamptz;
+    v_gap interval;
     v_got integer;
     gi integer;
     c integer;
@@ -86,6 +89,7 @@ BEGIN
 
     v_now := clock_timestamp();
     v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
+    v_gap := CASE WHEN p_aging_secs > 0 THEN make_interval(secs => least(p_aging_secs / 10, 1)) END;
     -- The fast path. gate: true when none of the full path's steps 1 to 4 has anything to do (the
     -- same tests as queue_claim_full's probes and its aging condition). It is a one-time filter of
     -- the candidate scan: when false, no row is read or locked. The sequence number is drawn as each
@@ -101,12 +105,14 @@ BEGIN
                              LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
                             WHERE w.weight IS DISTINCT FROM u.w)
            AND NOT (v_cut IS NOT NULL AND EXISTS (
-                SELECT 1 FROM unnest(p_groups) AS g(name)
+                SELECT 1 FROM queue_group_weights sw
                  CROSS JOIN LATERAL (SELECT a.vtag FROM queue_tasks a
-                                      WHERE a.queue = p_queue AND a.priority_group = g.name
+                                      WHERE a.queue = p_queue AND a.priority_group = sw.priority_group
                                         AND a.status = 'pending' AND a.run_at <= v_cut
                                       ORDER BY a.run_at, a.id LIMIT 1) h
-                 WHERE h.vtag > (SELECT t.vtag FROM queue_tasks t
+                 WHERE sw.queue = p_queue AND sw.priority_group = ANY (p_groups)
+                   AND (sw.aging_swept_at IS NULL OR sw.aging_swept_at <= v_now - v_gap)
+                   AND h.vtag > (SELECT t.vtag FROM queue_tasks t
                                   WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL
                                     AND t.run_at <= v_now AND t.priority_group = ANY (p_groups)
                                   ORDER BY t.vtag, t.id LIMIT 1))) AS go

@@ -10,10 +10,11 @@
 --   2. Weights differing from the recorded ones: recorded, and the backlog of those groups re-tagged
 --      to them (queue_set_weights; rare, never waits).
 --   3. Untagged due tasks: tagged now (queue_tag_due; never waits).
---   4. Aging (p_aging_secs > 0): when a listed group's oldest ready task has waited longer than the
---      interval and its tag is behind the queue's head tag, the oldest p_limit tasks of the listed
---      groups that waited that long get the head tag: they go to the front, FIFO among themselves
---      (id order), rows held elsewhere skipped.
+--   4. Aging (p_aging_secs > 0): the sweep, queue_age: a listed group whose oldest task waited longer
+--      than the interval and is behind the head tag, and that was not swept within the sweep gap (a
+--      tenth of the interval, at most 1 s), has its oldest aged tasks (up to max(p_limit, 1000)
+--      across such groups) moved to the head tag: they go to the front, FIFO among themselves (id
+--      order), rows held elsewhere skipped.
 --   5. The claim: the first p_limit ready tasks of the listed groups in (tag, id) order, locked with
 --      FOR UPDATE SKIP LOCKED (queue_tasks_tag_idx), marked processing with a fresh lease token and
 --      attempts + 1 in the same statement. A task whose attempts are already used up (released with
@@ -52,7 +53,6 @@ DECLARE
     v_untagged boolean;
     v_reweigh boolean;
     v_aged boolean;
-    v_head double precision;
     v_cut timestamptz;
     v_round integer := 0;
     v_got integer := 0;
@@ -99,37 +99,11 @@ BEGIN
         PERFORM queue_tag_due(p_queue, v_now);
     END IF;
 
-    -- 4. Aging: tasks that waited past the interval go to the front (the head tag).
+    -- 4. Aging: the sweep (queue_age) moves the oldest aged tasks of groups not swept within the
+    -- sweep gap to the front (the head tag).
     IF v_aged THEN
-        SELECT t.vtag INTO v_head FROM queue_tasks t
-         WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= v_now
-           AND t.priority_group = ANY (p_groups)
-         ORDER BY t.vtag, t.id LIMIT 1;
-        IF v_head IS NOT NULL AND EXISTS (
-                SELECT 1 FROM unnest(p_groups) AS g(name)
-                 CROSS JOIN LATERAL (SELECT x.vtag FROM queue_tasks x
-                                      WHERE x.queue = p_queue AND x.priority_group = g.name
-                                        AND x.status = 'pending' AND x.run_at <= v_cut
-                                      ORDER BY x.run_at, x.id LIMIT 1) h
-                 WHERE h.vtag > v_head) THEN
-            -- As many as this claim takes (p_limit), oldest first: the cost follows the batch, not
-            -- the number of aged tasks (each group's oldest, read from the ready index).
-            UPDATE queue_tasks t SET vtag = v_head
-             WHERE t.id IN (SELECT h.id
-                              FROM unnest(p_groups) AS g(name)
-                             CROSS JOIN LATERAL (
-                                    SELECT y.id, y.run_at FROM queue_tasks y
-                                     WHERE y.queue = p_queue AND y.priority_group = g.name
-                                       AND y.status = 'pending' AND y.run_at <= v_cut AND y.vtag > v_head
-                                     ORDER BY y.run_at, y.id
-                                     LIMIT p_limit
-                                       FOR UPDATE SKIP LOCKED) h
-                             ORDER BY h.run_at, h.id
-                             LIMIT p_limit)
-               AND t.status = 'pending' AND t.vtag > v_head;
-        END IF;
+        PERFORM queue_age(p_queue, p_groups, p_limit, p_aging_secs, v_now);
     END IF;
-
     -- 5. The claim. The lease starts at the time read here (after steps 1 to 4). When tasks of the
     -- batch went dead (attempts used up), the rest of the batch is claimed again (at most 3 rounds).
     v_now := clock_timestamp();

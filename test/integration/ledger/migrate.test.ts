@@ -165,13 +165,13 @@ describe('migrations', () => {
 	it('a migration statement that would queue behind a long transaction on its table gives up after the lock timeout', async () => {
 		const schema = fresh();
 		await migrate(pool, schema, true);
-		// Behind by one migration whose DDL needs the queue table, which a long transaction holds.
+		// Behind by one migration whose DDL needs a queue table, which a long transaction holds.
 		const last = loadMigrations().at(-1)!;
 		await pool.query(`DELETE FROM "${schema}".ol_schema_migrations WHERE version = $1`, [last.version]);
 		const holder = new Client({ connectionString: DATABASE_URL });
 		await holder.connect();
 		await holder.query('BEGIN');
-		await holder.query(`LOCK TABLE "${schema}".queue_tasks, "${schema}".operations IN ACCESS EXCLUSIVE MODE`);
+		await holder.query(`LOCK TABLE "${schema}".queue_tasks, "${schema}".operations, "${schema}".queue_group_weights IN ACCESS EXCLUSIVE MODE`);
 		try {
 			const err = await migrate(pool, schema, true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
 			expect(err).toBeInstanceOf(MigrationLockTimeoutError);

@@ -42,9 +42,9 @@ async function probeUnderFlood(agingSeconds: number, lowCount: number, agedBySec
 
 describe('aging', () => {
 	test('under a constant flood of high, an aged low task is served within the aging bound', async () => {
-		// Aging interval 60 s; the low backlog waited 125 s. Each claim (batch 8) moves the oldest 8
-		// aged tasks to the front (the head tag), so the 40 low tasks go out over the next rounds,
-		// FIFO, most of each batch, whatever the flood: the probe (the last low task) within 80 claims.
+		// Aging interval 60 s; the low backlog waited 125 s. The first claim's sweep moves every aged
+		// task behind the head (up to 1,000) to the front (the head tag), so the 40 low tasks go out
+		// first, FIFO, whatever the flood: the probe (the last low task) within 80 claims.
 		const withAging = await probeUnderFlood(60, 40, 125);
 		expect(withAging).toBeLessThanOrEqual(80);
 		// Control: without aging the probe waits for its tag (its group's 1-in-6 share).
@@ -81,6 +81,41 @@ describe('aging', () => {
 		expect(got.map((t) => t.group[0]).join('')).toBe('h'.repeat(20) + 'l'.repeat(10) + 'h'.repeat(10));
 		const probe = got.find((t) => t.taskId === low[9]);
 		expect(probe?.waitedSeconds).toBeGreaterThanOrEqual(2);
+	});
+
+	test('a sweep moves up to 1,000 aged tasks at once, oldest first; a group another claim is sweeping is skipped, never waited for', async () => {
+		const queue = db.queueName('sweep');
+		await db.fill(queue, 'high', 10);
+		const low = await db.fill(queue, 'low', 1200);
+		await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 60 }); // records the weights
+		await advanceQueueClock(db.pool, db.schema, queue, 120);
+		// Another transaction holds the groups' rows (as a sweep in progress would): this claim skips
+		// the sweep, does not wait for the lock, and serves by tag.
+		const holder = await db.client();
+		await holder.query('BEGIN');
+		await holder.query(`SELECT 1 FROM "${db.schema}".queue_group_weights WHERE queue = $1 FOR NO KEY UPDATE`, [queue]);
+		const started = Date.now();
+		const skipped = await dequeue(db.pool, db.schema, { queue, limit: 2, leaseSeconds: 60, agingSeconds: 60 });
+		expect(Date.now() - started).toBeLessThan(2000); // the credential's lock timeout is 5 s
+		expect(skipped.map((t) => t.group)).toEqual(['high', 'high']);
+		await holder.query('ROLLBACK');
+		// Now the sweep runs: the oldest 1,000 aged tasks behind the head move to the head tag.
+		const got = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60, agingSeconds: 60 });
+		const { rows } = await db.pool.query<{ vtag: number; n: string }>(
+			`SELECT vtag, count(*)::text AS n FROM "${db.schema}".queue_tasks WHERE queue = $1 AND status = 'pending' GROUP BY vtag ORDER BY vtag LIMIT 1`,
+			[queue],
+		);
+		// At the head tag: the head itself and the 1,000 moved, less the 5 claimed since (the other
+		// 200 aged low tasks wait for the next sweep).
+		expect(Number(rows[0].n)).toBe(1 + 1000 - 5);
+		// FIFO: the high tasks left (enqueued first), then low in id order.
+		const next = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60, agingSeconds: 60 });
+		const ids = [...got, ...next].map((t) => Number(t.taskId));
+		expect(ids).toEqual([...ids].sort((a, b) => a - b));
+		expect(got.every((t) => t.group === 'high')).toBe(true);
+		const lowServed = next.filter((t) => t.group === 'low').map((t) => t.taskId);
+		expect(lowServed.length).toBeGreaterThanOrEqual(5);
+		expect(lowServed).toEqual(low.slice(0, lowServed.length));
 	});
 
 	test('without aging the same situation serves by tag: fresh high before the last low tasks', async () => {

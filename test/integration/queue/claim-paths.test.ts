@@ -171,6 +171,44 @@ describe('queue_claim: fast path and full path', () => {
 		expect((await claim(q3, 3, 0)).fullPathCalls).toBe(0);
 	});
 
+	test('an old backlog: one sweep moves the aged tasks, the claims after it take the fast path until the sweep gap has passed', async () => {
+		const queue = db.queueName('old-backlog');
+		await backlog(queue); // ids in enqueue order: high, normal, low, high, ...
+		await claim(queue, 1, 60); // records the weights
+		await advanceQueueClock(db.pool, db.schema, queue, 120); // all 299 waited past the 60 s interval
+		const swept = await claim(queue, 3, 60);
+		expect(swept.fullPathCalls).toBe(1);
+		// The sweep moved every aged task behind the head (fewer than 1,000) to the head tag at once.
+		const { rows: tags } = await db.pool.query<{ n: string }>(
+			`SELECT count(DISTINCT vtag)::text AS n FROM "${db.schema}".queue_tasks WHERE queue = $1 AND status = 'pending'`,
+			[queue],
+		);
+		expect(tags[0].n).toBe('1');
+		// Before migration 0010 each of these took the full path (one batch moved per claim).
+		const order = [...swept.claimed];
+		for (let i = 0; i < 30; i++) {
+			const r = await claim(queue, 3, 60);
+			expect(r.fullPathCalls).toBe(0);
+			order.push(...r.claimed);
+		}
+		// FIFO among the moved tasks: claim order is id order.
+		const ids = order.map(Number);
+		expect(ids).toEqual([...ids].sort((a, b) => a - b));
+		// New work that waits past the interval behind the head: once the gap (1 s for a 60 s
+		// interval) has passed the next claim sweeps again, and the claims after it are fast again.
+		// (While older moved tasks of a group are still at the head, that group's newer aged tasks
+		// wait behind them anyway: FIFO. So drain the moved ones first.)
+		await dequeue(db.pool, db.schema, { queue, limit: 1000, leaseSeconds: 300, groups: GROUPS, agingSeconds: 0 });
+		await enqueue(db.pool, db.schema, [
+			{ queue, group: 'high', payload: { late: 1 } },
+			{ queue, group: 'low', payload: { late: 2 } },
+			{ queue, group: 'high', payload: { late: 3 } },
+		]);
+		await advanceQueueClock(db.pool, db.schema, queue, 120);
+		expect((await claim(queue, 1, 60)).fullPathCalls).toBe(1);
+		expect((await claim(queue, 1, 60)).fullPathCalls).toBe(0);
+	});
+
 	test('a short batch and exhausted attempts: the full path serves the rest, never hands out a used-up task', async () => {
 		const queue = db.queueName('short');
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: {} }]);
