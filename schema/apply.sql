@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 03931b341440595ad667db7f637463fd07b25686a53b222ac3ccb5a8bae8220c.
+-- Package version 0.1.0; function set SHA-256 e0e39adce0d86efe84ec167a36a07b921bb71abc2d09664f25b1c86bc2de0609.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -130,7 +130,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '03931b341440595ad667db7f637463fd07b25686a53b222ac3ccb5a8bae8220c')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'e0e39adce0d86efe84ec167a36a07b921bb71abc2d09664f25b1c86bc2de0609')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

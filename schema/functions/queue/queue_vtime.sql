@@ -2,14 +2,19 @@
 -- now (one probe of queue_tasks_tag_idx; tasks in a retry backoff that sit in front are stepped
 -- over). When none is claimable, the largest last tag of its groups (everything tagged so far was
 -- handed out, so a group that starts now starts level with the latest). 0 for a new queue.
+-- plpgsql, not sql: a SQL-language function with a SET clause (every function gets search_path, see
+-- schema/security/function_security.sql) is never inlined, and the statement that calls it plans
+-- its body again on every execution (0.13 ms for this body, measured with pgbench: BENCHMARKS.md,
+-- section 3b, "Third follow-up"); plpgsql keeps the plan for the connection.
 CREATE OR REPLACE FUNCTION queue_vtime(p_queue text) RETURNS double precision
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
-    SELECT coalesce(
+BEGIN
+    RETURN coalesce(
         (SELECT t.vtag FROM queue_tasks t
           WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= now()
           ORDER BY t.vtag, t.id LIMIT 1),
         (SELECT max(g.last_tag) FROM queue_group_tags g WHERE g.queue = p_queue),
-        0)
-$$;
+        0);
+END $$;
