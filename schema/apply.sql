@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 e0e39adce0d86efe84ec167a36a07b921bb71abc2d09664f25b1c86bc2de0609.
+-- Package version 0.1.0; function set SHA-256 7c13f30ea62a0b5fe798f4c025137e35a7d2c83cf151005bf0c7a7222b131dc1.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -130,7 +130,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'e0e39adce0d86efe84ec167a36a07b921bb71abc2d09664f25b1c86bc2de0609')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '7c13f30ea62a0b5fe798f4c025137e35a7d2c83cf151005bf0c7a7222b131dc1')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

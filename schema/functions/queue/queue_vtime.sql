@@ -9,6 +9,17 @@
 CREATE OR REPLACE FUNCTION queue_vtime(p_queue text) RETURNS double precision
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
+-- One plan per connection, and it must read the head of queue_tasks_tag_idx whatever the queue: a
+-- generic plan made with the planner's defaults may instead read every ready task of the queue
+-- through queue_tasks_ready_idx and sort them (seen: 150 ms per enqueue at 570,000 pending). With
+-- sorts, sequential scans, hash and merge joins priced out, the only plan left is the ordered index
+-- scan that stops at the first row (the same settings as queue_claim's fast path).
+SET plan_cache_mode = force_generic_plan
+SET enable_sort = off
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET jit = off
 AS $$
 BEGIN
     RETURN coalesce(
