@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'queue-drain', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -112,6 +112,16 @@ function printTables(latest) {
 			),
 		);
 		out.push(`Claims of one on the full path: young ${x.fullPathClaims.young} of ${x.fullPathClaims.of}, old ${x.fullPathClaims.old} of ${x.fullPathClaims.of}`);
+	}
+	if (s['queue-drain']?.points) {
+		const x = s['queue-drain'];
+		out.push(`\nQueue draining ${x.size.toLocaleString('en')} tasks between two VACUUMs (ms: median / p90)`);
+		out.push(
+			table(
+				['claimed since VACUUM', 'claim 1', 'enqueue 1', 'tag index bytes'],
+				x.points.map((p) => [p.claimedSinceVacuum.toLocaleString('en'), `${fmt(p.claimMs.median)} / ${fmt(p.claimMs.p90)}`, `${fmt(p.enqueueMs.median)} / ${fmt(p.enqueueMs.p90)}`, p.tagIndexBytes.toLocaleString('en')]),
+			),
+		);
 	}
 	if (s['queue-throughput']?.rows) {
 		out.push('\nQueue throughput: enqueue → dequeue → complete (tasks/s; drain-only in brackets)');
