@@ -10,7 +10,7 @@
 // Before migration 0010 every claim of the old backlog took the full path (its aging step moved one
 // batch per claim); the sweep now moves up to 1,000 aged tasks at most once per sweep gap (a tenth
 // of the interval, at most 1 s), and the claims between sweeps take the fast path.
-import { dist, log, migrateSchema, now, quick, randomSchema, round, sleep, summarize, writeResult, pg, DATABASE_URL } from './lib/common.mjs';
+import { dist, loadTaggedBacklog, timedClaim, log, migrateSchema, now, quick, randomSchema, round, sleep, summarize, writeResult, pg, DATABASE_URL } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const SIZE = quick ? 5_000 : 20_000;
@@ -20,21 +20,8 @@ const db = new pg.Pool({ connectionString: DATABASE_URL, max: 4, application_nam
 db.on('error', () => undefined);
 const schema = randomSchema('bench_qaged');
 await migrateSchema(db, schema);
-const queues = { young: 'young', old: 'old' };
-for (const [q, endsAgo] of [
-	['young', 0],
-	['old', 3600],
-]) {
-	await db.query(
-		`INSERT INTO "${schema}".queue_tasks (queue, priority_group, status, payload, run_at, enqueued_at, vtag)
-		 SELECT $2, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending', jsonb_build_object('n', g),
-		        now() - make_interval(secs => $3) - (($1::int - g) * interval '100 seconds' / $1::int),
-		        now() - make_interval(secs => $3) - (($1::int - g) * interval '100 seconds' / $1::int),
-		        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
-		   FROM generate_series(1, $1::int) g`,
-		[SIZE, q, endsAgo],
-	);
-}
+await loadTaggedBacklog(db, schema, 'young', SIZE);
+await loadTaggedBacklog(db, schema, 'old', SIZE, { endsAgoSeconds: 3600 });
 await db.query(`VACUUM ANALYZE "${schema}".queue_tasks`);
 await db.query('CHECKPOINT').catch(() => undefined);
 log(`loaded ${SIZE} pending tasks into each of two queues of ${schema}`);
@@ -64,16 +51,9 @@ async function countFullPath(queue, claims) {
 	return full;
 }
 
-async function claim(queue, limit) {
-	const t = now();
-	const tasks = await Q.dequeue(db, schema, { queue, limit, leaseSeconds: 300 });
-	const ms = now() - t;
-	if (tasks.length !== limit) throw new Error(`claimed ${tasks.length} of ${limit}`);
-	await Q.complete(db, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
-	return ms;
-}
+const claim = async (queue, limit) => (await timedClaim(db, schema, queue, limit)).ms;
 
-for (const q of Object.values(queues)) for (let w = 0; w < 5; w++) await claim(q, 50);
+for (const q of ['young', 'old']) for (let w = 0; w < 5; w++) await claim(q, 50);
 const samples = { young: { 1: [], 50: [] }, old: { 1: [], 50: [] } };
 for (const [limit, rounds] of Object.entries(ROUNDS)) {
 	for (let r = 0; r < rounds; r++) {

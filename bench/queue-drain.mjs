@@ -8,7 +8,7 @@
 // claimed count, not on when autovacuum happens to run), then drained by claims of 50 (each
 // completed); at every tenth of the drain, samples of a claim of 1 and of an enqueue of 1 (the
 // enqueue reads the queue's virtual time from the same head).
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { dist, loadTaggedBacklog, timedClaim, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const N = quick ? 20_000 : 100_000;
@@ -17,29 +17,13 @@ const queue = 'drain';
 const db = pool(4);
 const schema = randomSchema('bench_qdrain');
 await migrateSchema(db, schema);
-await db.query(
-	`INSERT INTO "${schema}".queue_tasks (queue, priority_group, status, payload, run_at, enqueued_at, vtag)
-	 SELECT $2, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending', jsonb_build_object('n', g),
-	        now() - (($1::int - g) * interval '100 seconds' / $1::int), now() - (($1::int - g) * interval '100 seconds' / $1::int),
-	        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
-	   FROM generate_series(1, $1::int) g`,
-	[N, queue],
-);
-await db.query(`INSERT INTO "${schema}".queue_group_tags (queue, priority_group, last_tag)
-                SELECT $1, g, max(vtag) FROM "${schema}".queue_tasks t, unnest(ARRAY['high','normal','low']) g WHERE t.queue = $1 AND t.priority_group = g GROUP BY g`, [queue]);
+await loadTaggedBacklog(db, schema, queue, N);
 await db.query(`VACUUM ANALYZE "${schema}".queue_tasks`);
 await db.query(`ALTER TABLE "${schema}".queue_tasks SET (autovacuum_enabled = false)`);
 await db.query('CHECKPOINT').catch(() => undefined);
 log(`loaded ${N} pending tasks into ${schema}`);
 
-async function claimAndComplete(limit) {
-	const t = now();
-	const tasks = await Q.dequeue(db, schema, { queue, limit, leaseSeconds: 300 });
-	const ms = now() - t;
-	if (tasks.length === 0) throw new Error('queue ran dry');
-	await Q.complete(db, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
-	return { ms, n: tasks.length };
-}
+const claimAndComplete = (limit) => timedClaim(db, schema, queue, limit, { exact: false });
 async function sample(drained) {
 	const claims = [];
 	const enq = [];

@@ -6,9 +6,8 @@
 // task: n / weight), and both schemas' tasks became available over the same 100 s (before, 10 ms
 // apart: the 1 M schema's backlog was 2.8 hours old, so with the default 300 s aging interval only
 // that schema's claims moved aged tasks, which measured aging, not scale).
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { log, timedClaim, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
 
-const Q = dist('src/queue/index.js');
 const SIZES = quick ? [10_000, 100_000] : [10_000, 1_000_000];
 const ROUNDS = quick ? { 1: 60, 50: 20 } : { 1: 300, 50: 80 };
 const queue = 'scale';
@@ -42,14 +41,7 @@ for (const size of SIZES) {
 	loaded.push({ schema, size, loadSeconds: round((now() - t) / 1000, 1) });
 }
 
-async function claim(schema, limit) {
-	const t = now();
-	const tasks = await Q.dequeue(db, schema, { queue, limit, leaseSeconds: 300 });
-	const ms = now() - t;
-	if (tasks.length !== limit) throw new Error(`claimed ${tasks.length} of ${limit}`);
-	await Q.complete(db, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
-	return ms;
-}
+const claim = async (schema, limit) => (await timedClaim(db, schema, queue, limit)).ms;
 
 for (const l of loaded) for (let w = 0; w < 20; w++) await claim(l.schema, 50);
 const samples = Object.fromEntries(loaded.map((l) => [l.size, { 1: [], 50: [] }]));

@@ -52,6 +52,43 @@ export function pool(max = 10) {
 	return p;
 }
 
+/**
+ * Bulk-loads `n` pending tasks into `queue` of `schema` (INSERT … SELECT generate_series): groups
+ * high / normal / low round robin, payload {n}, the fairness tags enqueue would have written (a
+ * group's k-th task: k / weight, weights 5:2:1), and each group's last tag recorded. The tasks became
+ * available over the `spanSeconds` ending `endsAgoSeconds` ago (run_at = enqueued_at).
+ */
+export async function loadTaggedBacklog(p, schema, queue, n, { endsAgoSeconds = 0, spanSeconds = 100 } = {}) {
+	await p.query(
+		`INSERT INTO "${schema}".queue_tasks (queue, priority_group, status, payload, run_at, enqueued_at, vtag)
+		 SELECT $2, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending', jsonb_build_object('n', g), t.at, t.at,
+		        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
+		   FROM generate_series(1, $1::int) g
+		  CROSS JOIN LATERAL (SELECT now() - make_interval(secs => $3) - (($1::int - g) * make_interval(secs => $4) / $1::int) AS at) t`,
+		[n, queue, endsAgoSeconds, spanSeconds],
+	);
+	await p.query(
+		`INSERT INTO "${schema}".queue_group_tags (queue, priority_group, last_tag)
+		 SELECT $1, t.priority_group, max(t.vtag) FROM "${schema}".queue_tasks t WHERE t.queue = $1 GROUP BY t.priority_group
+		 ON CONFLICT (queue, priority_group) DO UPDATE SET last_tag = greatest(queue_group_tags.last_tag, excluded.last_tag)`,
+		[queue],
+	);
+}
+
+/**
+ * One timed claim of up to `limit` tasks of `queue` (the package's dequeue, lease 300 s), then its
+ * completion (not timed). Returns { ms, n }. `exact`: throw unless exactly `limit` were claimed.
+ */
+export async function timedClaim(p, schema, queue, limit, { exact = true } = {}) {
+	const Q = dist('src/queue/index.js');
+	const t = now();
+	const tasks = await Q.dequeue(p, schema, { queue, limit, leaseSeconds: 300 });
+	const ms = now() - t;
+	if (exact ? tasks.length !== limit : tasks.length === 0) throw new Error(`claimed ${tasks.length} of ${limit}`);
+	await Q.complete(p, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
+	return { ms, n: tasks.length };
+}
+
 /** Applies this package's migrations to `schema` (via the built migration runner). */
 export async function migrateSchema(p, schema) {
 	const { migrate } = dist('src/db/migrate.js');

@@ -71,6 +71,20 @@ async function claim(queue: string, limit: number, agingSeconds = 300, groups = 
 	}
 }
 
+/**
+ * `n` pending tasks bulk-loaded like bench/queue-scale.mjs: the tags enqueue would give them (5:2:1,
+ * round robin), all due 10 s ago.
+ */
+async function bulkBacklog(queue: string, n: number): Promise<void> {
+	await db.pool.query(
+		`INSERT INTO "${db.schema}".queue_tasks (queue, priority_group, status, payload, run_at, vtag)
+		 SELECT $1, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending', '{}'::jsonb, now() - interval '10 seconds',
+		        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
+		   FROM generate_series(1, $2::int) g`,
+		[queue, n],
+	);
+}
+
 /** 300 tasks, 100 per group, enqueued round robin (tagged at enqueue). */
 async function backlog(queue: string): Promise<void> {
 	const items = Array.from({ length: 300 }, (_, i) => ({ queue, group: GROUPS[i % 3].name, payload: { i } }));
@@ -234,14 +248,7 @@ describe('queue_claim: fast path and full path', () => {
 
 	test('the cached plan reads the head of the tag index, not the queue (20,000 pending)', async () => {
 		const queue = db.queueName('plan');
-		// Bulk-loaded like bench/queue-scale.mjs: tags as enqueue would give them, all due.
-		await db.pool.query(
-			`INSERT INTO "${db.schema}".queue_tasks (queue, priority_group, status, payload, run_at, vtag)
-			 SELECT $1, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending', '{}'::jsonb, now() - interval '10 seconds',
-			        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
-			   FROM generate_series(1, 20000) g`,
-			[queue],
-		);
+		await bulkBacklog(queue, 20000);
 		await db.pool.query(`ANALYZE "${db.schema}".queue_tasks`);
 		await claim(queue, 1); // records the weights (full path)
 		for (const limit of [1, 50, 1, 50]) {
@@ -262,13 +269,7 @@ describe('queue_claim: fast path and full path', () => {
 		// the situation in which a generic plan read every ready task and sorted them (150 ms per
 		// enqueue at 570,000 pending, before queue_vtime got the claim's planner settings).
 		await db.pool.query(`ANALYZE "${db.schema}".queue_tasks`);
-		await db.pool.query(
-			`INSERT INTO "${db.schema}".queue_tasks (queue, priority_group, status, payload, run_at, vtag)
-			 SELECT $1, (ARRAY['high', 'normal', 'low'])[1 + g % 3], 'pending', '{}'::jsonb, now() - interval '10 seconds',
-			        ((g + 2) / 3)::float8 / (ARRAY[5, 2, 1])[1 + g % 3]
-			   FROM generate_series(1, 20000) g`,
-			[queue],
-		);
+		await bulkBacklog(queue, 20000);
 		const one = (n: number) => JSON.stringify([{ i: 0, q: queue, g: 'low', p: { n }, m: 5 }]);
 		// Eight enqueues on one connection, the session asking for generic plans (what the default
 		// plan_cache_mode settles on after five calls when the statistics say the queue is small).
