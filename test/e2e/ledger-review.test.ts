@@ -160,6 +160,8 @@ describe('ledger review: a person settles operations in review through n8n forms
 		const admins = wf.nodes.filter((n) => n.type.endsWith('.operationLedgerAdmin'));
 		expect(admins.map((n) => [n.name, n.typeVersion])).toEqual([['List Review Queue', 2], ['Settle by Hand', 2]]);
 		expect(wf.connections['Settle by Hand'].main.map((o) => o.map((c) => c.node))).toEqual([['Unrecorded'], [], ['Decision Recorded'], ['Already Decided']]);
+		// A List that fails (database down, operator role missing) ends on its own page, not on n8n's "Problem loading form".
+		expect(wf.connections['List Review Queue'].main.map((o) => o.map((c) => c.node))).toEqual([['Could Not List'], ['Anything to Review?']]);
 	});
 
 	it('lists the review queue, records a decision with who and why, and the next Reserve answers from it', async () => {
