@@ -166,7 +166,7 @@ export class PriorityDequeueTrigger implements INodeType {
 				typeOptions: { minValue: 1, maxValue: 6000 },
 				default: 120,
 				description:
-					'Upper bound of executions this trigger starts in any 60-second window. Besides this cap, after an execution that fails or claims nothing it waits 1 s, doubling up to 60 s, until an execution makes progress.',
+					'Upper bound of executions this trigger starts in any 60-second window, so also of its throughput: at most this × the batch size tasks a minute (1,200 with the defaults). Besides this cap, after an execution that fails or claims nothing it waits 1 s, doubling up to 60 s, until an execution makes progress.',
 			},
 			{
 				displayName: 'Options',
