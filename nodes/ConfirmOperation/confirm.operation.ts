@@ -238,7 +238,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 					? `Operation key "${cutText(p.item.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and confirming it again is safe`
 					: `No reservation exists for operation key "${cutText(p.item.operationKey, 200)}"; nothing was recorded for this item`;
 			if (this.continueOnFail()) {
-				placeErrorItems(this, outputs, layout, [errorItem(message, r.index)]);
+				placeErrorItems(this, outputs, layout, [errorItem(this, message, r.index, r.result === 'busy')]);
 				continue;
 			}
 			throw new NodeOperationError(this.getNode(), message, {

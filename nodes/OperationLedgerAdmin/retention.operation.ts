@@ -3,7 +3,7 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 import { checkRetentionOptions, RetentionError, runRetention } from '../../src/ledger/admin';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
-import { batchFailure, prepareItems } from '../shared/items';
+import { batchFailure, errorJson, isRetryableFailure, prepareItems } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';
 
 
@@ -95,7 +95,8 @@ async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | '
 	} catch (e) {
 		const committed = e instanceof RetentionError ? e.report : undefined;
 		const message = `${what}: ${(e as Error).message}`;
-		if (fns.continueOnFail()) return [[{ json: { error: message, committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }], []];
+		if (fns.continueOnFail())
+			return [[{ json: { ...errorJson(fns, message, isRetryableFailure(e)), committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }], []];
 		throw new NodeOperationError(fns.getNode(), message, {
 			description: 'Batches before the failed one committed (their count is in the message); the failed batch was rolled back. Running again continues where it stopped.',
 		});

@@ -86,7 +86,7 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 		if (r.result === 'not_found') {
 			const message = `No operation exists for key "${p.operationKey.slice(0, 200)}": nothing was settled`;
 			if (fns.continueOnFail()) {
-				notRecorded.push(errorItem(message, r.index));
+				notRecorded.push(errorItem(fns, message, r.index));
 				continue;
 			}
 			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });

@@ -204,7 +204,7 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 					? `Operation key "${cutText(p.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and resolving it again is safe`
 					: `No operation exists for key "${cutText(p.operationKey, 200)}"`;
 			if (fns.continueOnFail()) {
-				placeErrorItems(fns, outputs, layout, [errorItem(message, r.index)]);
+				placeErrorItems(fns, outputs, layout, [errorItem(fns, message, r.index, r.result === 'busy')]);
 				continue;
 			}
 			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });

@@ -182,7 +182,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			// for this item; the other items of the batch were decided normally.
 			const message = `Reserve Operation could not decide operation key "${cutText(prepared[k].value.operationKey, 200)}": ${r.reason ?? 'the key is locked by another transaction'}`;
 			if (this.continueOnFail()) {
-				placeErrorItems(this, outputs, layout, [errorItem(message, r.index)]);
+				placeErrorItems(this, outputs, layout, [errorItem(this, message, r.index, true)]);
 				continue;
 			}
 			// The node stops here and emits nothing, so no Proceed item of this batch ever left it: give

@@ -8,7 +8,7 @@
  * the error output. Without continueOnFail, the first bad item throws a NodeOperationError carrying
  * its itemIndex, before anything is written.
  */
-import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { cutText } from '../../src/text';
 import { InputError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
@@ -53,7 +53,7 @@ export function prepareItems<T>(
 		} catch (e) {
 			const err = e as Error;
 			if (fns.continueOnFail()) {
-				errorItems.push(errorItem(err.message, i));
+				errorItems.push(errorItem(fns, err.message, i));
 				continue;
 			}
 			if (err instanceof NodeOperationError) throw err;
@@ -70,14 +70,27 @@ export function prepareItems<T>(
 const ERROR_ITEMS = new WeakSet<INodeExecutionData>();
 
 /**
- * A failed item under continueOnFail: `{ json: { error }, pairedItem: { item } }`, the shape n8n
- * moves to the error output under "Continue (using error output)". Where it goes otherwise is
- * decided by nodes/shared/outputs.ts (never a go-ahead output).
+ * A failed item under continueOnFail: `{ json: { error, retryable }, pairedItem: { item } }`, the
+ * shape n8n moves to the error output under "Continue (using error output)". Where it goes
+ * otherwise is decided by nodes/shared/outputs.ts (never a go-ahead output).
+ * `retryable`: nothing was recorded for the item and sending the same item again later can succeed
+ * as it is (the database was unreachable, a bound fired, a key stayed locked): true. False when the
+ * item itself, the credential or the schema must change first (bad input, unknown key, permission).
+ * A workflow can answer the first with 503 and the second with 422 (workflows/priority-producer.json).
  */
-export function errorItem(message: string, index: number): INodeExecutionData {
-	const item: INodeExecutionData = { json: { error: message }, pairedItem: { item: index } };
+export function errorItem(fns: Pick<IExecuteFunctions, 'getNode'>, message: string, index: number, retryable = false): INodeExecutionData {
+	const item: INodeExecutionData = { json: errorJson(fns, message, retryable), pairedItem: { item: index } };
 	ERROR_ITEMS.add(item);
 	return item;
+}
+
+/**
+ * The json of an error item: `{ error, retryable }`, except under *On Error: Continue (using error
+ * output)*, where it is `{ error }` alone: n8n moves an item to the error output only when `error`
+ * is its only key (n8n-core's WorkflowExecute), so there the item keeps n8n's own shape.
+ */
+export function errorJson(fns: Pick<IExecuteFunctions, 'getNode'>, message: string, retryable: boolean): IDataObject {
+	return fns.getNode().onError === 'continueErrorOutput' ? { error: message } : { error: message, retryable };
 }
 
 /** True for an item made by errorItem() (not for a result that merely has an `error` field). */
@@ -116,6 +129,23 @@ function spellOutCodes(text: string): string {
 	return text.replace(/\b(ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|getaddrinfo|EHOSTUNREACH|EADDRNOTAVAIL|ERRADDRINUSE)\b/gi, (m) => CODE_WORDS[m.toUpperCase()] ?? m);
 }
 
+/**
+ * A refusal that passes by itself: a bound that fired (LedgerBusyError; SQLSTATE 57014 statement
+ * timeout, 55P03 lock not available), a serialization failure or deadlock that outlived the retries
+ * (40001, 40P01), too many connections or out of resources (53xxx), a server shutting down or
+ * restarting (57P01 to 57P03). Other SQLSTATEs (permission, syntax, constraint) need a change first.
+ */
+function isTransient(e: { code?: string; name?: string }): boolean {
+	if (e?.name === 'LedgerBusyError') return true;
+	return typeof e?.code === 'string' && /^(57014|55P03|40001|40P01|53...|57P0[1-3])$/.test(e.code);
+}
+
+/** True when sending the same thing again later can succeed unchanged (see errorItem's `retryable`). */
+export function isRetryableFailure(e: unknown): boolean {
+	const err = (e ?? {}) as { code?: string; name?: string; message?: string };
+	return isConnectionFailure(err) || isTransient(err);
+}
+
 function isConnectionFailure(e: { code?: string; message?: string }): boolean {
 	if (e?.code && (/^(08|57P0|28|3D000|ECONN|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)/.test(e.code) || TLS_CODES.test(e.code))) return true;
 	if (/does not support SSL|self[- ]signed certificate|unable to verify|certificate/i.test(e?.message ?? '')) return true;
@@ -146,7 +176,7 @@ export function batchFailure(
 	// n8n could not hand over the credential: no database was involved, the message says what to do.
 	if (isCredentialLoadError(err)) {
 		const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cutText(scrubSecrets(err.message), 1000)}`;
-		if (fns.continueOnFail()) return indexes.map((i) => errorItem(message, i));
+		if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i));
 		throw new NodeOperationError(fns.getNode(), message, { description: err.description ?? undefined });
 	}
 	const cause = lost
@@ -159,7 +189,8 @@ export function batchFailure(
 				? 'the input is not valid'
 				: `the database refused the statement${err.code ? ` (SQLSTATE ${err.code})` : ''}`;
 	const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cause}: ${reason}`;
-	if (fns.continueOnFail()) return indexes.map((i) => errorItem(message, i));
+	const retryable = !config && !input && (lost || isTransient(err));
+	if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i, retryable));
 	throw new NodeOperationError(fns.getNode(), message, {
 		...(input && indexes.length === 1 ? { itemIndex: indexes[0] } : {}),
 		description: lost

@@ -112,6 +112,8 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 				schema,
 				autoApplySchema: true,
 				maxConnections: 5,
+				// Short, so that the 503 case below (a table lock held past it) answers quickly.
+				lockTimeoutMs: 1000,
 			},
 		});
 		// The workflow files exactly as shipped (one import call for all four).
@@ -208,6 +210,24 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		expect(refused.status).toBe(422);
 		expect(refused.answer).toMatchObject({ accepted: false });
 		expect(String(refused.answer.error)).toContain('control character');
+
+		// Input the example refuses before Enqueue (nothing clamped or guessed): 422 with the reason.
+		// An object id used to become the dedupe key "[object Object]" (every such task collided) and
+		// an integer id beyond 2^53 arrives rounded by n8n (different ids collided).
+		for (const [bad, reason] of [
+			[{ id: { customer: `alice-${runTag}` } }, /id must be a string/],
+			[{ id: 12345678901234567890 }, /id must be a string/],
+			[{ id: `big-${runTag}`, delaySeconds: 1e308 }, /delaySeconds must be a number from 0 to 86400/],
+			[{ id: `att-${runTag}`, maxAttempts: 0 }, /maxAttempts must be a whole number from 1 to 10/],
+			[{ id: `vip-${runTag}`, vip: 'true' }, /vip must be true or false/],
+			[[1, 2, 3], /the body must be a JSON object/],
+		] as Array<[Json, RegExp]>) {
+			const r = await post(bad);
+			expect({ body: bad, status: r.status }).toEqual({ body: bad, status: 422 });
+			expect(r.answer).toMatchObject({ accepted: false });
+			expect(String(r.answer.error)).toMatch(reason);
+		}
+
 
 		const { rows } = await pg.query(
 			`SELECT (SELECT count(*) FROM "${schema}".queue_tasks WHERE queue = 'jobs')::int
@@ -384,4 +404,24 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		const { rows } = await pg.query(`SELECT status FROM "${schema}".queue_tasks WHERE id = $1`, [f.answer.taskId]);
 		expect(rows).toEqual([{ status: 'dead' }]);
 	}, 5 * 60_000);
+
+	// Last, because the lock also makes the consumer's claims of this moment fail.
+	test('the producer answers 503 (retry later), never 422, when the enqueue was not recorded for a reason that passes', async () => {
+		// Not recorded for a reason that passes (here: the table locked past the credential's lock
+		// timeout; the same for the database unreachable): 503 with Retry-After, never 422, so a
+		// client retries instead of dropping the task.
+		const locker = new Client({ connectionString: DB_URL });
+		await locker.connect();
+		try {
+			await locker.query('BEGIN');
+			await locker.query(`LOCK TABLE "${schema}".queue_tasks IN ACCESS EXCLUSIVE MODE`);
+			const busy = await post({ id: `busy-${runTag}` });
+			log(`POST while the table is locked: ${busy.status} ${JSON.stringify(busy.answer)}`);
+			expect(busy.status).toBe(503);
+			expect(busy.answer).toMatchObject({ accepted: false, retryable: true });
+		} finally {
+			await locker.query('ROLLBACK').catch(() => undefined);
+			await locker.end();
+		}
+	}, 2 * 60_000);
 });

@@ -678,7 +678,7 @@ describe('partial runs from the editor', () => {
 		const first = await engine.run(w.nodes, w.conns, { mode: 'manual' });
 		const again = await runPartial(engine, w.nodes, w.conns, first.run, 'UT', ['UT']);
 		const out = again.run.data.resultData.runData['UT'].at(-1)!.data!.main;
-		expect(out[0]).toEqual([expect.objectContaining({ json: { error: expect.stringMatching(/database connection failed/) } })]);
+		expect(out[0]).toEqual([expect.objectContaining({ json: { error: expect.stringMatching(/database connection failed/), retryable: true } })]);
 		expect(out.slice(1).every((o) => (o ?? []).length === 0)).toBe(true);
 	});
 

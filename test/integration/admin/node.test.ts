@@ -65,7 +65,7 @@ describe('Operation Ledger Admin node', () => {
 		await expect(run({ ...params, decidedBy: '' }, [{ json: { key: 'n:2', by: '' } }])).rejects.toThrow(/Decided By/);
 		// A missing key is never reported as settled.
 		const [nr2, s2, r2] = await run({ ...params, operationKey: 'n:missing', decidedBy: 'alice' }, [{ json: {} }], true);
-		expect(nr2).toEqual([{ json: { error: expect.stringMatching(/No operation exists/) }, pairedItem: { item: 0 } }]);
+		expect(nr2).toEqual([{ json: { error: expect.stringMatching(/No operation exists/), retryable: false }, pairedItem: { item: 0 } }]);
 		expect(s2).toEqual([]);
 		expect(r2).toEqual([]);
 		// A failed batch (here: the schema cannot be reached) is Unrecorded too, never Settled.

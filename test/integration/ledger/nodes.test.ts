@@ -96,7 +96,7 @@ describe('Reserve Operation node', () => {
 			{ continueOnFail: true },
 		);
 		// Node version 1 (the stand-in's default): the error item goes to Failed Before, never to Proceed.
-		expect(out[5]).toEqual([{ json: { error: expect.stringMatching(/part "entity" is empty/) }, pairedItem: { item: 1 } }]);
+		expect(out[5]).toEqual([{ json: { error: expect.stringMatching(/part "entity" is empty/), retryable: false }, pairedItem: { item: 1 } }]);
 		expect(out[0].every((i) => !('error' in i.json))).toBe(true);
 		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
 		expect(await count('operations', 'payment:charge:f-%')).toBe(2);
@@ -320,7 +320,7 @@ describe('Confirm Operation node', () => {
 
 		const out = await runConfirm(httpOut, r[0], { continueOnFail: true });
 		// Node version 1: the error item goes to Stale (records nothing), never to Succeeded.
-		expect(out[3]).toEqual([{ json: { error: expect.stringMatching(/cannot be stored/) }, pairedItem: { item: 0 } }]);
+		expect(out[3]).toEqual([{ json: { error: expect.stringMatching(/cannot be stored/), retryable: false }, pairedItem: { item: 0 } }]);
 		expect(out[0]).toEqual([expect.objectContaining({ pairedItem: { item: 1 } })]);
 		const { rows } = await db.pool.query(`SELECT operation_key, status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:u-%' ORDER BY 1`);
 		expect(rows.map((x) => x.status)).toEqual(['reserved', 'succeeded']);

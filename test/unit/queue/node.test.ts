@@ -149,14 +149,15 @@ describe('Priority Dequeue node', () => {
 	});
 
 	const badGroups = { operation: 'dequeue', queue: 'jobs', batchSize: 5, leaseSeconds: 60, options: { groupWeights: 'high:5, high:1' } };
-	const groupsError = { json: { error: 'Priority group "high" is listed twice' }, pairedItem: { item: 0 } };
+	const groupsError = { json: { error: 'Priority group "high" is listed twice', retryable: false }, pairedItem: { item: 0 } };
 
 	test('dequeue v1, Continue (using error output): bad group weights are an error item on item 0 (n8n moves it)', async () => {
 		const pool = fakePool([]);
 		conn.pool = pool;
 		const out = await run(queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueErrorOutput', params: badGroups }));
 		expect(pool.calls).toHaveLength(0);
-		expect(out).toEqual([[groupsError]]);
+		// n8n moves an item to the error output only when `error` is its only key: no `retryable` here.
+		expect(out).toEqual([[{ ...groupsError, json: { error: groupsError.json.error } }]]);
 	});
 
 	test('dequeue v1, Continue (regular output): the error item stays on its only output (use version 2)', async () => {
@@ -191,7 +192,7 @@ describe('Priority Dequeue node', () => {
 			}),
 		);
 		expect(out).toHaveLength(2);
-		expect(out[0]).toEqual([{ json: { error: expect.stringMatching(/The payload is not valid JSON/) }, pairedItem: { item: 0 } }]);
+		expect(out[0]).toEqual([{ json: { error: expect.stringMatching(/The payload is not valid JSON/), retryable: false }, pairedItem: { item: 0 } }]);
 		expect(out[1].map((it) => it.json.taskId)).toEqual(['11']);
 	});
 
@@ -260,7 +261,7 @@ describe('Priority Dequeue node', () => {
 			json: { taskId: '42', outcome: 'dead', leaseLost: false, status: 'dead', detail: 'gave up: no retry', attempts: 1, maxAttempts: 5, retryAt: null, lastError: 'bad input' },
 			pairedItem: { item: 0 },
 		});
-		expect(out[0][1]).toEqual({ json: { error: expect.stringMatching(/Lease token must be the UUID/) }, pairedItem: { item: 1 } });
+		expect(out[0][1]).toEqual({ json: { error: expect.stringMatching(/Lease token must be the UUID/), retryable: false }, pairedItem: { item: 1 } });
 	});
 
 	test('settle without a dequeue upstream and without ids throws with the item index', async () => {
