@@ -98,7 +98,10 @@ async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | '
 		if (fns.continueOnFail())
 			return [[{ json: { ...errorJson(fns, message, isRetryableFailure(e)), committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }], []];
 		throw new NodeOperationError(fns.getNode(), message, {
-			description: 'Batches before the failed one committed (their count is in the message); the failed batch was rolled back. Running again continues where it stopped.',
+			description:
+				e instanceof RetentionError && e.outcomeUnknown
+					? 'Batches before the failed one committed (their count is in the message); the connection was lost while the failed batch was committing, so it may have committed too. Running again is safe and continues where it stopped.'
+					: 'Batches before the failed one committed (their count is in the message); the failed batch was rolled back. Running again continues where it stopped.',
 		});
 	}
 }

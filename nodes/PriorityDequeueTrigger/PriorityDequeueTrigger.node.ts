@@ -262,6 +262,8 @@ export class PriorityDequeueTrigger implements INodeType {
 			// Claim mode: claim at once on every wake-up; read the due time only when nothing was claimed.
 			claimFirst: claim !== undefined,
 			connect: this.getNodeParameter('useListen', true) ? () => connectListener(config) : undefined,
+			// The LISTEN connection is probed as often as the queue is polled, at least every 30 s.
+			probeMs: Math.min(pollMs, 30_000),
 			log: (level, message) => this.logger[level](message),
 		});
 		await watcher.start();

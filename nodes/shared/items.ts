@@ -13,6 +13,7 @@ import { cutText } from '../../src/text';
 import { InputError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
 import { SchemaNotReadyError } from '../../src/db/migrate';
+import { DeadlineError, OutcomeUnknownError } from '../../src/db/bounds';
 import { getLedgerConnection, type LedgerConnection } from './connection';
 import { isCredentialLoadError } from './credential';
 
@@ -73,9 +74,13 @@ const ERROR_ITEMS = new WeakSet<INodeExecutionData>();
  * A failed item under continueOnFail: `{ json: { error, retryable }, pairedItem: { item } }`, the
  * shape n8n moves to the error output under "Continue (using error output)". Where it goes
  * otherwise is decided by nodes/shared/outputs.ts (never a go-ahead output).
- * `retryable`: nothing was recorded for the item and sending the same item again later can succeed
- * as it is (the database was unreachable, a bound fired, a key stayed locked): true. False when the
- * item itself, the credential or the schema must change first (bad input, unknown key, permission).
+ * `retryable`: sending the same item again later can succeed as it is and cannot record it twice:
+ * true when nothing was recorded for the item (the database was unreachable, a bound fired, a key
+ * stayed locked), and when the connection was lost during the COMMIT (the item may have been
+ * recorded) for an item whose repeat is answered from what was recorded (a Reserve of the same key,
+ * an Enqueue with a dedupe key). False when the item itself, the credential or the schema must
+ * change first (bad input, unknown key, permission), and for an item that may have been recorded
+ * and would be recorded a second time (an Enqueue without a dedupe key).
  * A workflow can answer the first with 503 and the second with 422 (workflows/priority-producer.json).
  */
 export function errorItem(fns: Pick<IExecuteFunctions, 'getNode'>, message: string, index: number, retryable = false): INodeExecutionData {
@@ -147,6 +152,7 @@ export function isRetryableFailure(e: unknown): boolean {
 }
 
 function isConnectionFailure(e: { code?: string; message?: string }): boolean {
+	if (e instanceof DeadlineError || e instanceof OutcomeUnknownError) return true;
 	if (e?.code && (/^(08|57P0|28|3D000|ECONN|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)/.test(e.code) || TLS_CODES.test(e.code))) return true;
 	if (/does not support SSL|self[- ]signed certificate|unable to verify|certificate/i.test(e?.message ?? '')) return true;
 	return /Connection terminated|connection refused|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode)/i.test(
@@ -159,7 +165,9 @@ function isConnectionFailure(e: { code?: string; message?: string }): boolean {
  * a statement that failed was rolled back, so nothing of the batch was recorded. Every item is
  * failed (continueOnFail) or the node throws. The message names the step, the number of items not
  * recorded, whether the database connection was lost, and the database's reason (credentials
- * scrubbed).
+ * scrubbed). One exception (OutcomeUnknownError, src/db/bounds.ts): the connection was lost while
+ * the batch's COMMIT was on its way, so the batch MAY have been recorded; the message says so, and
+ * each item's `retryable` says whether sending it again is safe (see errorItem).
  */
 export function batchFailure(
 	fns: IExecuteFunctions,
@@ -179,6 +187,7 @@ export function batchFailure(
 		if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i));
 		throw new NodeOperationError(fns.getNode(), message, { description: err.description ?? undefined });
 	}
+	if (err instanceof OutcomeUnknownError) return outcomeUnknown(fns, err, what, indexes);
 	const cause = lost
 		? err.code && TLS_CODES.test(err.code)
 			? `the database connection failed: SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`
@@ -194,13 +203,35 @@ export function batchFailure(
 	throw new NodeOperationError(fns.getNode(), message, {
 		...(input && indexes.length === 1 ? { itemIndex: indexes[0] } : {}),
 		description: lost
-			? 'The batch runs as one database transaction and the connection broke before Postgres confirmed it, so it was rolled back ' +
-				'(unless the break fell in the instant after the commit). Running the execution again once the database is reachable is safe ' +
-				'either way: Reserve answers "in progress" for a key it did record, Confirm answers "repeated", and a claimed task or operation ' +
-				'is handed out again when its lease or claim ends. The connection pool replaces broken connections by itself.'
+			? 'The batch runs as one database transaction and the connection broke before its COMMIT was sent (or before anything was), so ' +
+				'Postgres rolled it back. A call the database did not answer within Statement Timeout plus 2 s had its connection closed by ' +
+				'the node. Running the execution again once the database is reachable is safe. The connection pool replaces broken connections by itself.'
 			: config || input
 				? 'Nothing was sent to the database. Fix the input or the credential (schema name, or apply the schema) and run the execution again.'
 				: 'The batch runs as one database transaction, so no item of it was written. Fix the cause above and run the execution again.',
+	});
+}
+
+/**
+ * The batch's connection was lost while its COMMIT was on its way: it may have been recorded.
+ * Per item: retryable when sending it again cannot record it twice (err.safeToRepeat, by the
+ * item's position in `indexes`, which is the order the core got the items in).
+ */
+function outcomeUnknown(fns: IExecuteFunctions, err: OutcomeUnknownError, what: string, indexes: number[]): INodeExecutionData[] {
+	const reason = cutText(spellOutCodes(scrubSecrets(String(err.cause?.message ?? err.message))), 1000);
+	const head =
+		`${what} may have been recorded, or not (${indexes.length} item(s)): the database connection was lost while the batch's COMMIT ` +
+		`was on its way, so whether Postgres committed it is not known (${reason})`;
+	const safe = `${head}. Sending this item again is safe: what was recorded answers it (it cannot be recorded twice).`;
+	const unsafe =
+		`${head}. Sending this item again may record it a second time: check first whether it was recorded, ` +
+		'or give such items a key that deduplicates them (Enqueue: Dedupe Key).';
+	if (fns.continueOnFail()) return indexes.map((i, k) => (err.safeToRepeat(k) ? errorItem(fns, safe, i, true) : errorItem(fns, unsafe, i, false)));
+	const allSafe = indexes.every((_, k) => err.safeToRepeat(k));
+	throw new NodeOperationError(fns.getNode(), head, {
+		description: allSafe
+			? 'Running the execution again is safe: Reserve answers "in progress" for a key it did record, Confirm answers "repeated", an Enqueue with a dedupe key answers "deduplicated", and a claimed task or operation is handed out again when its lease or claim ends.'
+			: 'Do not simply run it again (nor let Retry On Fail do so): items without a key that deduplicates them (Enqueue without a Dedupe Key) may have been recorded and would be recorded twice. Check first, or give every task a dedupe key.',
 	});
 }
 

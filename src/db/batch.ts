@@ -13,7 +13,7 @@
  * (BatchTooLargeError); split it upstream (e.g. n8n's Loop Over Items).
  */
 import type { PoolClient, QueryResultRow } from 'pg';
-import { boundedQuery, boundedStatements, type Bounds } from './bounds';
+import { boundedQuery, boundedStatements, type Bounds, type CallOptions } from './bounds';
 
 /** Items per statement. */
 export const MAX_STATEMENT_ITEMS = 20_000;
@@ -81,7 +81,8 @@ export function planChunks(parts: readonly string[], keys: ReadonlyArray<string 
  * timeouts, serialization retries: src/db/bounds.ts); with a client you pass yourself, the chunks
  * run on it in order, in your transaction and with your settings. A batch that fits one chunk of at
  * most ONE_TRIP_MAX_BYTES (every node call of ordinary size) costs ONE round trip with a Pool
- * (boundedQuery); before, it always cost three (BEGIN, the statement, COMMIT).
+ * (boundedQuery); before, it always cost three (BEGIN, the statement, COMMIT). `options`: how a
+ * lost connection is classified (src/db/bounds.ts CallOptions; `repeatSafe` per item in item order).
  */
 export async function queryChunked<R extends QueryResultRow>(
 	db: Queryable,
@@ -90,12 +91,13 @@ export async function queryChunked<R extends QueryResultRow>(
 	keys: ReadonlyArray<string | null>,
 	rest: unknown[] = [],
 	bounds?: Bounds,
+	options: CallOptions = {},
 ): Promise<R[]> {
 	const chunks = planChunks(parts, keys);
 	const json = (c: number[]) => `[${c.map((i) => parts[i]).join(',')}]`;
 	const valueSets = (chunks.length === 0 ? [[]] : chunks).map((c) => [json(c), ...rest]);
 	if (valueSets.length === 1 && Buffer.byteLength(valueSets[0][0] as string, 'utf8') <= ONE_TRIP_MAX_BYTES) {
-		return boundedQuery<R>(db as Parameters<typeof boundedQuery>[0], sql, valueSets[0], bounds);
+		return boundedQuery<R>(db as Parameters<typeof boundedQuery>[0], sql, valueSets[0], bounds, options);
 	}
-	return boundedStatements<R>(db as Parameters<typeof boundedStatements>[0], sql, valueSets, bounds);
+	return boundedStatements<R>(db as Parameters<typeof boundedStatements>[0], sql, valueSets, bounds, options);
 }

@@ -19,6 +19,16 @@
  *   settles, any table lock) the transaction is rolled back and LedgerBusyError is thrown.
  * - The whole batch statement is bounded by statement_timeout (credential "Statement Timeout (ms)");
  *   when it fires (57014) the transaction is rolled back and nothing of the batch was recorded.
+ * - The server enforces those; when the server is frozen or the network drops packets they cannot
+ *   fire. So the client bounds each round trip as well (src/db/deadline.ts): roundTripDeadlineMs =
+ *   Statement Timeout + DEFAULTS.deadlineMarginMs. When it passes, the connection is destroyed
+ *   (never returned to the pool; the pool opens a new one for the next call) and the call rejects
+ *   with DeadlineError, or with OutcomeUnknownError when the round trip carried the COMMIT.
+ * - A lost connection (the deadline, a reset, a server shutting down) while the COMMIT was on its
+ *   way (the one round trip carries it) means nobody knows whether the batch was recorded:
+ *   OutcomeUnknownError says so, and carries whether sending each item again is safe (the caller's
+ *   `repeatSafe`). Lost before the COMMIT was sent: the server rolls the transaction back, nothing
+ *   was recorded, the connection error is thrown as it is.
  * - Serialization failures and deadlocks (40001, 40P01: e.g. a role with
  *   default_transaction_isolation = serializable) roll the transaction back; it is run again up to
  *   DEFAULTS.serializationRetries times after a short random pause. A rolled-back attempt recorded
@@ -34,7 +44,10 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { checkedOut } from './checkout';
+import { DeadlineError } from './deadline';
 import { escapeLiteral, prepareValue } from '../vendor';
+
+export { DeadlineError } from './deadline';
 
 export const DEFAULTS = {
 	/** Longest a batch statement may run, in milliseconds. */
@@ -48,6 +61,22 @@ export const DEFAULTS = {
 	 * process applying the schema) and each table lock a migration statement takes (src/db/migrate.ts).
 	 */
 	migrateLockTimeoutMs: 60_000,
+	/**
+	 * Milliseconds the client waits beyond Statement Timeout for the answer to one round trip before
+	 * it destroys the connection (roundTripDeadlineMs). Covers the network and the server's own
+	 * cancel; only a frozen server or a network that drops packets is slower.
+	 */
+	deadlineMarginMs: 2_000,
+	/**
+	 * Client deadline of one schema-migration statement (DDL on the package's own tables, which runs
+	 * without statement_timeout on the server: an index build on a large table may take minutes).
+	 */
+	migrateStatementDeadlineMs: 600_000,
+	/**
+	 * TCP keepalive on every connection: the first probe after this many milliseconds without
+	 * traffic (pg's keepAliveInitialDelayMillis; interval and count are the OS's, Linux 75 s x 9).
+	 */
+	keepAliveIdleMs: 10_000,
 	/** Runs after the first on 40001 / 40P01. */
 	serializationRetries: 3,
 	/** Pause before retry n (1-based): random in [0, retryBaseMs * 2^(n-1)) plus retryBaseMs / 2. */
@@ -85,6 +114,15 @@ export function toBounds(c: { statementTimeoutMs?: unknown; lockTimeoutMs?: unkn
 	};
 }
 
+/**
+ * The client's deadline for one round trip under these bounds, in milliseconds: Statement Timeout
+ * plus DEFAULTS.deadlineMarginMs (32000 with the defaults). When it passes the connection is
+ * destroyed (src/db/deadline.ts).
+ */
+export function roundTripDeadlineMs(b: Pick<Bounds, 'statementTimeoutMs'> | { statementTimeoutMs?: unknown } = {}): number {
+	return clamp(b.statementTimeoutMs, DEFAULTS.statementTimeoutMs, RANGES.statementTimeoutMs) + DEFAULTS.deadlineMarginMs;
+}
+
 /** The pool connection wait from a credential value (default 10000 ms; out of range is clamped). */
 export function toConnectTimeout(value: unknown): number {
 	return clamp(value, DEFAULTS.connectTimeoutMs, RANGES.connectTimeoutMs);
@@ -101,6 +139,45 @@ export class LedgerBusyError extends Error {
 	}
 }
 
+/**
+ * The connection was lost while the round trip carrying the batch's COMMIT was on its way (the
+ * client's deadline passed, the connection was reset, the server shut down): Postgres may have
+ * committed the batch or not, and nobody can tell from here. `cause` is the connection error.
+ * `safeToRepeat(i)` says whether sending item i (0-based, in the order the call got them) again
+ * cannot repeat its effect (the caller's CallOptions.repeatSafe; default: not safe).
+ */
+export class OutcomeUnknownError extends Error {
+	readonly code: string | undefined;
+	constructor(
+		public readonly cause: Error,
+		private readonly repeatSafe: boolean | readonly boolean[] = false,
+	) {
+		super(
+			`the connection to the database was lost while the batch's COMMIT was on its way (${cause.message}), ` +
+				'so Postgres may have recorded the batch, or not',
+		);
+		this.name = 'OutcomeUnknownError';
+		this.code = (cause as { code?: string }).code;
+	}
+
+	/** Whether sending item `position` again cannot repeat its effect. */
+	safeToRepeat(position: number): boolean {
+		return typeof this.repeatSafe === 'boolean' ? this.repeatSafe : this.repeatSafe[position] === true;
+	}
+}
+
+/** How a bounded call classifies a lost connection (see OutcomeUnknownError). */
+export interface CallOptions {
+	/** The call writes nothing: a connection lost during its COMMIT changed nothing either. */
+	readOnly?: boolean;
+	/**
+	 * Whether sending the call (true/false) or each of its items (one flag per item, in order)
+	 * again cannot repeat its effect, e.g. a Reserve of the same operation key answers "in progress",
+	 * an Enqueue with a dedupe key answers "deduplicated". Carried by OutcomeUnknownError. Default false.
+	 */
+	repeatSafe?: boolean | readonly boolean[];
+}
+
 type Runner = Pick<Pool | PoolClient, 'query'> & { connect?: unknown; release?: unknown };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -114,26 +191,54 @@ function isPool(db: Runner): boolean {
 	return typeof db.connect === 'function' && typeof db.release !== 'function' && 'totalCount' in db;
 }
 
-/** The SET LOCAL prefix of every bounded transaction (the values are integers from toBounds). */
 /** `BEGIN; SET LOCAL statement_timeout = …; SET LOCAL lock_timeout = …` for these bounds (milliseconds). */
 export function beginSql(b: Bounds): string {
 	return `BEGIN; SET LOCAL statement_timeout = ${b.statementTimeoutMs}; SET LOCAL lock_timeout = ${b.lockTimeoutMs}`;
 }
 
 /**
- * Runs `body` (which sends BEGIN … COMMIT itself) on a checked-out client, with the error handling
- * every bounded transaction shares: ROLLBACK on any error; 40001/40P01 run the whole transaction
- * again (it was rolled back, so it recorded nothing); 55P03/57014 become LedgerBusyError; a
- * connection error destroys the client and is thrown as it is (never retried: the server may have
- * committed before the connection broke).
+ * True when `e` means the connection is gone and the server gave no answer to the statement: the
+ * client's deadline, a socket error, an end of the connection, or a FATAL (class 08, 57P0x). An
+ * ERROR the server answered (any other SQLSTATE) means the statement failed and nothing committed.
  */
-async function inTransaction<R>(pool: Pool, b: Bounds, body: (client: PoolClient) => Promise<R>): Promise<R> {
+export function isLostConnection(e: unknown): boolean {
+	if (e instanceof DeadlineError) return true;
+	const err = (e ?? {}) as { code?: unknown; message?: unknown; severity?: unknown };
+	const code = typeof err.code === 'string' ? err.code : '';
+	if (/^[0-9A-Z]{5}$/.test(code) && typeof err.severity === 'string') return /^(08|57P0)/.test(code) || err.severity === 'FATAL' || err.severity === 'PANIC';
+	if (/^(08|57P0)/.test(code) || /^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENETDOWN)/.test(code)) return true;
+	return /Connection terminated|not queryable|ECONNRESET|EPIPE|socket hang up/i.test(typeof err.message === 'string' ? err.message : '');
+}
+
+/** pg's refusal to send on a client whose connection already failed: nothing went out. */
+const NOT_SENT = /Client has encountered a connection error and is not queryable|Client was closed and is not queryable/;
+
+/**
+ * Runs `body` (which sends BEGIN … COMMIT itself, and calls `committing()` just before the round
+ * trip that carries the COMMIT) on a checked-out client whose every round trip is bounded by the
+ * client's deadline, with the error handling every bounded transaction shares: ROLLBACK on an
+ * error the server answered; 40001/40P01 run the whole transaction again (it was rolled back, so
+ * it recorded nothing); 55P03/57014 become LedgerBusyError; a lost connection destroys the client
+ * (no ROLLBACK: the server rolls back a transaction whose connection ended) and is never retried:
+ * thrown as it is before the COMMIT was sent, as OutcomeUnknownError once it was (unless the call
+ * is read-only).
+ */
+async function inTransaction<R>(pool: Pool, b: Bounds, options: CallOptions, body: (client: Pick<PoolClient, 'query'>, committing: () => void) => Promise<R>): Promise<R> {
 	const RETRY = Symbol('retry');
+	const deadlineMs = roundTripDeadlineMs(b);
 	for (let attempt = 0; ; attempt++) {
-		const out = await checkedOut(pool, async (client, markBroken): Promise<R | typeof RETRY> => {
+		const out = await checkedOut(pool, deadlineMs, async (client, markBroken): Promise<R | typeof RETRY> => {
+			let commitSent = false;
 			try {
-				return await body(client);
+				return await body(client, () => {
+					commitSent = true;
+				});
 			} catch (e) {
+				if (isLostConnection(e)) {
+					markBroken(e as Error);
+					if (commitSent && !options.readOnly && !NOT_SENT.test((e as Error).message ?? '')) throw new OutcomeUnknownError(e as Error, options.repeatSafe);
+					throw e;
+				}
 				const code = (e as { code?: string }).code ?? '';
 				await client.query('ROLLBACK').catch((re: Error) => markBroken(re));
 				if (RETRY_CODES.has(code) && attempt < DEFAULTS.serializationRetries) {
@@ -154,7 +259,6 @@ async function inTransaction<R>(pool: Pool, b: Bounds, body: (client: PoolClient
 				if (RETRY_CODES.has(code)) {
 					(e as Error).message = `${(e as Error).message} (still failing after ${DEFAULTS.serializationRetries} retries; nothing was recorded, running it again is safe)`;
 				}
-				if (!code || /^(08|57P0)/.test(code)) markBroken(e as Error);
 				throw e;
 			}
 		});
@@ -167,14 +271,21 @@ async function inTransaction<R>(pool: Pool, b: Bounds, body: (client: PoolClient
  * COMMIT) and returns its result; for several different statements that belong together (e.g.
  * queue stats). With a client instead of a pool, `work` runs on it directly, in the caller's
  * transaction with the caller's settings. `work` may run more than once (serialization retries),
- * so it must not have effects outside the database. Throws LedgerBusyError when a bound fired.
+ * so it must not have effects outside the database. Throws LedgerBusyError when a bound fired,
+ * DeadlineError or OutcomeUnknownError when the connection was lost (see inTransaction).
  */
-export async function boundedTransaction<T>(db: Runner, bounds: Bounds | undefined, work: (q: Pick<PoolClient, 'query'>) => Promise<T>): Promise<T> {
+export async function boundedTransaction<T>(
+	db: Runner,
+	bounds: Bounds | undefined,
+	work: (q: Pick<PoolClient, 'query'>) => Promise<T>,
+	options: CallOptions = {},
+): Promise<T> {
 	if (!isPool(db)) return work(db as Pick<PoolClient, 'query'>);
 	const b = toBounds(bounds);
-	return inTransaction(db as unknown as Pool, b, async (client) => {
+	return inTransaction(db as unknown as Pool, b, options, async (client, committing) => {
 		await client.query(beginSql(b));
 		const out = await work(client);
+		committing();
 		await client.query('COMMIT');
 		return out;
 	});
@@ -234,13 +345,19 @@ function inline(text: string, values: unknown[]): string | undefined {
  * the value SET LOCAL gave it just before; the first error skips the rest, and the transaction is
  * rolled back. Otherwise (other value types) it is sent in three round trips as in
  * boundedStatements. BENCHMARKS.md ("Bounded claims") has the measured difference.
+ * Each round trip is bounded by the client's deadline as well (roundTripDeadlineMs). Throws
+ * LedgerBusyError (a server bound fired, nothing recorded), DeadlineError (no answer in time,
+ * before the COMMIT was sent), OutcomeUnknownError (the connection was lost with the COMMIT on its
+ * way; `options`: read-only calls never raise it, `repeatSafe` is carried), or pg's error.
  */
-export async function boundedQuery<R extends object>(db: Runner, text: string, values: unknown[], bounds: Bounds = toBounds()): Promise<R[]> {
+export async function boundedQuery<R extends object>(db: Runner, text: string, values: unknown[], bounds: Bounds = toBounds(), options: CallOptions = {}): Promise<R[]> {
 	if (!isPool(db)) return (await (db as Pick<Pool, 'query'>).query<R>(text, values)).rows;
 	const sql = inline(text, values);
-	if (sql === undefined) return boundedStatements<R>(db, text, [values], bounds);
+	if (sql === undefined) return boundedStatements<R>(db, text, [values], bounds, options);
 	const b = toBounds(bounds);
-	return inTransaction(db as unknown as Pool, b, async (client) => {
+	return inTransaction(db as unknown as Pool, b, options, async (client, committing) => {
+		// The one round trip carries the COMMIT.
+		committing();
 		const results = (await client.query(`${beginSql(b)}; ${sql}; COMMIT`)) as unknown as Array<{ rows: R[] }>;
 		return results[3].rows;
 	});
@@ -252,10 +369,21 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
  * (round trips: BEGIN with the SET LOCALs, one per parameter set, COMMIT).
  * statement_timeout applies to each statement; a retry re-runs every chunk.
  */
-export async function boundedStatements<R extends object>(db: Runner, text: string, valueSets: unknown[][], bounds: Bounds = toBounds()): Promise<R[]> {
-	return boundedTransaction(db, bounds, async (q) => {
-		const rows: R[] = [];
-		for (const values of valueSets) rows.push(...(await (q as Pick<Pool, 'query'>).query<R>(text, values)).rows);
-		return rows;
-	});
+export async function boundedStatements<R extends object>(
+	db: Runner,
+	text: string,
+	valueSets: unknown[][],
+	bounds: Bounds = toBounds(),
+	options: CallOptions = {},
+): Promise<R[]> {
+	return boundedTransaction(
+		db,
+		bounds,
+		async (q) => {
+			const rows: R[] = [];
+			for (const values of valueSets) rows.push(...(await (q as Pick<Pool, 'query'>).query<R>(text, values)).rows);
+			return rows;
+		},
+		options,
+	);
 }

@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Pool as PgPool } from 'pg';
+import type { Pool as PgPool, QueryConfig } from 'pg';
 import type { LedgerPool } from './pool';
 import { quoteSchema } from './identifiers';
 import { withClient } from './pool';
@@ -348,10 +348,14 @@ const RACE_CODES = new Set(['42P06', '42P07', '42710', '42723', '3F000', '42P01'
  * of its own (same lock timeout, statement timeout DEFAULTS.statementTimeoutMs). The wait for a
  * pool connection is the pool's connection timeout. Migration statements themselves have no
  * statement timeout (a DDL statement on a large table may take long; it holds no one waiting).
+ * The client bounds every round trip as well, for a frozen server or a dead network (src/db/deadline.ts):
+ * lock timeout + DEFAULTS.statementTimeoutMs + margin (92 s with the defaults) for each statement,
+ * DEFAULTS.migrateStatementDeadlineMs (10 min) for a migration's DDL; when one passes the
+ * connection is destroyed, so Postgres rolls the migration back, and DeadlineError is thrown.
  */
 export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApply: boolean, options: { lockTimeoutMs?: number } = {}): Promise<number> {
 	const lockMs = Math.max(1, Math.trunc(options.lockTimeoutMs ?? DEFAULTS.migrateLockTimeoutMs));
-	const before = await boundedTransaction(pool, { statementTimeoutMs: DEFAULTS.statementTimeoutMs, lockTimeoutMs: lockMs }, (q) => readSchemaState(q, schema)).catch((e: unknown) => {
+	const before = await boundedTransaction(pool, { statementTimeoutMs: DEFAULTS.statementTimeoutMs, lockTimeoutMs: lockMs }, (q) => readSchemaState(q, schema), { readOnly: true }).catch((e: unknown) => {
 		if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema, lockMs, 'table lock');
 		throw e;
 	});
@@ -362,7 +366,9 @@ export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApp
 	}
 	const q = quoteSchema(schema);
 	const lockKey = `n8n-nodes-operation-ledger:migrate:${schema}`;
-	return withClient(pool, async (client) => {
+	// The client's deadline per round trip: above the lock wait (the advisory lock, a table lock);
+	// a migration's DDL runs without statement_timeout and gets DEFAULTS.migrateStatementDeadlineMs.
+	return withClient(pool, lockMs + DEFAULTS.statementTimeoutMs + DEFAULTS.deadlineMarginMs, async (client) => {
 		for (let attempt = 1; ; attempt++) {
 			await client.query(`BEGIN; SET LOCAL lock_timeout = ${lockMs}`);
 			let waitingFor: 'advisory lock' | 'table lock' = 'advisory lock';
@@ -376,7 +382,7 @@ export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApp
 				let version = state.version;
 				for (const m of loadMigrations()) {
 					if (m.version <= version) continue;
-					await client.query(renderMigration(m.sql, schema));
+					await client.query({ text: renderMigration(m.sql, schema), query_timeout: DEFAULTS.migrateStatementDeadlineMs } as QueryConfig);
 					version = m.version;
 				}
 				const now = { ...state, version };

@@ -26,8 +26,9 @@ import type { ClientConfig, Pool as PgPool, PoolClient, PoolConfig, QueryConfig,
 import { IsolatedClient, Pool } from '../vendor';
 import { resolveEndpoint, toPgSsl, type EndpointInput, type SslMode } from './endpoint';
 import { quoteSchema } from './identifiers';
-import { DEFAULTS } from './bounds';
+import { DEFAULTS, roundTripDeadlineMs } from './bounds';
 import { checkedOut } from './checkout';
+import { DeadlineError } from './deadline';
 
 export type { SslMode };
 
@@ -99,6 +100,8 @@ function poolKey(cfg: ConnectionConfig): string {
 		cfg.ca ?? '',
 		cfg.maxConnections ?? '',
 		cfg.connectTimeoutMs ?? '',
+		// Its clients carry the round-trip deadline derived from it (query_timeout).
+		cfg.statementTimeoutMs ?? '',
 	];
 	return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
 }
@@ -107,6 +110,10 @@ function poolKey(cfg: ConnectionConfig): string {
  * Translates a ConnectionConfig into pg's PoolConfig: every connection parameter explicit (see
  * endpoint.ts), so pg never falls back to PG* environment variables or ~/.pgpass. The password is
  * given as a function, which makes pg send exactly it (an empty one included) and skip ~/.pgpass.
+ * Every connection gets TCP keepalive (first probe after DEFAULTS.keepAliveIdleMs without traffic)
+ * and pg's query_timeout = roundTripDeadlineMs (Statement Timeout + margin) for any statement sent
+ * without a deadline of its own; the core's statements get theirs per round trip and have their
+ * connection destroyed when it passes (src/db/checkout.ts, src/db/deadline.ts).
  * Throws EndpointError when the credential is incomplete or its connection string is refused.
  */
 export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
@@ -117,6 +124,9 @@ export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
 		max,
 		idleTimeoutMillis: idleClientMs(),
 		connectionTimeoutMillis: cfg.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
+		keepAlive: true,
+		keepAliveInitialDelayMillis: DEFAULTS.keepAliveIdleMs,
+		query_timeout: roundTripDeadlineMs(cfg),
 		allowExitOnIdle: true,
 		application_name: 'n8n-nodes-operation-ledger',
 		host: e.host,
@@ -322,9 +332,13 @@ export function getPool(cfg: ConnectionConfig): LedgerPool {
 	return h;
 }
 
-/** Checks out a client, runs `fn`, and returns the client (destroying it if `fn` threw a connection error). */
-export async function withClient<T>(pool: Pick<PgPool | LedgerPool, 'connect'>, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-	return checkedOut(pool as { connect(): Promise<PoolClient> }, async (client, markBroken) => {
+/**
+ * Checks out a client, runs `fn` on it with every round trip bounded by `deadlineMs` (a statement
+ * may pass its own `query_timeout`; src/db/deadline.ts), and returns the client (destroying it if
+ * `fn` threw a connection error or a deadline passed).
+ */
+export async function withClient<T>(pool: Pick<PgPool | LedgerPool, 'connect'>, deadlineMs: number, fn: (client: Pick<PoolClient, 'query'>) => Promise<T>): Promise<T> {
+	return checkedOut(pool as { connect(): Promise<PoolClient> }, deadlineMs, async (client, markBroken) => {
 		try {
 			return await fn(client);
 		} catch (e) {
@@ -338,6 +352,7 @@ export async function withClient<T>(pool: Pick<PgPool | LedgerPool, 'connect'>, 
 export function isConnectionError(e: unknown): boolean {
 	const err = e as { code?: string; message?: string };
 	if (!err) return false;
+	if (e instanceof DeadlineError) return true;
 	if (err.code && /^(08|57P0)/.test(err.code)) return true;
 	return /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|timeout/i.test(err.message ?? '');
 }

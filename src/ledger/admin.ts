@@ -14,8 +14,9 @@
 import { resultsByItem } from './rows';
 import { sqlFunction } from '../db/identifiers';
 import { InputError } from '../errors';
-import type { Pool } from 'pg';
-import { boundedQuery, type Bounds } from '../db/bounds';
+import type { Pool, PoolClient } from 'pg';
+import { boundedQuery, DEFAULTS, isLostConnection, type Bounds } from '../db/bounds';
+import { checkedOut } from '../db/checkout';
 import type { Queryable } from '../db/values';
 import { LIMITS, type EventContext, type OperationStatus } from './states';
 import { checkOperationKey, checkOptionalText } from './validate';
@@ -78,7 +79,7 @@ export async function getOperation(
 ): Promise<OperationWithHistory | null> {
 	const k = checkOperationKey(key);
 	const max = checkInt(maxEvents, 'Max events', 1, 10000);
-	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${sqlFunction(schema, 'ops_get_operation')}($1, $2) AS r`, [k, max], bounds);
+	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${sqlFunction(schema, 'ops_get_operation')}($1, $2) AS r`, [k, max], bounds, { readOnly: true });
 	const r = rows[0]?.r ?? null;
 	if (r) r.eventsTotal = Number(r.eventsTotal);
 	return r;
@@ -148,6 +149,7 @@ export async function listOperations(db: Queryable, schema: string, o: ListOptio
 		`SELECT ${sqlFunction(schema, 'ops_list_operations')}($1, $2, $3, $4, $5::timestamptz, $6) AS r`,
 		[o.kind, o.minAgeSeconds, o.target, o.limit, after?.at ?? null, after?.key ?? null],
 		bounds,
+		{ readOnly: true },
 	);
 	const r = rows[0].r;
 	return { total: Number(r.total), items: r.items, nextCursor: r.next ? encodeCursor(r.next) : null };
@@ -227,7 +229,10 @@ export async function settleByHand(
 		decided_by: string | null;
 		decided_at: Date | null;
 		decision: string | null;
-	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds);
+	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds, {
+		// A decision already recorded answers refused (naming who decided), never a second decision.
+		repeatSafe: true,
+	});
 	return resultsByItem('ops_settle_by_hand', items, rows, (r) => ({
 		retryable: r.retryable,
 		decidedBy: r.decided_by,
@@ -261,7 +266,7 @@ export interface LedgerHealth {
 /** Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes. */
 export async function ledgerHealth(db: Queryable, schema: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
 	const d = checkInt(days, 'Days of events', 1, 366);
-	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds);
+	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds, { readOnly: true });
 	return rows[0].r;
 }
 
@@ -327,6 +332,8 @@ export class RetentionError extends Error {
 		message: string,
 		public readonly report: RetentionReport,
 		public readonly cause?: unknown,
+		/** True when the failed batch's COMMIT was on its way when the connection was lost: it may have committed. */
+		public readonly outcomeUnknown = false,
 	) {
 		super(message);
 		this.name = 'RetentionError';
@@ -339,7 +346,9 @@ export class RetentionError extends Error {
  * maxBatches batches ran, or maxDurationMs passed (checked before each batch: the last batch can
  * run at most statementTimeoutMs past it). Rows a concurrent Reserve or Confirm holds are skipped
  * (SKIP LOCKED), never waited for. A failing batch is rolled back and raised as RetentionError
- * carrying the committed batches' report.
+ * carrying the committed batches' report (outcomeUnknown: the connection was lost during the failed
+ * batch's COMMIT, so that batch may have committed too). Each round trip is bounded by the client as
+ * well: statementTimeoutMs + DEFAULTS.deadlineMarginMs, then the connection is destroyed.
  */
 export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, o: RetentionOptions, ctx: EventContext = {}): Promise<RetentionReport> {
 	const started = Date.now();
@@ -350,15 +359,9 @@ export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, 
 			: `SELECT deleted AS n, events_deleted FROM ${sqlFunction(schema, 'ops_hard_delete_batch')}($1, $2, $4, $3::jsonb)`;
 	const params: unknown[] = [o.olderThanDays, o.batchSize, JSON.stringify(ctx)];
 	if (o.mode === 'hard_delete') params.push(HARD_DELETE_ACKNOWLEDGEMENT);
-	const client = await pool.connect();
-	let broken = false;
-	// A checked-out client whose server goes away emits 'error'; without a listener that would
-	// crash the process. The failing query rejects as well, and the client is then discarded.
-	const onError = () => {
-		broken = true;
-	};
-	client.on('error', onError);
-	try {
+	// Each round trip bounded by the client as well (src/db/deadline.ts): the batch's statement
+	// timeout plus the margin; when it passes the connection is destroyed.
+	await checkedOut(pool as { connect(): Promise<PoolClient> }, o.statementTimeoutMs + DEFAULTS.deadlineMarginMs, async (client, markBroken) => {
 		for (;;) {
 			if (report.batches >= o.maxBatches) {
 				report.stoppedBecause = 'max_batches';
@@ -370,26 +373,35 @@ export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, 
 			}
 			let n: number;
 			let ev: number;
+			let commitSent = false;
 			try {
 				await client.query('BEGIN');
 				await client.query(`SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)`, [String(o.statementTimeoutMs)]);
 				const { rows } = await client.query<{ n: number; events_deleted: string }>(sql, params);
+				commitSent = true;
 				await client.query('COMMIT');
 				n = rows[0].n;
 				ev = Number(rows[0].events_deleted);
 			} catch (e) {
-				await client.query('ROLLBACK').catch(() => {
-					broken = true;
-				});
-				const code = (e as { code?: string }).code ?? '';
-				if (!code || /^(08|57P0)/.test(code)) broken = true;
+				const lost = isLostConnection(e);
+				if (lost) markBroken(e as Error);
+				else
+					await client.query('ROLLBACK').catch((re: Error) => {
+						markBroken(re);
+					});
 				report.durationMs = Date.now() - started;
+				const what = `${o.mode === 'compact' ? 'Compaction' : 'Hard delete'} batch ${report.batches + 1}`;
+				const fate = !lost
+					? 'failed and was rolled back'
+					: commitSent
+						? 'may have committed or not: the connection was lost while its COMMIT was on its way'
+						: 'failed and was rolled back (the connection was lost before its COMMIT)';
 				throw new RetentionError(
-					`${o.mode === 'compact' ? 'Compaction' : 'Hard delete'} batch ${report.batches + 1} failed and was rolled back` +
-						`${broken ? ' (the connection broke: unless that happened in the instant after COMMIT)' : ''}: ${(e as Error).message}. ` +
+					`${what} ${fate}: ${(e as Error).message}. ` +
 						`${report.batches} earlier batch(es) committed (${report.operations} operation(s), ${report.eventsDeleted} event(s)).`,
 					{ ...report },
 					e,
+					lost && commitSent,
 				);
 			}
 			report.batches++;
@@ -397,10 +409,7 @@ export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, 
 			report.eventsDeleted += ev;
 			if (n < o.batchSize) break;
 		}
-	} finally {
-		client.off('error', onError);
-		client.release(broken);
-	}
+	});
 	report.durationMs = Date.now() - started;
 	return report;
 }

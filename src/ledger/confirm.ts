@@ -172,7 +172,10 @@ export async function confirmOperations(
 ): Promise<ConfirmResultRow[]> {
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
-	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schema), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
+	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schema), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds, {
+		// Confirming a recorded report again answers repeated (or stale), never a second outcome.
+		repeatSafe: true,
+	});
 	return resultsByItem('confirm_operations', items, rows, (r) => ({
 		late: r.late,
 		possibleDuplicate: r.possible_duplicate,

@@ -90,7 +90,7 @@ export async function claimUnknown(db: Queryable, schema: string, o: ClaimOption
 		o.claimSeconds,
 		o.target,
 		JSON.stringify(ctx),
-	], bounds);
+	], bounds, { repeatSafe: true });
 	return rows
 		.map((r) => ({
 			operationKey: r.operation_key,
@@ -207,7 +207,7 @@ export async function resolveUnknown(
 		o.backoffBaseSeconds,
 		o.backoffMaxSeconds,
 		JSON.stringify(ctx),
-	], bounds);
+	], bounds, { repeatSafe: true });
 	return resultsByItem('reconcile_resolve', items, rows, (r) => ({
 		checks: r.reconcile_checks,
 		nextCheckAt: iso(r.next_check_at),

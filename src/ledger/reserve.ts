@@ -150,7 +150,10 @@ export async function reserveOperations(
 ): Promise<ReserveResult[]> {
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
-	const rows = await queryChunked<ReserveRow>(db, reserveSql(schema), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds);
+	const rows = await queryChunked<ReserveRow>(db, reserveSql(schema), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds, {
+		// Reserving a recorded key again answers in_progress (or its outcome), never a second Proceed.
+		repeatSafe: true,
+	});
 	const byIndex = new Map<number, ReserveRow[]>();
 	for (const r of rows) {
 		const list = byIndex.get(r.idx);

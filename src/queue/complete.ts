@@ -41,7 +41,10 @@ export async function complete(db: Queryable, schema: string, items: CompleteInp
 	const payload = items
 		.map((it) => prepareOnce(it, prepareCompleteInput))
 		.map((it, i) => ({ i, ...settleKey(it), res: it.result === undefined ? null : it.result }));
-	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)], bounds);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)], bounds, {
+		// Settling again with the same lease token answers already_settled or lease_lost.
+		repeatSafe: true,
+	});
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, finishedAt: iso(r.finished_at) })),
 		items.length,

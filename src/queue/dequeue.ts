@@ -116,6 +116,8 @@ export async function dequeue(db: Queryable, schema: string, options: DequeueOpt
 		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6)`,
 		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging],
 		bounds,
+		// Claiming again hands out other tasks; tasks a lost claim took come back when their lease ends.
+		{ repeatSafe: true },
 	);
 	return rows.map(toClaimedTask);
 }

@@ -200,6 +200,9 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 		payload.map((p) => (p.k === undefined ? null : `${String(p.q)}\u0000${String(p.k)}`)),
 		[],
 		bounds,
+		// Sent again, a task with a dedupe key is answered "deduplicated" while it is live; one
+		// without would be enqueued a second time.
+		{ repeatSafe: payload.map((p) => p.k !== undefined) },
 	);
 	if (notify === 'after') {
 		// The same payloads as the in-transaction notification: the queue name when a task claimable
@@ -213,7 +216,14 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 		}
 		if (ready.size > 0) {
 			const qs = [...ready.keys()];
-			await boundedQuery(db, `SELECT pg_notify(${fn(schema, 'queue_channel')}(x.q), x.p) FROM unnest($1::text[], $2::text[]) AS x(q, p)`, [qs, qs.map((q) => (ready.get(q) ? q : ''))], bounds);
+			// With a pool the tasks are committed by now: a notification that fails (connection lost,
+			// a bound) must not turn them into an error that says they were not enqueued. It is only
+			// a hint; the trigger's poll finds the tasks. (In a caller's transaction it is part of it.)
+			await boundedQuery(db, `SELECT pg_notify(${fn(schema, 'queue_channel')}(x.q), x.p) FROM unnest($1::text[], $2::text[]) AS x(q, p)`, [qs, qs.map((q) => (ready.get(q) ? q : ''))], bounds, {
+				readOnly: true,
+			}).catch((e: unknown) => {
+				if (maybeInCallerTransaction) throw e;
+			});
 		}
 	}
 	const out: EnqueuedTask[] = new Array(items.length);

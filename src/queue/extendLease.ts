@@ -34,7 +34,10 @@ export function prepareExtendLeaseInput(it: ExtendLeaseInput): ExtendLeaseInput 
 export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[], bounds?: Bounds): Promise<ExtendLeaseResult[]> {
 	if (items.length === 0) return [];
 	const payload = items.map((it) => prepareOnce(it, prepareExtendLeaseInput)).map((it, i) => ({ i, ...settleKey(it), secs: it.leaseSeconds }));
-	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)], bounds);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)], bounds, {
+		// Settling again with the same lease token answers already_settled or lease_lost.
+		repeatSafe: true,
+	});
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), leaseExpiresAt: iso(r.lease_expires_at) })),
 		items.length,

@@ -71,7 +71,10 @@ export async function fail(db: Queryable, schema: string, items: FailInput[], ba
 	const { baseSeconds: base, capSeconds: cap } = prepareOnce(backoff, prepareBackoff);
 	if (items.length === 0) return [];
 	const payload = items.map((it) => prepareOnce(it, prepareFailInput)).map((it, i) => ({ i, ...settleKey(it), err: it.error, giveUp: it.giveUp }));
-	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap], bounds);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap], bounds, {
+		// Failing again with the same lease token answers already_settled or lease_lost.
+		repeatSafe: true,
+	});
 	return inInputOrder(
 		rows.map((r) => ({
 			...baseResult(r),

@@ -3,15 +3,22 @@
  *
  * Every wait of it is bounded by the credential's Connection Timeout (connectTimeoutMs, default
  * 10000 ms, src/db/bounds.ts): the connection and its handshake (pg's connectionTimeoutMillis),
- * the LISTEN statement's answer, and close() (after which the socket is destroyed). The watcher
- * (watcher.ts) treats a failure of any of them as a lost connection and reconnects with capped
- * backoff. While connected, the session only waits for notifications; polling finds work even
- * when a connection died silently.
+ * the LISTEN statement's answer, each health probe, and close() (after which the socket is
+ * destroyed). The watcher (watcher.ts) treats a failure of any of them as a lost connection and
+ * reconnects with capped backoff.
+ *
+ * While connected, the session only waits for notifications, so a connection that died silently
+ * (a network partition, a dead NAT entry, a frozen server: no error, no end) would never be
+ * noticed: TCP keepalive (first probe after DEFAULTS.keepAliveIdleMs without traffic; the OS's
+ * interval and count after that) catches a peer that is gone, and probe() (`SELECT 1` within the
+ * Connection Timeout, sent by the watcher every probe interval) catches one that still accepts
+ * packets but does not answer. A failed probe destroys the socket and reports the connection
+ * lost; polling finds the work meanwhile.
  */
 import type { Client as PgClient } from 'pg';
 import { IsolatedClient } from '../vendor';
 import { toClientConfig, type ConnectionConfig } from '../db/pool';
-import { toConnectTimeout } from '../db/bounds';
+import { DEFAULTS, toConnectTimeout } from '../db/bounds';
 import type { ListenConnection } from './watcher';
 
 /** `p`, or a rejection after `ms` milliseconds (then `onTimeout` runs first). */
@@ -34,6 +41,7 @@ export async function connectListener(config: ConnectionConfig): Promise<ListenC
 	const client: PgClient = new IsolatedClient({
 		...toClientConfig(config),
 		keepAlive: true,
+		keepAliveInitialDelayMillis: DEFAULTS.keepAliveIdleMs,
 		application_name: 'n8n-nodes-operation-ledger:listen',
 	});
 	let lostFn: ((e?: Error) => void) | undefined;
@@ -51,6 +59,15 @@ export async function connectListener(config: ConnectionConfig): Promise<ListenC
 		async listen(channel: string) {
 			if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error(`Invalid channel name ${channel}`);
 			await within(client.query(`LISTEN ${channel}`), waitMs, 'LISTEN', destroy);
+		},
+		async probe() {
+			try {
+				await within(client.query('SELECT 1'), waitMs, 'The LISTEN connection health probe', destroy);
+			} catch (e) {
+				destroy();
+				lost(e as Error);
+				throw e;
+			}
 		},
 		onNotification(fn) {
 			client.on('notification', (msg) => fn(msg.payload));

@@ -25,7 +25,7 @@ export interface NextDue {
  */
 export async function nextDue(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<NextDue> {
 	checkQueueName(queue);
-	const rows = await boundedQuery<{ due_at: Date | null; now: Date }>(db, `SELECT ${fn(schema, 'queue_next_due')}($1) AS due_at, now() AS now`, [queue], bounds);
+	const rows = await boundedQuery<{ due_at: Date | null; now: Date }>(db, `SELECT ${fn(schema, 'queue_next_due')}($1) AS due_at, now() AS now`, [queue], bounds, { readOnly: true });
 	return toNextDue(rows[0]?.due_at ?? null, rows[0].now);
 }
 
@@ -41,6 +41,7 @@ export async function nextDueFor(db: Queryable, schema: string, queue: string, g
 		`SELECT due_at, claims, now FROM ${fn(schema, 'queue_wake_state')}($1, $2::text[])`,
 		[queue, groups && groups.length > 0 ? groups : null],
 		bounds,
+		{ readOnly: true },
 	);
 	return { ...toNextDue(rows[0]?.due_at ?? null, rows[0].now), claims: String(rows[0].claims) };
 }

@@ -42,7 +42,10 @@ export async function release(db: Queryable, schema: string, items: ReleaseInput
 	const payload = items
 		.map((it) => prepareOnce(it, prepareReleaseInput))
 		.map((it, i) => ({ i, ...settleKey(it), delay: it.delaySeconds, count: it.countAttempt }));
-	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_release')}($1::jsonb)`, [JSON.stringify(payload)], bounds);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_release')}($1::jsonb)`, [JSON.stringify(payload)], bounds, {
+		// Settling again with the same lease token answers already_settled or lease_lost.
+		repeatSafe: true,
+	});
 	return inInputOrder(
 		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, availableAt: iso(r.run_at) })),
 		items.length,

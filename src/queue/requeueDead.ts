@@ -62,7 +62,10 @@ export async function requeueDead(db: Queryable, schema: string, options: Requeu
 	const { queue, taskIds, group, limit } = prepareOnce(options, prepareRequeueDeadOptions);
 	const ids = taskIds ? taskIds.map(String) : null;
 	if (ids && ids.length === 0) return [];
-	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_requeue_dead')}($1, $2::bigint[], $3, $4)`, [queue, ids, group, limit], bounds);
+	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_requeue_dead')}($1, $2::bigint[], $3, $4)`, [queue, ids, group, limit], bounds, {
+		// By ids: a task already requeued is no longer dead (not_dead). By filter: a repeat requeues further dead tasks.
+		repeatSafe: ids !== null,
+	});
 	return rows.map((r) => ({
 		taskId: idText(r.id) as string,
 		outcome: r.outcome,

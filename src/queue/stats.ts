@@ -130,7 +130,7 @@ const num = (v: string | number | null): number | null => (v === null ? null : N
  */
 export async function stats(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<QueueStats> {
 	const q = checkQueueName(queue);
-	return boundedTransaction(db, bounds, (t) => readStats(t, schema, q));
+	return boundedTransaction(db, bounds, (t) => readStats(t, schema, q), { readOnly: true });
 }
 
 /** Both statements of stats() on `t`, a client inside a bounded transaction (boundedTransaction). */
@@ -204,7 +204,7 @@ interface DeadRow {
 export async function listDead(db: Queryable, schema: string, queue: string, limit: number, bounds?: Bounds): Promise<DeadTask[]> {
 	const q = checkQueueName(queue);
 	const n = checkInt(limit, 'Dead task limit', 1, 1000);
-	return boundedTransaction(db, bounds, (t) => readDead(t, schema, q, n));
+	return boundedTransaction(db, bounds, (t) => readDead(t, schema, q, n), { readOnly: true });
 }
 
 /** What Priority Dequeue's Stats operation asks for one input item. */
@@ -233,7 +233,7 @@ export async function statsReport(
 	return boundedTransaction(db, bounds, async (t) => {
 		const s = await readStats(t, schema, queue);
 		return { stats: s, deadTasks: deadTasks ? await readDead(t, schema, queue, deadTasks) : null };
-	});
+	}, { readOnly: true });
 }
 
 /** The dead-task list on `t`, a client inside a bounded transaction. */

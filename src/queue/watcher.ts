@@ -13,7 +13,13 @@
  * - At most `maxInFlight` executions it started may be running; a wake-up that arrives while all
  *   are busy is remembered and checked again when one finishes (or after `inFlightTimeoutMs`).
  * - The LISTEN connection is its own client (never a pooled one); when it drops, it reconnects
- *   with capped exponential backoff and jitter (1 s doubling to 30 s).
+ *   with capped exponential backoff and jitter (1 s doubling to 30 s). Every `probeMs` (30 s) it
+ *   is probed (ListenConnection.probe, bounded): a connection that died silently (a partition, a
+ *   frozen server) is noticed and replaced; polling goes on meanwhile.
+ * - Outages: a check or claim that fails (every one is bounded by the client, src/db/deadline.ts,
+ *   so none hangs) is retried after outageRetryBaseMs (1 s) doubling up to the poll interval. The
+ *   first failure is logged as a warning (with the error), later ones at debug level, and the first
+ *   success after it at info level (the queue answers again, after how long).
  * - Rate (all bounded): after an execution that FAILED (its `finished` rejects or resolves to
  *   `{ failed: true }`), or that claimed nothing (wake-up mode: the check after it finds work still
  *   due and the queue's claim counter unchanged), it waits before firing again: backoffBaseMs
@@ -32,6 +38,12 @@ export interface ListenConnection {
 	onNotification(fn: (payload?: string) => void): void;
 	/** Called once when the connection fails or ends. */
 	onLost(fn: (e?: Error) => void): void;
+	/**
+	 * A bounded round trip on the connection (e.g. `SELECT 1`): rejects, and reports the connection
+	 * lost through onLost, when it does not answer in time. Optional: without it only the
+	 * connection's own errors tell that it died.
+	 */
+	probe?(): Promise<void>;
 	close(): Promise<void>;
 }
 
@@ -70,10 +82,14 @@ export interface WatcherDeps {
 	pollMs: number;
 	maxInFlight: number;
 	inFlightTimeoutMs: number;
-	log?: (level: 'debug' | 'warn', message: string) => void;
+	log?: (level: 'debug' | 'info' | 'warn', message: string) => void;
 	/** Reconnect backoff, ms (defaults 1000 and 30000). */
 	reconnectBaseMs?: number;
 	reconnectCapMs?: number;
+	/** Ms between health probes of the LISTEN connection (default 30000). */
+	probeMs?: number;
+	/** First retry after a failed check or claim, ms, doubling up to pollMs (default 1000). */
+	outageRetryBaseMs?: number;
 }
 
 export type WakeReason = 'start' | 'notify' | 'poll' | 'reconnect' | 'finished' | 'manual';
@@ -86,6 +102,11 @@ export class QueueWatcher {
 	private againDirect = false;
 	private pollTimer: NodeJS.Timeout | undefined;
 	private reconnectTimer: NodeJS.Timeout | undefined;
+	private probeTimer: NodeJS.Timeout | undefined;
+	/** When the current outage began (the first failed check or claim), else undefined. */
+	private outageSince: number | undefined;
+	private outageFailures = 0;
+	private lastOutageError = '';
 	private conn: ListenConnection | undefined;
 	private reconnectAttempt = 0;
 	private backoffLevel = 0;
@@ -94,7 +115,7 @@ export class QueueWatcher {
 	/** Claim counter at the start of the last finished, not failed, wake-up execution; judged by the next check. */
 	private judge: string | undefined;
 	/** Counters for tests and diagnostics. */
-	readonly counters = { checks: 0, fired: 0, notifications: 0, connects: 0, lost: 0, backoffs: 0, capped: 0, failed: 0, empty: 0 };
+	readonly counters = { checks: 0, fired: 0, notifications: 0, connects: 0, lost: 0, backoffs: 0, capped: 0, failed: 0, empty: 0, probes: 0, outages: 0, recoveries: 0 };
 
 	constructor(private readonly deps: WatcherDeps) {}
 
@@ -129,6 +150,7 @@ export class QueueWatcher {
 		this.closed = true;
 		if (this.pollTimer) clearTimeout(this.pollTimer);
 		if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+		if (this.probeTimer) clearInterval(this.probeTimer);
 		const c = this.conn;
 		this.conn = undefined;
 		if (c) await c.close().catch(() => undefined);
@@ -140,6 +162,7 @@ export class QueueWatcher {
 		const claimFirst = this.deps.claimFirst === true;
 		let skipCheck = direct || claimFirst;
 		let retried = false;
+		let reached = false;
 		try {
 			while (!this.closed && this.inFlight < this.deps.maxInFlight) {
 				let hold = this.holdMs();
@@ -151,6 +174,7 @@ export class QueueWatcher {
 				if (!skipCheck) {
 					this.counters.checks++;
 					const due = await this.deps.check();
+					reached = this.reached(reached);
 					this.judgeProgress(due);
 					if (!due.due) {
 						if (due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
@@ -165,6 +189,7 @@ export class QueueWatcher {
 				}
 				skipCheck = claimFirst;
 				const started = await this.deps.fire(reason);
+				reached = this.reached(reached);
 				if (!started) {
 					if (claimFirst) {
 						// Nothing claimable: learn when the next task is due.
@@ -186,7 +211,7 @@ export class QueueWatcher {
 				this.track(started.finished, marker);
 			}
 		} catch (e) {
-			this.deps.log?.('warn', `Priority Dequeue Trigger: checking the queue failed (${(e as Error).message}); trying again at the next poll`);
+			nextMs = Math.min(nextMs, this.outage(e as Error));
 		} finally {
 			this.checking = false;
 		}
@@ -199,6 +224,37 @@ export class QueueWatcher {
 			this.againDirect = false;
 			this.wake(r, d);
 		}
+	}
+
+	/** A check or claim answered: ends an outage (logged once). Returns true. */
+	private reached(already: boolean): boolean {
+		if (already || this.outageSince === undefined) return true;
+		const secs = ((Date.now() - this.outageSince) / 1000).toFixed(1);
+		this.counters.recoveries++;
+		this.deps.log?.(
+			'info',
+			`Priority Dequeue Trigger: the queue answers again after ${secs} s (${this.outageFailures} failed attempt(s); last error: ${this.lastOutageError}); checking and claiming resumed`,
+		);
+		this.outageSince = undefined;
+		this.outageFailures = 0;
+		return true;
+	}
+
+	/** A check or claim failed: logs the outage (warn once, then debug); returns ms until the next try. */
+	private outage(e: Error): number {
+		const base = this.deps.outageRetryBaseMs ?? 1000;
+		const delay = Math.min(this.deps.pollMs, base * 2 ** Math.min(this.outageFailures, 30));
+		this.outageFailures++;
+		this.lastOutageError = e?.message ?? String(e);
+		if (this.outageSince === undefined) {
+			this.outageSince = Date.now();
+			this.counters.outages++;
+			this.deps.log?.('warn', `Priority Dequeue Trigger: checking the queue failed (${this.lastOutageError}); no task is claimed until a check succeeds; trying again in ${delay} ms, then less and less often (up to the poll interval)`);
+		} else {
+			const secs = ((Date.now() - this.outageSince) / 1000).toFixed(1);
+			this.deps.log?.('debug', `Priority Dequeue Trigger: checking the queue still fails after ${secs} s (${this.lastOutageError}); trying again in ${delay} ms`);
+		}
+		return delay;
 	}
 
 	/** Ms to wait before the next execution may start: backoff or the per-minute cap (0: none). */
@@ -306,12 +362,39 @@ export class QueueWatcher {
 			this.conn = conn;
 			this.counters.connects++;
 			this.reconnectAttempt = 0;
+			this.startProbes(conn);
 			// Anything notified while we were not listening: check once now.
 			if (isReconnect) this.wake('reconnect');
 		} catch (e) {
-			this.deps.log?.('warn', `Priority Dequeue Trigger: could not LISTEN (${(e as Error).message}); polling meanwhile, retrying`);
+			// Warned once per loss; the retries of the same outage are logged at debug level.
+			this.deps.log?.(this.reconnectAttempt === 0 ? 'warn' : 'debug', `Priority Dequeue Trigger: could not LISTEN (${(e as Error).message}); polling meanwhile, retrying`);
 			this.scheduleReconnect();
 		}
+	}
+
+	/** Probes `conn` every probeMs while it is the current connection (a failed probe reports it lost). */
+	private startProbes(conn: ListenConnection): void {
+		if (!conn.probe) return;
+		if (this.probeTimer) clearInterval(this.probeTimer);
+		let probing = false;
+		const timer = setInterval(() => {
+			if (this.closed || this.conn !== conn) {
+				clearInterval(timer);
+				if (this.probeTimer === timer) this.probeTimer = undefined;
+				return;
+			}
+			if (probing) return;
+			probing = true;
+			this.counters.probes++;
+			conn
+				.probe!()
+				.catch(() => undefined)
+				.finally(() => {
+					probing = false;
+				});
+		}, this.deps.probeMs ?? 30_000);
+		timer.unref?.();
+		this.probeTimer = timer;
 	}
 
 	private scheduleReconnect(): void {

@@ -82,6 +82,12 @@ export interface PrivatePostgres {
 	stop(mode?: 'fast' | 'immediate'): void;
 	restart(mode?: 'fast' | 'immediate'): void;
 	running(): boolean;
+	/**
+	 * SIGSTOP to the server and every process of it (a frozen host): connections stay open, the
+	 * kernel still accepts packets, nothing answers. thaw() sends SIGCONT. Returns the pids signalled.
+	 */
+	freeze(): number[];
+	thaw(): number[];
 	/** The server log, for diagnostics. */
 	log(): string;
 	/** Stops the server and removes its folder. */
@@ -168,6 +174,34 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 			return false;
 		}
 	};
+	/** The postmaster and its children (backends and auxiliary processes), from /proc. */
+	const serverPids = (): number[] => {
+		const root = pidOf();
+		if (!root) return [];
+		const out = [root];
+		for (const name of readdirSync('/proc')) {
+			if (!/^\d+$/.test(name)) continue;
+			try {
+				const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+				const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+				if (ppid === root) out.push(Number(name));
+			} catch {
+				// gone meanwhile
+			}
+		}
+		return out;
+	};
+	const signalAll = (signal: NodeJS.Signals): number[] => {
+		const pids = serverPids();
+		for (const pid of pids) {
+			try {
+				process.kill(pid, signal);
+			} catch {
+				// gone meanwhile
+			}
+		}
+		return pids;
+	};
 	const start = () => {
 		run('pg_ctl', ['-D', dataDir, '-l', logFile, '-w', '-t', '60', 'start'], 'pg_ctl start');
 	};
@@ -203,9 +237,12 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 			start();
 		},
 		running,
+		freeze: () => signalAll('SIGSTOP'),
+		thaw: () => signalAll('SIGCONT'),
 		log: () => readFileSync(logFile, 'utf8'),
 		async destroy() {
 			try {
+				signalAll('SIGCONT');
 				stop('immediate');
 			} finally {
 				rmSync(dir, { recursive: true, force: true });

@@ -269,7 +269,7 @@ describe('killed backends never crash the process', () => {
 			() => 'resolved',
 			(e: Error) => e.message,
 		);
-		const b = withClient(pool, (c) => c.query('SELECT pg_sleep(30)')).then(
+		const b = withClient(pool, 60_000, (c) => c.query('SELECT pg_sleep(30)')).then(
 			() => 'resolved',
 			(e: Error) => e.message,
 		);

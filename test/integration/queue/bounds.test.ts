@@ -279,7 +279,8 @@ describe('inlined literals mean what the parameters mean', () => {
 			pool.on('acquire', (client) => {
 				const q = client.query.bind(client) as (...a: unknown[]) => unknown;
 				(client as unknown as { query: unknown }).query = (...a: unknown[]) => {
-					seen.push(a[0]);
+					// A config object ({ text, query_timeout }: the client's deadline) or a text.
+					seen.push(typeof a[0] === 'string' ? a[0] : (a[0] as { text: string }).text);
 					return q(...a);
 				};
 			});

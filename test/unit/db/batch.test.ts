@@ -8,9 +8,13 @@ import { QueueInputError } from '../../../src/queue/types';
 /** A pool stand-in that records every text sent and answers as Postgres would for a one-row statement. */
 function recordingPool() {
 	const sent: string[] = [];
+	/** The client deadline (pg's query_timeout, ms) each round trip carried. */
+	const deadlines: Array<number | undefined> = [];
 	const row = { ok: 1 };
 	const client = {
-		query: async (text: string) => {
+		query: async (q: string | { text: string; query_timeout?: number }) => {
+			const text = typeof q === 'string' ? q : q.text;
+			deadlines.push(typeof q === 'string' ? undefined : q.query_timeout);
 			sent.push(text);
 			// The one-trip form (BEGIN; SET LOCAL; SET LOCAL; statement; COMMIT) answers one result per statement.
 			if (text.startsWith('BEGIN;') && text.endsWith('COMMIT')) return [{ rows: [] }, { rows: [] }, { rows: [] }, { rows: [row] }, { rows: [] }];
@@ -20,10 +24,19 @@ function recordingPool() {
 		removeListener: () => undefined,
 		release: () => undefined,
 	};
-	return { sent, pool: { totalCount: 0, connect: async () => client, query: client.query } };
+	return { sent, deadlines, pool: { totalCount: 0, connect: async () => client, query: client.query } };
 }
 
 describe('queryChunked round trips', () => {
+	it('bounds every round trip by the client deadline: Statement Timeout + 2000 ms', async () => {
+		const one = recordingPool();
+		await queryChunked(one.pool as never, 'SELECT * FROM s.f($1::jsonb)', ['{"a":1}'], [null], [], { statementTimeoutMs: 1500, lockTimeoutMs: 100 });
+		expect(one.deadlines).toEqual([3500]);
+		const three = recordingPool();
+		await queryChunked(three.pool as never, 'SELECT * FROM s.f($1::jsonb)', [JSON.stringify({ s: 'x'.repeat(ONE_TRIP_MAX_BYTES) })], [null]);
+		expect(three.deadlines).toEqual([32_000, 32_000, 32_000]);
+	});
+
 	const sql = 'SELECT * FROM s.f($1::jsonb)';
 	it('sends a one-chunk batch as ONE query: the bounded transaction with the JSON as a literal', async () => {
 		const { sent, pool } = recordingPool();
