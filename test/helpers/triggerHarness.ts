@@ -23,6 +23,8 @@ export interface ActiveTrigger {
 	/** Items emitted, per execution. */
 	emitted: INodeExecutionData[][];
 	warnings: string[];
+	/** Messages logged at info level (e.g. the recovery after an outage). */
+	infos: string[];
 	close(): Promise<void>;
 }
 
@@ -36,13 +38,14 @@ export async function activateTrigger(opts: {
 	const executions: number[] = [];
 	const emitted: INodeExecutionData[][] = [];
 	const warnings: string[] = [];
+	const infos: string[] = [];
 	const log = (m: string) => warnings.push(m);
 	const fns = {
 		getCredentials: async () => opts.credentials,
 		getNodeParameter: (name: string, fallback?: unknown) => (name in opts.parameters ? opts.parameters[name] : fallback),
 		getNode: () => ({ name: 'Priority Dequeue Trigger', typeVersion: opts.typeVersion, type: 'priorityDequeueTrigger', parameters: opts.parameters }),
 		getMode: () => opts.mode ?? 'trigger',
-		logger: { debug: () => undefined, info: () => undefined, warn: log, error: log },
+		logger: { debug: () => undefined, info: (m: string) => infos.push(m), warn: log, error: log },
 		helpers: {
 			createDeferredPromise: <T>() => {
 				let resolve!: (v: T) => void;
@@ -69,6 +72,7 @@ export async function activateTrigger(opts: {
 		executions,
 		emitted,
 		warnings,
+		infos,
 		close: async () => {
 			await response.closeFunction?.();
 		},
