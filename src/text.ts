@@ -23,3 +23,20 @@ export function cutText(text: string, maxUnits: number): string {
 export function cutAny(value: unknown, maxUnits: number): string {
 	return cutText(typeof value === 'string' ? value : String(value), maxUnits);
 }
+
+/** A UTF-16 surrogate without its other half (not valid Unicode; Postgres' jsonb refuses it, 22P02). */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/**
+ * `text` made storable as Postgres text or jsonb, for diagnostic text that the package keeps but
+ * may shorten anyway (a failure's error message, a confirmation's or resolution's reason, a node
+ * name in an event's context): each NUL (which Postgres' text and jsonb refuse: 22021 / 22P05) and
+ * each lone UTF-16 surrogate (not valid Unicode: 22P02 in jsonb) becomes U+FFFD, the Unicode
+ * replacement character (the Unicode Standard, section 3.9, "U+FFFD Substitution"), then it is cut
+ * with cutText(). Never for keys, references, requests, payloads or responses: those are refused
+ * with an item error instead (src/keyText.ts, checkOptionalText, src/json/canonical.ts).
+ */
+export function storableText(text: string, maxUnits: number): string {
+	return cutText(text.replace(LONE_SURROGATES, '\uFFFD').split('\u0000').join('\uFFFD'), maxUnits);
+}

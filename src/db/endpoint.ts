@@ -20,6 +20,7 @@
  * Errors: resolveEndpoint throws EndpointError, whose message never contains the password or the
  * connection string.
  */
+import { cutAny, cutText } from '../text';
 import { parseConnectionString } from '../vendor';
 
 /** libpq's sslmode values, weakest first. */
@@ -74,7 +75,7 @@ export function toSslMode(value: unknown, where: string): SslMode {
 	if (value === undefined || value === null || value === '') return 'disable';
 	const v = String(value).toLowerCase();
 	if ((SSL_MODES as readonly string[]).includes(v)) return v as SslMode;
-	throw new EndpointError(`${where}: unknown SSL mode "${String(value).slice(0, 40)}" (use one of ${SSL_MODES.join(', ')})`);
+	throw new EndpointError(`${where}: unknown SSL mode "${cutAny(value, 40)}" (use one of ${SSL_MODES.join(', ')})`);
 }
 
 /** Query parameters a connection string may carry; anything else is refused. */
@@ -115,7 +116,7 @@ export function parseUrl(connectionString: string): ParsedString {
 			);
 		}
 		if (!ALLOWED_PARAMS.has(key)) {
-			throw new EndpointError(`The connection string parameter "${key.slice(0, 40)}" is not supported (supported: ${[...ALLOWED_PARAMS].join(', ')})`);
+			throw new EndpointError(`The connection string parameter "${cutText(key, 40)}" is not supported (supported: ${[...ALLOWED_PARAMS].join(', ')})`);
 		}
 	}
 	let parsed: ReturnType<typeof parseConnectionString>;
@@ -135,12 +136,12 @@ export function parseUrl(connectionString: string): ParsedString {
 	if (ssl !== null) {
 		// pg's meaning: ssl=true verifies the certificate and the host name (verify-full).
 		const fromSsl: SslMode | undefined = /^(true|1)$/i.test(ssl) ? 'verify-full' : /^(false|0)$/i.test(ssl) ? 'disable' : ssl === 'no-verify' ? 'require' : undefined;
-		if (!fromSsl) throw new EndpointError(`The connection string has an unknown ssl value "${ssl.slice(0, 40)}" (use true or false, or sslmode=...)`);
+		if (!fromSsl) throw new EndpointError(`The connection string has an unknown ssl value "${cutText(ssl, 40)}" (use true or false, or sslmode=...)`);
 		sslMode = sslMode ? stricterSslMode(sslMode, fromSsl) : fromSsl;
 	}
 	const portText = raw.port === undefined || raw.port === null || raw.port === '' ? '5432' : String(raw.port);
 	if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
-		throw new EndpointError(`The connection string has an invalid port "${portText.slice(0, 20)}"`);
+		throw new EndpointError(`The connection string has an invalid port "${cutText(portText, 20)}"`);
 	}
 	const user = typeof raw.user === 'string' ? raw.user : '';
 	const dbname = url.searchParams.get('dbname');
@@ -180,7 +181,7 @@ export function resolveEndpoint(input: EndpointInput): Endpoint {
 	} else {
 		host = String(input.host ?? '').trim();
 		port = Number(input.port ?? 5432);
-		if (!Number.isInteger(port) || port < 1 || port > 65535) throw new EndpointError(`Invalid port ${String(input.port).slice(0, 20)}: use 1 to 65535`);
+		if (!Number.isInteger(port) || port < 1 || port > 65535) throw new EndpointError(`Invalid port ${cutAny(input.port, 20)}: use 1 to 65535`);
 		database = String(input.database ?? '').trim();
 		user = String(input.user ?? '').trim();
 		password = String(input.password ?? '');

@@ -14,11 +14,12 @@
 import { resultsByItem } from './rows';
 import { sqlFunction } from '../db/identifiers';
 import { InputError } from '../errors';
+import { cutAny } from '../text';
 import type { Pool, PoolClient } from 'pg';
 import { boundedQuery, DEFAULTS, isLostConnection, type Bounds } from '../db/bounds';
 import { checkedOut } from '../db/checkout';
 import type { Queryable } from '../db/values';
-import { LIMITS, type EventContext, type OperationStatus } from './states';
+import { eventContextJson, LIMITS, type EventContext, type OperationStatus } from './states';
 import { checkOperationKey, checkOptionalText } from './validate';
 
 /** What "List" can look for. */
@@ -35,7 +36,7 @@ export const HARD_DELETE_ACKNOWLEDGEMENT = 'forget these keys: a retry will run 
 function checkInt(value: unknown, what: string, min: number, max: number): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-		throw new InputError(`${what} must be a whole number from ${min} to ${max}; got ${String(value).slice(0, 40)}`);
+		throw new InputError(`${what} must be a whole number from ${min} to ${max}; got ${cutAny(value, 40)}`);
 	}
 	return n;
 }
@@ -112,7 +113,7 @@ export interface ListPage {
 /** Validates list options. Throws InputError. */
 export function checkListOptions(o: { kind: unknown; minAgeSeconds?: unknown; target?: unknown; limit?: unknown; cursor?: unknown }): ListOptions {
 	if (!LIST_KINDS.includes(o.kind as ListKind)) {
-		throw new InputError(`The list must be one of ${LIST_KINDS.join(', ')}; got ${JSON.stringify(o.kind)?.slice(0, 40)}`);
+		throw new InputError(`The list must be one of ${LIST_KINDS.join(', ')}; got ${cutAny(JSON.stringify(o.kind) ?? String(o.kind), 40)}`);
 	}
 	const cursor = o.cursor === undefined || o.cursor === null || o.cursor === '' ? null : String(o.cursor);
 	if (cursor !== null) decodeCursor(cursor);
@@ -125,6 +126,9 @@ export function checkListOptions(o: { kind: unknown; minAgeSeconds?: unknown; ta
 	};
 }
 
+/** A cursor's timestamp: what jsonb_build_object writes for a timestamptz (microseconds, offset). */
+const CURSOR_AT = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?([+-][0-9]{2}(:[0-9]{2})?|Z)$/;
+
 /** Cursor: base64url of {"at": timestamp text with microseconds, "key": operation key}. */
 function encodeCursor(next: { at: string; key: string }): string {
 	return Buffer.from(JSON.stringify([next.at, next.key]), 'utf8').toString('base64url');
@@ -132,8 +136,10 @@ function encodeCursor(next: { at: string; key: string }): string {
 function decodeCursor(cursor: string): { at: string; key: string } {
 	try {
 		const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-		if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]))) {
-			return { at: v[0], key: v[1] };
+		// Only what this node returns: a timestamptz as jsonb writes it (four-digit year, so
+		// Postgres can read it back) and a valid operation key; anything else would fail in SQL.
+		if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && CURSOR_AT.test(v[0]) && !Number.isNaN(Date.parse(v[0]))) {
+			return { at: v[0], key: checkOperationKey(v[1]) };
 		}
 	} catch {
 		// fall through
@@ -195,7 +201,7 @@ export function prepareSettleItem(
 ): SettleItem {
 	const operationKey = checkOperationKey(input.operationKey);
 	if (!SETTLE_DECISIONS.includes(input.decision as SettleDecision)) {
-		throw new InputError(`The decision must be happened or not_happened; got ${JSON.stringify(input.decision)?.slice(0, 40)}`);
+		throw new InputError(`The decision must be happened or not_happened; got ${cutAny(JSON.stringify(input.decision) ?? String(input.decision), 40)}`);
 	}
 	const decision = input.decision as SettleDecision;
 	const decidedBy = checkOptionalText(typeof input.decidedBy === 'string' ? input.decidedBy.trim() : input.decidedBy, 'Decided by', 200);
@@ -229,7 +235,7 @@ export async function settleByHand(
 		decided_by: string | null;
 		decided_at: Date | null;
 		decision: string | null;
-	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, JSON.stringify(ctx)], bounds, {
+	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, eventContextJson(ctx)], bounds, {
 		// A decision already recorded answers refused (naming who decided), never a second decision.
 		repeatSafe: true,
 	});
@@ -297,7 +303,7 @@ export function checkRetentionOptions(o: {
 	statementTimeoutMs?: unknown;
 	acknowledge?: unknown;
 }): RetentionOptions {
-	if (o.mode !== 'compact' && o.mode !== 'hard_delete') throw new InputError(`The retention mode must be compact or hard_delete; got ${String(o.mode).slice(0, 40)}`);
+	if (o.mode !== 'compact' && o.mode !== 'hard_delete') throw new InputError(`The retention mode must be compact or hard_delete; got ${cutAny(o.mode, 40)}`);
 	if (o.mode === 'hard_delete' && o.acknowledge !== true) {
 		throw new InputError(
 			'Hard delete needs the explicit acknowledgement: the ledger forgets the deleted keys, and a retry of one of them runs its write again',
@@ -357,7 +363,7 @@ export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, 
 		o.mode === 'compact'
 			? `SELECT compacted AS n, events_deleted FROM ${sqlFunction(schema, 'ops_compact_batch')}($1, $2, $3::jsonb)`
 			: `SELECT deleted AS n, events_deleted FROM ${sqlFunction(schema, 'ops_hard_delete_batch')}($1, $2, $4, $3::jsonb)`;
-	const params: unknown[] = [o.olderThanDays, o.batchSize, JSON.stringify(ctx)];
+	const params: unknown[] = [o.olderThanDays, o.batchSize, eventContextJson(ctx)];
 	if (o.mode === 'hard_delete') params.push(HARD_DELETE_ACKNOWLEDGEMENT);
 	// Each round trip bounded by the client as well (src/db/deadline.ts): the batch's statement
 	// timeout plus the margin; when it passes the connection is destroyed.

@@ -7,11 +7,11 @@ import { sqlFunction } from '../db/identifiers';
 import { isUuid } from '../check';
 import { InputError } from '../errors';
 import { canonicalJson, NotJsonError } from '../json/canonical';
-import { cutAny, cutText } from '../text';
+import { cutAny, cutText, storableText } from '../text';
 import { queryChunked } from '../db/batch';
 import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
-import { LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
+import { eventContextJson, LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
 import { checkOperationKey, checkOptionalText } from './validate';
 
 
@@ -30,7 +30,7 @@ export function checkMaxResponseBytes(value: unknown): number {
 	const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < 2 || n > MAX_RESPONSE_BYTES_LIMIT) {
 		throw new InputError(
-			`Max Response Size must be a whole number of bytes from 2 to ${MAX_RESPONSE_BYTES_LIMIT} (16 MiB), got ${JSON.stringify(typeof value === 'number' && !Number.isFinite(value) ? String(value) : value)?.slice(0, 40)}. Nothing was recorded.`,
+			`Max Response Size must be a whole number of bytes from 2 to ${MAX_RESPONSE_BYTES_LIMIT} (16 MiB), got ${cutAny(JSON.stringify(typeof value === 'number' && !Number.isFinite(value) ? String(value) : value) ?? String(value), 40)}. Nothing was recorded.`,
 		);
 	}
 	return n;
@@ -86,7 +86,8 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 		throw new InputError(`The outcome must be succeeded, failed or unknown; got ${cutAny(JSON.stringify(outcome), 40)}`);
 	}
 	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
-	const reason = checkOptionalText(typeof input.reason === 'string' ? cutText(input.reason, 2000) : input.reason, 'The reason', 2000);
+	// Diagnostic text, cut anyway: made storable (NUL, lone surrogates: U+FFFD) instead of failing the outcome.
+	const reason = checkOptionalText(typeof input.reason === 'string' ? storableText(input.reason, 2000) : input.reason, 'The reason', 2000);
 	let responseJson: string;
 	try {
 		responseJson = canonicalJson(input.response === undefined ? null : input.response);
@@ -172,7 +173,7 @@ export async function confirmOperations(
 ): Promise<ConfirmResultRow[]> {
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
-	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schema), encodeConfirmItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds, {
+	const rows = await queryChunked<ConfirmRow>(db, confirmSql(schema), encodeConfirmItems(items), items.map((it) => it.operationKey), [eventContextJson(ctx)], bounds, {
 		// Confirming a recorded report again answers repeated (or stale), never a second outcome.
 		repeatSafe: true,
 	});

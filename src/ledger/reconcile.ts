@@ -8,10 +8,10 @@ import { sqlFunction } from '../db/identifiers';
 import { isUuid } from '../check';
 import { InputError } from '../errors';
 import { canonicalJson, NotJsonError } from '../json/canonical';
-import { cutAny, cutText } from '../text';
+import { cutAny, cutText, storableText } from '../text';
 import type { Queryable } from '../db/values';
 import { boundedQuery, type Bounds } from '../db/bounds';
-import { LIMITS, iso, type EventContext, type OperationStatus } from './states';
+import { eventContextJson, LIMITS, iso, type EventContext, type OperationStatus } from './states';
 import { checkOperationKey, checkOptionalText, checkOptionalKeyText } from './validate';
 
 /** What a lookup at the target reported. */
@@ -89,7 +89,7 @@ export async function claimUnknown(db: Queryable, schema: string, o: ClaimOption
 		o.settleSeconds,
 		o.claimSeconds,
 		o.target,
-		JSON.stringify(ctx),
+		eventContextJson(ctx),
 	], bounds, { repeatSafe: true });
 	return rows
 		.map((r) => ({
@@ -143,7 +143,8 @@ export function prepareResolveItem(
 		throw e;
 	}
 	if (Buffer.byteLength(responseJson, 'utf8') > 256 * 1024) responseJson = JSON.stringify({ truncated: true, preview: cutText(responseJson, 1024) });
-	const reason = checkOptionalText(typeof input.reason === 'string' ? cutText(input.reason, 2000) : input.reason, 'The reason', 2000);
+	// Diagnostic text, cut anyway: made storable (NUL, lone surrogates: U+FFFD) instead of failing the resolution.
+	const reason = checkOptionalText(typeof input.reason === 'string' ? storableText(input.reason, 2000) : input.reason, 'The reason', 2000);
 	return { index, operationKey, claimToken: input.claimToken.toLowerCase(), resolution: resolution as ReconcileResolution, externalRef, responseJson, reason };
 }
 
@@ -206,7 +207,7 @@ export async function resolveUnknown(
 		o.maxChecks,
 		o.backoffBaseSeconds,
 		o.backoffMaxSeconds,
-		JSON.stringify(ctx),
+		eventContextJson(ctx),
 	], bounds, { repeatSafe: true });
 	return resultsByItem('reconcile_resolve', items, rows, (r) => ({
 		checks: r.reconcile_checks,

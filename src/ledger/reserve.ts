@@ -10,7 +10,7 @@ import { type Bounds } from '../db/bounds';
 import { queryChunked } from '../db/batch';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
-import { LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
+import { eventContextJson, LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
 import { DEFAULT_SETTLE_SECONDS, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from './validate';
 
 
@@ -150,7 +150,7 @@ export async function reserveOperations(
 ): Promise<ReserveResult[]> {
 	if (items.length === 0) return [];
 	// One statement, or chunks in one bounded transaction for very large batches (src/db/batch.ts).
-	const rows = await queryChunked<ReserveRow>(db, reserveSql(schema), encodeReserveItems(items), items.map((it) => it.operationKey), [JSON.stringify(ctx)], bounds, {
+	const rows = await queryChunked<ReserveRow>(db, reserveSql(schema), encodeReserveItems(items), items.map((it) => it.operationKey), [eventContextJson(ctx)], bounds, {
 		// Reserving a recorded key again answers in_progress (or its outcome), never a second Proceed.
 		repeatSafe: true,
 	});

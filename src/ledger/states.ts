@@ -5,6 +5,8 @@
  * its functions; test/integration/states.test.ts checks OPERATION_STATUSES against the
  * CHECK constraint on operations.status.
  */
+import { storableText } from '../text';
+
 export const OPERATION_STATUSES = ['reserved', 'succeeded', 'failed', 'unknown', 'review'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
@@ -108,6 +110,20 @@ export interface EventContext {
 	executionId?: string;
 	workflowId?: string;
 	nodeName?: string;
+}
+
+/**
+ * The JSON text of `ctx` as the SQL functions read it (p_ctx): each value made storable (NUL and
+ * lone surrogates become U+FFFD, at most 1000 UTF-16 units: src/text.ts storableText), so a node
+ * name Postgres could not store never fails a batch. Non-string values are left out.
+ */
+export function eventContextJson(ctx: EventContext = {}): string {
+	const out: Record<string, string> = {};
+	for (const k of ['executionId', 'workflowId', 'nodeName'] as const) {
+		const v = ctx[k];
+		if (typeof v === 'string') out[k] = storableText(v, 1000);
+	}
+	return JSON.stringify(out);
 }
 
 /** Converts a pg timestamptz to ISO-8601 (src/db/values.ts, shared with the queue). */

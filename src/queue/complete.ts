@@ -3,7 +3,8 @@
  */
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
-import { fn, iso, type Queryable } from './types';
+import { fn, iso, QueueInputError, type Queryable } from './types';
+import { assertJson, NotJsonError } from '../json/canonical';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface CompleteInput extends SettleTarget {
@@ -22,9 +23,22 @@ interface Row extends SettleRow {
 	finished_at: Date | null;
 }
 
-/** Checks one input (id, token); returns it normalised and prepared (prepared.ts). Throws QueueInputError. */
+/**
+ * Checks one input (id, token, and the result: plain JSON that Postgres can store, no NUL, no lone
+ * surrogate: src/json/canonical.ts assertJson); returns it normalised and prepared (prepared.ts).
+ * Throws QueueInputError, so a result Postgres would refuse fails its own item, not the batch.
+ */
 export function prepareCompleteInput(it: CompleteInput): CompleteInput {
-	return markPrepared({ ...checkSettleTarget(it), result: it.result });
+	const target = checkSettleTarget(it);
+	if (it.result !== undefined) {
+		try {
+			assertJson(it.result);
+		} catch (e) {
+			if (e instanceof NotJsonError) throw new QueueInputError(`The result is not plain JSON: ${e.message.replace(/^\$/, 'result')}`);
+			throw e;
+		}
+	}
+	return markPrepared({ ...target, result: it.result });
 }
 
 /**

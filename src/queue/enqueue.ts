@@ -3,6 +3,7 @@
  */
 import type { TaskState } from './states';
 import { checkKeyText } from '../keyText';
+import { cutAny } from '../text';
 import { queryChunked } from '../db/batch';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { DEFAULT_MAX_ATTEMPTS } from './states';
@@ -104,6 +105,11 @@ export function parseTimestamp(text: string): Date {
 	return new Date(noOffset ? `${s.replace(' ', 'T')}Z` : s);
 }
 
+/** Earliest Not Before: 0001-01-01T00:00:00Z (ISO 8601's four-digit years; Postgres has no year 0). */
+export const MIN_NOT_BEFORE_MS = Date.parse('0001-01-01T00:00:00Z');
+/** Latest Not Before: 9999-12-31T23:59:59.999Z. */
+export const MAX_NOT_BEFORE_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
 /** Largest task payload, as UTF-8 JSON (1 MiB): an item error above it, nothing is written. */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -146,7 +152,13 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
 	if (input.notBefore !== undefined && input.notBefore !== null && input.notBefore !== '') {
 		const t = input.notBefore instanceof Date ? input.notBefore : parseTimestamp(String(input.notBefore));
-		if (Number.isNaN(t.getTime())) throw new QueueInputError(`Not before is not a valid date: ${JSON.stringify(input.notBefore)}`);
+		const shown = () => cutAny(input.notBefore instanceof Date ? 'an invalid Date' : JSON.stringify(String(input.notBefore)), 60);
+		if (Number.isNaN(t.getTime())) throw new QueueInputError(`Not before is not a valid date: ${shown()}`);
+		// Postgres' timestamptz reads four-digit years only as given here (no year 0, no signed
+		// six-digit ISO years): outside this range the value would fail the whole batch (22008/22009).
+		if (t.getTime() < MIN_NOT_BEFORE_MS || t.getTime() > MAX_NOT_BEFORE_MS) {
+			throw new QueueInputError(`Not before must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, got ${input.notBefore instanceof Date ? t.toISOString() : shown()}`);
+		}
 		out.notBefore = t.toISOString();
 	}
 	return markPrepared(out);

@@ -7,9 +7,14 @@ import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
+import { storableText } from '../text';
 
 export interface FailInput extends SettleTarget {
-	/** The error to record as last_error (truncated to 10,000 characters). */
+	/**
+	 * The error to record as last_error: cut to 10,000 UTF-16 units on a code-point boundary, NUL
+	 * characters and lone surrogates replaced by U+FFFD (src/text.ts storableText), so a message
+	 * Postgres could not store never fails the batch.
+	 */
 	error: string;
 	/** True: go dead now without further retries. */
 	giveUp?: boolean;
@@ -46,12 +51,16 @@ export function backoffSeconds(attempt: number, baseSeconds: number, capSeconds:
 }
 
 /**
- * Checks one input (id, token); returns it normalised (error text cut to 10,000 characters,
- * 'failed' when empty) and prepared (prepared.ts). Throws QueueInputError.
+ * Checks one input (id, token); returns it normalised (error text made storable and cut to 10,000
+ * UTF-16 units, src/text.ts storableText; 'failed' when empty) and prepared (prepared.ts). Throws
+ * QueueInputError.
  */
 export function prepareFailInput(it: FailInput): FailInput {
-	return markPrepared({ ...checkSettleTarget(it), error: String(it.error ?? 'failed').slice(0, 10_000) || 'failed', giveUp: it.giveUp === true });
+	return markPrepared({ ...checkSettleTarget(it), error: storableText(String(it.error ?? 'failed'), MAX_ERROR_UNITS) || 'failed', giveUp: it.giveUp === true });
 }
+
+/** Longest stored error text of a failure, in UTF-16 code units. */
+export const MAX_ERROR_UNITS = 10_000;
 
 /** Checks the backoff of a fail batch (base 0 to 86,400 s, cap 0 to 31,536,000 s); defaults filled in. Throws QueueInputError. */
 export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {

@@ -6,6 +6,7 @@
 import { checkKeyText } from '../keyText';
 import { InputError } from '../errors';
 import { isUuid } from '../check';
+import { cutAny } from '../text';
 
 export type { Queryable } from '../db/values';
 export { iso, idText } from '../db/values';
@@ -29,16 +30,24 @@ export function checkGroupName(group: unknown): string {
 	return checkKeyText(group, 'Priority group', (m) => new InputError(m));
 }
 
-/** A task id: a positive integer given as a string or number; returned as a decimal string. */
+/** Largest task id: the column is a Postgres bigint (2^63 - 1). */
+export const MAX_TASK_ID = 9223372036854775807n;
+
+/**
+ * A task id: a positive integer up to MAX_TASK_ID (the bigint column's range, so a larger one is
+ * this item's error, not a 22003 that fails the batch), given as a string or a safe-integer
+ * number; returned as a decimal string.
+ */
 export function checkTaskId(id: unknown): string {
-	const text = typeof id === 'number' ? String(id) : typeof id === 'string' ? id.trim() : '';
-	if (!/^[1-9][0-9]{0,18}$/.test(text)) throw new InputError(`Task ID must be a positive integer, got ${JSON.stringify(id)}`);
+	const text = typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : typeof id === 'string' ? id.trim() : '';
+	if (!/^[1-9][0-9]{0,18}$/.test(text) || BigInt(text) > MAX_TASK_ID)
+		throw new InputError(`Task ID must be a positive integer up to ${MAX_TASK_ID}, got ${cutAny(JSON.stringify(id) ?? String(id), 60)}`);
 	return text;
 }
 
 /** A lease token: the UUID a claim returned. */
 export function checkLeaseToken(token: unknown): string {
 	if (typeof token !== 'string' || !isUuid(token.trim()))
-		throw new InputError(`Lease token must be the UUID returned by the dequeue, got ${JSON.stringify(token)}`);
+		throw new InputError(`Lease token must be the UUID returned by the dequeue, got ${cutAny(JSON.stringify(token) ?? String(token), 60)}`);
 	return token.trim().toLowerCase();
 }

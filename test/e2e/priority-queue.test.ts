@@ -215,6 +215,8 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		// An object id used to become the dedupe key "[object Object]" (every such task collided) and
 		// an integer id beyond 2^53 arrives rounded by n8n (different ids collided).
 		for (const [bad, reason] of [
+			// No id, no dedupe key: a client's retry (after a 503, or a lost answer) would enqueue twice.
+			[{ vip: true }, /id is required/],
 			[{ id: { customer: `alice-${runTag}` } }, /id must be a string/],
 			[{ id: 12345678901234567890 }, /id must be a string/],
 			[{ id: `big-${runTag}`, delaySeconds: 1e308 }, /delaySeconds must be a number from 0 to 86400/],

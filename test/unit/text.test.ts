@@ -100,3 +100,81 @@ describe('every cut site keeps valid Unicode with a surrogate pair across its li
 		expect(msg).not.toContain(EMOJI);
 	});
 });
+
+describe('issue 23: a value Postgres cannot store fails its own item (or is made storable), never the batch', () => {
+	const { storableText } = jest.requireActual('../../src/text') as typeof import('../../src/text');
+	const { prepareFailInput } = jest.requireActual('../../src/queue/fail') as typeof import('../../src/queue/fail');
+	const { prepareEnqueueInput } = jest.requireActual('../../src/queue/enqueue') as typeof import('../../src/queue/enqueue');
+	const { prepareCompleteInput } = jest.requireActual('../../src/queue/complete') as typeof import('../../src/queue/complete');
+	const { checkTaskId } = jest.requireActual('../../src/queue/types') as typeof import('../../src/queue/types');
+	const { eventContextJson } = jest.requireActual('../../src/ledger/states') as typeof import('../../src/ledger/states');
+	const { checkListOptions } = jest.requireActual('../../src/ledger/admin') as typeof import('../../src/ledger/admin');
+	const task = { taskId: '1', leaseToken: TOKEN };
+
+	it('storableText: NUL and lone surrogates become U+FFFD, pairs stay, the cut keeps pairs whole', () => {
+		expect(storableText('a\u0000b\uD800c\uDC00d' + EMOJI, 100)).toBe('a\uFFFDb\uFFFDc\uFFFDd' + EMOJI);
+		expect(storableText(straddle(5), 5)).toBe('aaaa');
+		expect(LONE.test(storableText('\uDC00\uD800', 10))).toBe(false);
+	});
+
+	it('Fail: the 10,000-unit cut never splits a pair; a lone surrogate or NUL is replaced, not refused', () => {
+		expect(prepareFailInput({ ...task, error: straddle(10_000) }).error).toBe('a'.repeat(9999));
+		expect(prepareFailInput({ ...task, error: 'x\uD800y\u0000z' }).error).toBe('x\uFFFDy\uFFFDz');
+		expect(prepareFailInput({ ...task, error: '' }).error).toBe('failed');
+	});
+
+	it('Confirm and Resolve: a reason with NUL or a lone surrogate is stored with U+FFFD (the outcome is not lost over it)', () => {
+		expect(prepareConfirmItem(0, { operationKey: 'k', leaseToken: TOKEN, outcome: 'unknown', reason: 'HTTP 504 \u0000 \uDFFF' }).reason).toBe('HTTP 504 \uFFFD \uFFFD');
+		expect(prepareResolveItem(0, { operationKey: 'k', claimToken: TOKEN, resolution: 'still_unknown', reason: 'lookup \uD83D' }).reason).toBe('lookup \uFFFD');
+	});
+
+	it('Confirm: a reference or response Postgres cannot store is the item\'s error (evidence is never altered)', () => {
+		expect(() => prepareConfirmItem(0, { operationKey: 'k', leaseToken: TOKEN, outcome: 'succeeded', externalRef: 'pay\u0000' })).toThrow(/external reference contains a NUL/);
+		expect(() => prepareConfirmItem(0, { operationKey: 'k', leaseToken: TOKEN, outcome: 'succeeded', response: { ['k\uD800']: 1 } })).toThrow(/lone UTF-16 surrogate/);
+	});
+
+	it.each([
+		['+200000-01-01T00:00:00Z'],
+		['0000-01-01T00:00:00Z'],
+		['-000001-01-01T00:00:00Z'],
+		['+275760-09-13T00:00:00Z'],
+	])('Enqueue: Not Before %s is outside Postgres\' readable range: an item error', (nb) => {
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', notBefore: nb })).toThrow(/^Not before must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z/);
+	});
+
+	it('Enqueue: a five-digit year without its sign is not a date at all: an item error too', () => {
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', notBefore: '10000-01-01T00:00:00Z' })).toThrow(/^Not before is not a valid date/);
+	});
+
+	it('Enqueue: the range ends are accepted, a Date too; an invalid Date is refused', () => {
+		expect(prepareEnqueueInput({ queue: 'q', group: 'g', notBefore: '0001-01-01T00:00:00Z' }).notBefore).toBe('0001-01-01T00:00:00.000Z');
+		expect(prepareEnqueueInput({ queue: 'q', group: 'g', notBefore: '9999-12-31T23:59:59.999Z' }).notBefore).toBe('9999-12-31T23:59:59.999Z');
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', notBefore: new Date(Date.parse('+200000-01-01T00:00:00Z')) })).toThrow(/got \+200000-01-01T00:00:00.000Z/);
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', notBefore: new Date(NaN) })).toThrow(/not a valid date: an invalid Date/);
+	});
+
+	it('task ids beyond the bigint range are refused before anything is sent', () => {
+		expect(checkTaskId('9223372036854775807')).toBe('9223372036854775807');
+		expect(() => checkTaskId('9223372036854775808')).toThrow(/up to 9223372036854775807/);
+		expect(() => checkTaskId('9999999999999999999')).toThrow(/up to 9223372036854775807/);
+		expect(() => checkTaskId(2 ** 60)).toThrow(/positive integer/);
+	});
+
+	it('Complete: a result Postgres cannot store (NUL, lone surrogate, BigInt) is the item\'s error', () => {
+		expect(() => prepareCompleteInput({ ...task, result: { s: 'a\u0000' } })).toThrow(/^The result is not plain JSON: result\.s: contains a NUL/);
+		expect(() => prepareCompleteInput({ ...task, result: ['\uDC00'] })).toThrow(/lone UTF-16 surrogate/);
+		expect(() => prepareCompleteInput({ ...task, result: { n: 1n } })).toThrow(/BigInt/);
+		expect(prepareCompleteInput({ ...task, result: { ok: true } }).result).toEqual({ ok: true });
+	});
+
+	it('event context: a node name with NUL or a lone surrogate is made storable', () => {
+		expect(JSON.parse(eventContextJson({ nodeName: 'Reserve \uD800\u0000', executionId: '7', workflowId: undefined }))).toEqual({ nodeName: 'Reserve \uFFFD\uFFFD', executionId: '7' });
+	});
+
+	it('Admin List: a forged cursor (a timestamp Postgres cannot read, a key with a NUL) is the item\'s error', () => {
+		const cursor = (at: string, key: string) => Buffer.from(JSON.stringify([at, key]), 'utf8').toString('base64url');
+		expect(() => checkListOptions({ kind: 'unknown', cursor: cursor('+200000-01-01T00:00:00Z', 'k') })).toThrow(/cursor is not one this node returned/);
+		expect(() => checkListOptions({ kind: 'unknown', cursor: cursor('2024-01-01T00:00:00.123456+00:00', 'k\u0000') })).toThrow(/cursor is not one this node returned/);
+		expect(checkListOptions({ kind: 'unknown', cursor: cursor('2024-01-01T00:00:00.123456+00:00', 'k') }).cursor).toBeTruthy();
+	});
+});
