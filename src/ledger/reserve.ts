@@ -139,7 +139,9 @@ export function reserveSql(schema: string): string {
 /**
  * Reserves a batch in one round trip and one transaction (batches over the per-statement caps of
  * src/db/batch.ts: several statements in one transaction; over the per-call caps: BatchTooLargeError). Returns one result per item, in the
- * order of `items`. Throws the database error if the statement fails (then nothing was recorded).
+ * order of `items`. Throws the database error if the statement fails (then nothing was recorded), or
+ * OutcomeUnknownError (src/db/bounds.ts) when the connection was lost with the COMMIT on its way:
+ * then the batch may have been recorded (reserving the same keys again is safe).
  */
 export async function reserveOperations(
 	db: Queryable,

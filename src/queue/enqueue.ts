@@ -184,7 +184,9 @@ function wireItem(it: EnqueueInput): Record<string, unknown> {
  * Inputs not made by prepareEnqueueInput are checked by it first, all before anything is sent.
  * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
  * `bounds`: statement and lock timeouts of the enqueue's own transaction when `db` is a pool
- * (src/db/bounds.ts; LedgerBusyError when one fires, nothing was enqueued). A client you pass runs
+ * (src/db/bounds.ts; LedgerBusyError when one fires, nothing was enqueued; OutcomeUnknownError when
+ * the connection was lost with the COMMIT on its way: the tasks may be stored, and only those with a
+ * dedupe key are safe to send again, err.safeToRepeat(i)). A client you pass runs
  * the enqueue in your transaction with your settings: bound it yourself (SET LOCAL).
  */
 export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}, bounds?: Bounds): Promise<EnqueuedTask[]> {
