@@ -213,30 +213,41 @@ export function isLostConnection(e: unknown): boolean {
 /** pg's refusal to send on a client whose connection already failed: nothing went out. */
 const NOT_SENT = /Client has encountered a connection error and is not queryable|Client was closed and is not queryable/;
 
+/** A FATAL the server sent (e.g. 57P01 when a backend is terminated): what it sent before arrived too. */
+function isServerFatal(e: unknown): boolean {
+	const err = (e ?? {}) as { code?: unknown; severity?: unknown };
+	return typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code) && (err.severity === 'FATAL' || err.severity === 'PANIC');
+}
+
 /**
- * Runs `body` (which sends BEGIN … COMMIT itself, and calls `committing()` just before the round
- * trip that carries the COMMIT) on a checked-out client whose every round trip is bounded by the
- * client's deadline, with the error handling every bounded transaction shares: ROLLBACK on an
- * error the server answered; 40001/40P01 run the whole transaction again (it was rolled back, so
- * it recorded nothing); 55P03/57014 become LedgerBusyError; a lost connection destroys the client
- * (no ROLLBACK: the server rolls back a transaction whose connection ended) and is never retried:
- * thrown as it is before the COMMIT was sent, as OutcomeUnknownError once it was (unless the call
- * is read-only).
+ * Runs `body` (which sends BEGIN … COMMIT itself, and calls `committing(before)` just before the
+ * round trip that carries the COMMIT, `before` = the statements ahead of the COMMIT in that round
+ * trip) on a checked-out client whose every round trip is bounded by the client's deadline, with
+ * the error handling every bounded transaction shares: ROLLBACK on an error the server answered;
+ * 40001/40P01 run the whole transaction again (it was rolled back, so it recorded nothing);
+ * 55P03/57014 become LedgerBusyError; a lost connection destroys the client (no ROLLBACK: the
+ * server rolls back a transaction whose connection ended) and is never retried. A lost connection
+ * is thrown as it is when the COMMIT certainly did not run: it was not sent yet, or the server's
+ * FATAL (which arrives after everything it sent before) came before it reported the statements
+ * ahead of the COMMIT complete (Postgres reports each before it starts the next). Otherwise it
+ * becomes OutcomeUnknownError (unless the call is read-only): the COMMIT may have run.
  */
-async function inTransaction<R>(pool: Pool, b: Bounds, options: CallOptions, body: (client: Pick<PoolClient, 'query'>, committing: () => void) => Promise<R>): Promise<R> {
+async function inTransaction<R>(pool: Pool, b: Bounds, options: CallOptions, body: (client: Pick<PoolClient, 'query'>, committing: (before: number) => void) => Promise<R>): Promise<R> {
 	const RETRY = Symbol('retry');
 	const deadlineMs = roundTripDeadlineMs(b);
 	for (let attempt = 0; ; attempt++) {
 		const out = await checkedOut(pool, deadlineMs, async (client, markBroken): Promise<R | typeof RETRY> => {
-			let commitSent = false;
+			let aheadOfCommit: number | undefined;
 			try {
-				return await body(client, () => {
-					commitSent = true;
+				return await body(client, (before) => {
+					aheadOfCommit = before;
 				});
 			} catch (e) {
 				if (isLostConnection(e)) {
 					markBroken(e as Error);
-					if (commitSent && !options.readOnly && !NOT_SENT.test((e as Error).message ?? '')) throw new OutcomeUnknownError(e as Error, options.repeatSafe);
+					const commitCertainlyNotRun =
+						aheadOfCommit === undefined || NOT_SENT.test((e as Error).message ?? '') || (isServerFatal(e) && client.completedStatements() < aheadOfCommit);
+					if (!commitCertainlyNotRun && !options.readOnly) throw new OutcomeUnknownError(e as Error, options.repeatSafe);
 					throw e;
 				}
 				const code = (e as { code?: string }).code ?? '';
@@ -285,7 +296,7 @@ export async function boundedTransaction<T>(
 	return inTransaction(db as unknown as Pool, b, options, async (client, committing) => {
 		await client.query(beginSql(b));
 		const out = await work(client);
-		committing();
+		committing(0);
 		await client.query('COMMIT');
 		return out;
 	});
@@ -356,8 +367,8 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
 	if (sql === undefined) return boundedStatements<R>(db, text, [values], bounds, options);
 	const b = toBounds(bounds);
 	return inTransaction(db as unknown as Pool, b, options, async (client, committing) => {
-		// The one round trip carries the COMMIT.
-		committing();
+		// The one round trip carries the COMMIT, after BEGIN, two SET LOCALs and the statement.
+		committing(4);
 		const results = (await client.query(`${beginSql(b)}; ${sql}; COMMIT`)) as unknown as Array<{ rows: R[] }>;
 		return results[3].rows;
 	});

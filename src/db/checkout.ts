@@ -10,12 +10,12 @@
  * has a query running when `fn` ends (e.g. `fn` gave up on it) is destroyed the same way.
  */
 import type { PoolClient } from 'pg';
-import { destroyConnection, withDeadline } from './deadline';
+import { destroyConnection, withDeadline, type BoundedClient } from './deadline';
 
 export async function checkedOut<T>(
 	pool: { connect(): Promise<PoolClient> },
 	deadlineMs: number,
-	fn: (client: Pick<PoolClient, 'query'>, markBroken: (e: Error) => void) => Promise<T>,
+	fn: (client: BoundedClient, markBroken: (e: Error) => void) => Promise<T>,
 ): Promise<T> {
 	const client = await pool.connect();
 	let broken: Error | undefined;

@@ -57,24 +57,43 @@ export function destroyConnection(client: AnyClient): void {
 /** What a caller may override per statement (a longer deadline for schema migrations). */
 export type DeadlineQueryConfig = QueryConfig & { query_timeout?: number };
 
+/** A client seen through a deadline (withDeadline). */
+export type BoundedClient = Pick<PoolClient, 'query'> & {
+	/**
+	 * CommandComplete messages received during the last query sent (one per finished statement of a
+	 * multi-statement simple query: Postgres sends each before it starts the next statement).
+	 */
+	completedStatements(): number;
+};
+
 /**
  * `client` seen through a deadline: its `query` (text and values, or a config object) sends each
  * statement with `query_timeout` = `deadlineMs` (a config's own `query_timeout` wins); when that
  * passes, `onExpired` runs, the connection is destroyed and the call rejects with DeadlineError.
- * Promise forms only.
+ * Promise forms only. It also counts the statements the server reported complete during each query
+ * (completedStatements), from pg's protocol messages.
  */
-export function withDeadline(client: AnyClient, deadlineMs: number, onExpired: (e: DeadlineError) => void): Pick<PoolClient, 'query'> {
+export function withDeadline(client: AnyClient, deadlineMs: number, onExpired: (e: DeadlineError) => void): BoundedClient {
+	const connection = (client as unknown as { connection?: { on(e: string, f: () => void): void; removeListener(e: string, f: () => void): void } }).connection;
+	let completed = 0;
+	const onComplete = () => {
+		completed++;
+	};
 	const query = (textOrConfig: string | DeadlineQueryConfig, values?: unknown[]) => {
 		const base: DeadlineQueryConfig = typeof textOrConfig === 'string' ? { text: textOrConfig } : { ...textOrConfig };
 		if (values !== undefined) base.values = values;
 		const limit = base.query_timeout ?? deadlineMs;
-		return (client.query({ ...base, query_timeout: limit } as QueryConfig) as Promise<unknown>).catch((e: unknown) => {
-			if (!isReadTimeout(e)) throw e;
-			const err = new DeadlineError(limit);
-			onExpired(err);
-			destroyConnection(client);
-			throw err;
-		});
+		completed = 0;
+		connection?.on('commandComplete', onComplete);
+		return (client.query({ ...base, query_timeout: limit } as QueryConfig) as Promise<unknown>)
+			.catch((e: unknown) => {
+				if (!isReadTimeout(e)) throw e;
+				const err = new DeadlineError(limit);
+				onExpired(err);
+				destroyConnection(client);
+				throw err;
+			})
+			.finally(() => connection?.removeListener('commandComplete', onComplete));
 	};
-	return { query } as unknown as Pick<PoolClient, 'query'>;
+	return { query, completedStatements: () => completed } as unknown as BoundedClient;
 }
