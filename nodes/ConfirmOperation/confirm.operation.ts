@@ -14,11 +14,11 @@ import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
-import { outputLayout, placeErrorItems } from '../shared/outputs';
+import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import type { NodeOperation } from '../shared/router';
 
-/** Output index per result in node version 1 (version 2 adds 1: output 0 is Unrecorded). */
-const OUT = Object.fromEntries(CONFIRM_OUTPUTS.map((o, i) => [o, i])) as Record<(typeof CONFIRM_OUTPUTS)[number], number>;
+/** Output index per result, after Unrecorded (nodes/shared/outputs.ts). */
+const OUT = Object.fromEntries(CONFIRM_OUTPUTS.map((o, i) => [o, i + 1])) as Record<(typeof CONFIRM_OUTPUTS)[number], number>;
 export const OUTPUT_NAMES = outputLabels(CONFIRM_OUTPUTS, CONFIRM_OUTPUT_LABELS);
 const RESERVE_TYPE_SUFFIX = '.reserveOperation';
 
@@ -161,8 +161,7 @@ const description: INodeProperties[] = [
 
 async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
-	const layout = outputLayout(this, OUTPUT_NAMES.length, OUT.stale);
-	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
+	const outputs = emptyOutputs(1 + OUTPUT_NAMES.length);
 	let reserveNodes: string[] | undefined;
 	const findReserveNodes = (i: number): string[] =>
 		(reserveNodes ??= upstreamNodeNames(this, RESERVE_TYPE_SUFFIX, this.getNodeParameter('options.reserveNode', i, '') as string));
@@ -217,7 +216,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			reported: outcome as string,
 		};
 	});
-	placeErrorItems(this, outputs, layout, errorItems);
+	outputs[UNRECORDED].push(...errorItems);
 	if (prepared.length === 0) return outputs;
 
 	let results: ConfirmResultRow[];
@@ -225,7 +224,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 		const { pool, schema, bounds } = await getLedgerConnection(this);
 		results = await confirmOperations(pool, schema, prepared.map((p) => p.value.item), eventContext(this), bounds);
 	} catch (e) {
-		placeErrorItems(this, outputs, layout, batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
+		outputs[UNRECORDED].push(...batchFailure(this, e, 'Confirm Operation', prepared.map((p) => p.index)));
 		return outputs;
 	}
 	for (let k = 0; k < results.length; k++) {
@@ -238,7 +237,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 					? `Operation key "${cutText(p.item.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and confirming it again is safe`
 					: `No reservation exists for operation key "${cutText(p.item.operationKey, 200)}"; nothing was recorded for this item`;
 			if (this.continueOnFail()) {
-				placeErrorItems(this, outputs, layout, [errorItem(this, message, r.index, r.result === 'busy')]);
+				outputs[UNRECORDED].push(errorItem(this, message, r.index, r.result === 'busy'));
 				continue;
 			}
 			throw new NodeOperationError(this.getNode(), message, {
@@ -264,7 +263,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 		};
 		const out =
 			r.result === 'stale' ? OUT.stale : r.status === 'succeeded' ? OUT.succeeded : r.status === 'failed' ? OUT.failed : OUT.unknown;
-		outputs[out + layout.offset].push({ json: { ...item.json, ledger }, binary: item.binary, pairedItem: { item: r.index } });
+		outputs[out].push({ json: { ...item.json, ledger }, binary: item.binary, pairedItem: { item: r.index } });
 	}
 	return outputs;
 }

@@ -5,12 +5,11 @@ import { ADMIN_OUTPUTS } from './outputs';
 import { operations, router } from './router';
 
 /**
- * Outputs per node version (./outputs.ts): version 2 has one fixed list for every operation
- * (Unrecorded, Result, Settled, Refused), so switching the Operation never drops a connection;
- * version 1 (saved workflows) changes its outputs with the Operation. Both fail closed (as the
- * other nodes' version 2, nodes/shared/outputs.ts): output 0 is Unrecorded, where every item the
- * database did not decide goes (bad input, a missing key, a failed batch, n8n's own empty item of
- * Always Output Data). It must lead to nothing that acts on a decision; Settled is the go-ahead.
+ * One fixed output list for every operation (./outputs.ts: Unrecorded, Result, Settled, Refused),
+ * so switching the Operation never drops a connection. It fails closed like the other nodes
+ * (nodes/shared/outputs.ts): output 0 is Unrecorded, where every item the database did not decide
+ * goes (bad input, a missing key, a failed batch, n8n's own empty item of Always Output Data). It
+ * must lead to nothing that acts on a decision; Settled is the go-ahead.
  */
 // Deliberately not usableAsTool (like every node of the package): settling by hand must be a
 // named person's decision and hard delete an explicit choice, not an AI agent's.
@@ -20,8 +19,7 @@ export class OperationLedgerAdmin implements INodeType {
 		name: 'operationLedgerAdmin',
 		icon: { light: 'file:admin.svg', dark: 'file:admin.dark.svg' },
 		group: ['transform'],
-		version: [1, 2],
-		defaultVersion: 2,
+		version: 1,
 		subtitle: '={{ $parameter["operation"] }}',
 		description: 'Look up, list, settle by hand and tidy the operation ledger (for operators)',
 		defaults: { name: 'Operation Ledger Admin' },

@@ -21,7 +21,7 @@ export const operations = {
 	compact: compactOperation,
 } satisfies OperationMap;
 
-/** Runs the operation, then places its outputs at the node version's indexes (./outputs.ts). */
+/** Runs the operation, then places its outputs at the node's fixed indexes (./outputs.ts). */
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const outputs = await route(this, operations);
 	return placeAdminOutputs(this, this.getNodeParameter('operation', 0) as string, outputs);

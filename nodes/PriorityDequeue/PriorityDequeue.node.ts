@@ -1,6 +1,6 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { CREDENTIAL_NAME, ledgerConnectionTest } from '../shared/connection';
-import { versionedOutputs } from '../shared/outputs';
+import { failClosedOutputs } from '../shared/outputs';
 import { QUEUE_RESULT_LABEL } from '../../src/queue/states';
 import { operationParameter, operationProperties } from '../shared/router';
 import { operations, operationsOf, router } from './router';
@@ -12,15 +12,13 @@ export class PriorityDequeue implements INodeType {
 		name: 'priorityDequeue',
 		icon: { light: 'file:dequeue.svg', dark: 'file:dequeue.dark.svg' },
 		group: ['transform'],
-		// Version 3: Dequeue's groups are a list (Priority Groups) instead of text (nodes/shared/groups.ts).
-		version: [1, 2, 3],
-		defaultVersion: 3,
+		version: 1,
 		subtitle: '={{ $parameter["operation"] + ($parameter["queue"] ? ": " + $parameter["queue"] : "") }}',
 		description: 'Weighted-fair Postgres task queue with priority groups, leases, retries with backoff and a dead letter',
 		defaults: { name: 'Priority Dequeue' },
 		inputs: [NodeConnectionTypes.Main],
-		// Version 2 and later: [Unrecorded, result] for every operation (see nodes/shared/outputs.ts).
-		outputs: versionedOutputs([QUEUE_RESULT_LABEL], [QUEUE_RESULT_LABEL]),
+		// [Unrecorded, result] for every operation (nodes/shared/outputs.ts).
+		outputs: failClosedOutputs([QUEUE_RESULT_LABEL]),
 		credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: [
 			{

@@ -1,7 +1,7 @@
 /**
  * Pieces shared by the Priority Dequeue operations: the shared parameters, how a settle operation
- * finds its task (task id and lease token), and how results become items. Group weights are parsed
- * by src/queue/groups.ts (parseGroupWeights).
+ * finds its task (task id and lease token), and how results become items. Priority Groups are
+ * parsed by src/queue/groups.ts (groupsFromRows).
  */
 import { type NodeOperation, showFor } from '../shared/router';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';

@@ -1,21 +1,10 @@
 /** Priority Dequeue, operation "dequeue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation, show } from './common';
-import { dequeue, prepareDequeueOptions } from '../../src/queue';
+import { dequeue, groupsFromRows, prepareDequeueOptions } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
-import { priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
+import { priorityGroupsProperty } from '../shared/groups';
 import { batchFailure, prepareItems } from '../shared/items';
-
-/** The Options entry both Options collections (versions 1-2 and 3) share. */
-const agingOption: INodeProperties = {
-	displayName: 'Aging Interval (Seconds)',
-	name: 'agingSeconds',
-	type: 'number',
-	typeOptions: { minValue: 0 },
-	default: 300,
-	description:
-		'Tasks that have waited longer than this many seconds move to the front, oldest first, within a tenth of the interval (at most 1 s), so no task waits forever behind other groups\' work. 0 switches aging off.',
-};
 
 const description: INodeProperties[] = [
 	{
@@ -46,26 +35,6 @@ const description: INodeProperties[] = [
 			'Visibility timeout: how long the claim holds each task. A task not completed, failed, released or extended by then is handed out again, and that counts as an attempt.',
 		displayOptions: show('dequeue'),
 	},
-	{
-		displayName: 'Options',
-		name: 'options',
-		type: 'collection',
-		placeholder: 'Add option',
-		default: {},
-		// Versions 1 and 2: the groups are text here (saved workflows keep it).
-		displayOptions: { show: { operation: ['dequeue'], ...withGroupText } },
-		options: [
-			agingOption,
-			{
-				displayName: 'Groups and Weights',
-				name: 'groupWeights',
-				type: 'string',
-				default: 'high:5, normal:2, low:1',
-				description:
-					'Priority groups, highest first, with their weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
-			},
-		],
-	},
 	priorityGroupsProperty(
 		{ operation: ['dequeue'] },
 		'Priority groups, highest first (drag to reorder), each with its weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
@@ -76,9 +45,17 @@ const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: { show: { operation: ['dequeue'], ...withGroupList } },
+		displayOptions: show('dequeue'),
 		options: [
-			agingOption,
+			{
+				displayName: 'Aging Interval (Seconds)',
+				name: 'agingSeconds',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 300,
+				description:
+					'Tasks that have waited longer than this many seconds move to the front, oldest first, within a tenth of the interval (at most 1 s), so no task waits forever behind other groups\' work. 0 switches aging off.',
+			},
 		],
 	},
 ];
@@ -92,7 +69,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			limit: Number(this.getNodeParameter('batchSize', i)),
 			leaseSeconds: Number(this.getNodeParameter('leaseSeconds', i)),
 			agingSeconds: options.agingSeconds === undefined ? undefined : Number(options.agingSeconds),
-			groups: readGroups(this.getNode().typeVersion, () => this.getNodeParameter('priorityGroups', i), options.groupWeights),
+			groups: groupsFromRows(this.getNodeParameter('priorityGroups', i)),
 		});
 	});
 	if (prepared.length === 0) return [errorItems];

@@ -14,7 +14,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: 'normal',
 		required: true,
-		description: 'Group of the task: high, normal or low by default; any name the consumers list under Groups and Weights',
+		description: 'Group of the task: high, normal or low by default; any name the consumers list under Priority Groups',
 		displayOptions: show('enqueue'),
 	},
 	{

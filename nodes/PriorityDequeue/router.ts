@@ -5,7 +5,7 @@
  */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { isErrorItem } from '../shared/items';
-import { isFailClosed, outputLayout, placeErrorItems } from '../shared/outputs';
+import { UNRECORDED } from '../shared/outputs';
 import type { OperationName, QueueOperation } from './common';
 import { completeOperation } from './complete.operation';
 import { dequeueOperation } from './dequeue.operation';
@@ -36,6 +36,9 @@ export function operationsOf(resource: QueueOperation['resource']): Record<strin
 	return Object.fromEntries(Object.entries(operations).filter(([, op]) => op.resource === resource));
 }
 
+/** Index of the result output (after Unrecorded). */
+const RESULT = 1;
+
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
 	const name = this.getNodeParameter('operation', 0) as OperationName;
@@ -45,12 +48,9 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	// Items out in input order (stable: several items of one input keep their order).
 	const pos = (it: INodeExecutionData) => (typeof it.pairedItem === 'object' && !Array.isArray(it.pairedItem) ? it.pairedItem.item : 0);
 	const sorted = out.map((it, k) => [it, k] as const).sort((a, b) => pos(a[0]) - pos(b[0]) || a[1] - b[1]).map(([it]) => it);
-	// Version 1: one output, error items in input order among the results (see placeErrorItems).
-	// Version 2: [Unrecorded, result].
-	if (!isFailClosed(this)) return [sorted];
-	const layout = outputLayout(this, 1, -1);
-	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
-	placeErrorItems(this, outputs, layout, sorted.filter(isErrorItem));
-	outputs[layout.offset].push(...sorted.filter((it) => !isErrorItem(it)));
+	// [Unrecorded, result]: error items on Unrecorded, results on the result output (nodes/shared/outputs.ts).
+	const outputs: INodeExecutionData[][] = [[], []];
+	outputs[UNRECORDED].push(...sorted.filter(isErrorItem));
+	outputs[RESULT].push(...sorted.filter((it) => !isErrorItem(it)));
 	return outputs;
 }

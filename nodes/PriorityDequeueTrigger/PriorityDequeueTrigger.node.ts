@@ -21,7 +21,6 @@ import {
 	dequeue,
 	groupsFromRows,
 	nextDueFor,
-	parseGroupNames,
 	prepareDequeueOptions,
 	queueChannel,
 	QueueWatcher,
@@ -29,9 +28,9 @@ import {
 } from '../../src/queue';
 import { ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
 import { CREDENTIAL_NAME, loadLedgerCredential } from '../shared/credential';
-import { GROUP_LIST_VERSION, priorityGroupsProperty, readGroups, withGroupList, withGroupText } from '../shared/groups';
+import { priorityGroupsProperty } from '../shared/groups';
 
-/** Options entries every version has. */
+/** The Options entries. */
 const AGING_OPTION: INodeProperties = {
 	displayName: 'Aging Interval (Seconds)',
 	name: 'agingSeconds',
@@ -57,11 +56,9 @@ export class PriorityDequeueTrigger implements INodeType {
 		name: 'priorityDequeueTrigger',
 		icon: { light: 'file:trigger.svg', dark: 'file:trigger.dark.svg' },
 		group: ['trigger'],
-		// Version 2: Wake Up mode watches only the groups its consumer claims ("Groups"); version 1
-		// (saved workflows) watches every group. Both: backoff and "Max Executions per Minute".
-		// Version 3: the groups are a list (Priority Groups, nodes/shared/groups.ts) for both modes.
-		version: [1, 2, 3],
-		defaultVersion: 3,
+		// Priority Groups (nodes/shared/groups.ts) for both modes: Claim Tasks claims them, Wake Up
+		// watches only them (the groups its consumer claims). Backoff and "Max Executions per Minute".
+		version: 1,
 		subtitle: '={{ ($parameter["mode"] === "claim" ? "claim: " : "wake up: ") + $parameter["queue"] }}',
 		// n8n's node creator merges this trigger into Priority Dequeue's entry (its type name minus
 		// "Trigger") and shows this description there, so it speaks for both nodes.
@@ -103,17 +100,8 @@ export class PriorityDequeueTrigger implements INodeType {
 				],
 				default: 'wakeUp',
 			},
-			{
-				displayName: 'Groups',
-				name: 'groups',
-				type: 'string',
-				default: 'high:5, normal:2, low:1',
-				description:
-					'The groups the consumer\'s Dequeue claims: paste its "Groups and Weights" (weights are ignored here) or list names (high, normal, low). Only work of these groups starts an execution; tasks of other groups wait for a consumer that claims them.',
-				displayOptions: { show: { mode: ['wakeUp'], '@version': [2] } },
-			},
 			priorityGroupsProperty(
-				{},
+				undefined,
 				'Claim Tasks: the priority groups to claim, highest first (drag to reorder), with their weighted-fair share. Wake Up: the groups the consumer\'s Dequeue claims (weights are not used here); only work of these groups starts an execution.',
 			),
 			{
@@ -174,26 +162,6 @@ export class PriorityDequeueTrigger implements INodeType {
 				type: 'collection',
 				placeholder: 'Add option',
 				default: {},
-				displayOptions: { show: withGroupText },
-				options: [
-					AGING_OPTION,
-					TIMEOUT_OPTION,
-					{
-						displayName: 'Groups and Weights',
-						name: 'groupWeights',
-						type: 'string',
-						default: 'high:5, normal:2, low:1',
-						description: 'Claim mode: priority groups, highest first, with their weighted-fair share',
-					},
-				],
-			},
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				displayOptions: { show: withGroupList },
 				options: [AGING_OPTION, TIMEOUT_OPTION],
 			},
 		],
@@ -206,7 +174,6 @@ export class PriorityDequeueTrigger implements INodeType {
 		const queue = checkQueueName(this.getNodeParameter('queue') as string);
 		const mode = this.getNodeParameter('mode', 'wakeUp') as string;
 		const options = this.getNodeParameter('options', {}) as IDataObject;
-		const version = this.getNode().typeVersion;
 		const pollMs = checkSeconds(this.getNodeParameter('pollSeconds', 30), 'Poll interval', 1, 86_400) * 1000;
 		const maxInFlight = checkInt(this.getNodeParameter('maxInFlight', 1), 'Max parallel executions', 1, 100);
 		const inFlightTimeoutMs = checkSeconds(options.inFlightTimeoutSeconds ?? 600, 'Execution timeout', 1, 86_400) * 1000;
@@ -218,14 +185,13 @@ export class PriorityDequeueTrigger implements INodeType {
 						limit: this.getNodeParameter('batchSize', 10) as number,
 						leaseSeconds: this.getNodeParameter('leaseSeconds', 300) as number,
 						agingSeconds: (options.agingSeconds ?? 300) as number,
-						groups: readGroups(version, () => this.getNodeParameter('priorityGroups'), options.groupWeights),
+						groups: groupsFromRows(this.getNodeParameter('priorityGroups')),
 					})
 				: undefined;
-		// Wake Up, version 2 and later: only work of the consumer's groups counts (version 1: every
-		// group). Version 3 reads them from Priority Groups, version 2 from the Groups text.
-		const watched = () =>
-			version >= GROUP_LIST_VERSION ? groupsFromRows(this.getNodeParameter('priorityGroups')) : parseGroupNames(this.getNodeParameter('groups', 'high:5, normal:2, low:1'));
-		const watchGroups = !claim && version >= 2 ? checkGroups(watched()).map((g) => g.name) : null;
+		// Wake Up: only due work of the consumer's groups (Priority Groups) starts an execution, and
+		// a notification (which anyone who can connect may send, and which does not say the group)
+		// is only a hint to check: it never starts an execution by itself.
+		const watchGroups = claim ? null : checkGroups(groupsFromRows(this.getNodeParameter('priorityGroups'))).map((g) => g.name);
 		const maxPerMinute = checkInt(this.getNodeParameter('maxPerMinute', 120), 'Max executions per minute', 1, 6000);
 		// A handle that holds no pool between calls: the idle sweeper or eviction may end the pool
 		// underneath, and the next call simply uses a new one (src/db/pool.ts).
@@ -255,8 +221,9 @@ export class PriorityDequeueTrigger implements INodeType {
 			maxInFlight: manual ? 1 : maxInFlight,
 			inFlightTimeoutMs,
 			check: () => nextDueFor(pool, config.schema, queue, watchGroups, bounds),
-			// With a group list, a notification (which does not say the group) is checked first.
-			directOnNotify: watchGroups === null,
+			// Wake Up checks a notification first (see watchGroups); Claim Tasks claims at once and
+			// starts an execution only for tasks it claimed.
+			directOnNotify: claim !== undefined,
 			maxPerMinute: manual ? undefined : maxPerMinute,
 			fire,
 			// Claim mode: claim at once on every wake-up; read the due time only when nothing was claimed.

@@ -5,11 +5,9 @@ import { RECONCILE_OUTPUTS } from './outputs';
 import { operations, router } from './router';
 
 /**
- * Outputs per node version (./outputs.ts): version 3 has one fixed list for Claim and Resolve, so
- * switching the Operation never drops a connection; versions 1 and 2 (saved workflows) change
- * their outputs with the Operation. From version 2, Unrecorded comes first
- * (nodes/shared/outputs.ts), so that nothing n8n makes up or an error item reaches To Check,
- * Succeeded (happened) or Failed (did not happen).
+ * One fixed output list for Claim and Resolve (./outputs.ts), so switching the Operation never
+ * drops a connection. Unrecorded comes first (nodes/shared/outputs.ts), so that nothing n8n makes
+ * up and no error item reaches To Check, Succeeded (happened) or Failed (did not happen).
  */
 export class ReconcileUnknown implements INodeType {
 	description: INodeTypeDescription = {
@@ -17,8 +15,7 @@ export class ReconcileUnknown implements INodeType {
 		name: 'reconcileUnknown',
 		icon: { light: 'file:reconcile.svg', dark: 'file:reconcile.dark.svg' },
 		group: ['transform'],
-		version: [1, 2, 3],
-		defaultVersion: 3,
+		version: 1,
 		subtitle: '={{ $parameter["operation"] === "resolve" ? "Resolve" : "Claim" }}',
 		description: 'Settle operations whose outcome is unknown by asking the target system, never by guessing',
 		defaults: { name: 'Reconcile Unknown' },

@@ -4,8 +4,8 @@ import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
-import { placeErrorItems } from '../shared/outputs';
-import { reconcileLayout } from './outputs';
+import { UNRECORDED, emptyOutputs } from '../shared/outputs';
+import { OUTPUT_COUNT, TO_CHECK } from './outputs';
 import type { NodeOperation } from '../shared/router';
 
 const show = { show: { operation: ['claim'] } };
@@ -63,16 +63,13 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 			target: fns.getNodeParameter('target', i, ''),
 		}),
 	);
-	// Version 1's only output (To Check) is a go-ahead: placeErrorItems throws rather than put an
-	// error item there under "Continue (regular output)".
-	const layout = reconcileLayout(fns, 'claim');
-	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
-	placeErrorItems(fns, outputs, layout, errorItems);
+	const outputs = emptyOutputs(OUTPUT_COUNT);
+	outputs[UNRECORDED].push(...errorItems);
 	if (prepared.length === 0) return outputs;
 	try {
 		const { pool, schema, bounds } = await getLedgerConnection(fns);
 		const claimed = await claimUnknown(pool, schema, prepared[0].value, eventContext(fns), bounds);
-		outputs[layout.offset].push(
+		outputs[TO_CHECK].push(
 			...claimed.map((c) => ({
 				json: {
 					operationKey: c.operationKey,
@@ -89,7 +86,7 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 			})),
 		);
 	} catch (e) {
-		placeErrorItems(fns, outputs, layout, batchFailure(fns, e, 'Reconcile Unknown (claim)', [0]));
+		outputs[UNRECORDED].push(...batchFailure(fns, e, 'Reconcile Unknown (claim)', [0]));
 	}
 	return outputs;
 }

@@ -1,5 +1,4 @@
 /** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
-import { RESOLVE_OUTPUTS } from '../../src/ledger/states';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 import { parseStatusOverrides } from '../../src/ledger/classify';
 import { RECONCILE_RESOLUTIONS, checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
@@ -8,14 +7,11 @@ import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
-import { placeErrorItems } from '../shared/outputs';
-import { reconcileLayout } from './outputs';
+import { UNRECORDED, emptyOutputs } from '../shared/outputs';
+import { OUTPUT_COUNT, resolveOutput } from './outputs';
 import type { NodeOperation } from '../shared/router';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
-
-/** Output index per result in node version 1 (version 2 adds 1: output 0 is Unrecorded): src/ledger/states.ts. */
-export { RESOLVE_OUTPUTS };
 
 export const resolveProperties: INodeProperties[] = [
 	{
@@ -145,9 +141,7 @@ const parseLookupOverrides = (text: unknown): Map<number, string> => parseStatus
 
 export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = fns.getInputData();
-	// Version 1 has no Unrecorded output: its error items go to Claim Lost, never to a go-ahead.
-	const layout = reconcileLayout(fns, 'resolve');
-	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
+	const outputs = emptyOutputs(OUTPUT_COUNT);
 	let claimNodes: string[] | undefined;
 	const { prepared, errorItems } = prepareItems(fns, items, (i, item) => {
 		let operationKey: unknown;
@@ -185,14 +179,14 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 			}),
 		};
 	});
-	placeErrorItems(fns, outputs, layout, errorItems);
+	outputs[UNRECORDED].push(...errorItems);
 	if (prepared.length === 0) return outputs;
 	let results: ResolveResultRow[];
 	try {
 		const { pool, schema, bounds } = await getLedgerConnection(fns);
 		results = await resolveUnknown(pool, schema, prepared.map((p) => p.value.item), prepared[0].value.options, eventContext(fns), bounds);
 	} catch (e) {
-		placeErrorItems(fns, outputs, layout, batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
+		outputs[UNRECORDED].push(...batchFailure(fns, e, 'Reconcile Unknown (resolve)', prepared.map((p) => p.index)));
 		return outputs;
 	}
 	for (let k = 0; k < results.length; k++) {
@@ -204,7 +198,7 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 					? `Operation key "${cutText(p.operationKey, 200)}" stayed locked by another transaction beyond the lock timeout; nothing was recorded for this item and resolving it again is safe`
 					: `No operation exists for key "${cutText(p.operationKey, 200)}"`;
 			if (fns.continueOnFail()) {
-				placeErrorItems(fns, outputs, layout, [errorItem(fns, message, r.index, r.result === 'busy')]);
+				outputs[UNRECORDED].push(errorItem(fns, message, r.index, r.result === 'busy'));
 				continue;
 			}
 			throw new NodeOperationError(fns.getNode(), message, { itemIndex: r.index, description: 'The other items of this batch were recorded.' });
@@ -213,7 +207,7 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 		// refused_early: the database refused "did not happen" because the claim was made before the
 		// operation's settle window ended; it stays unknown and is checked again, so it goes out with
 		// the still-unknown items (result tells them apart).
-		outputs[RESOLVE_OUTPUTS.indexOf(r.result === 'refused_early' ? 'unknown' : r.result) + layout.offset].push({
+		outputs[resolveOutput(r.result === 'refused_early' ? 'unknown' : r.result)].push({
 			json: {
 				...item.json,
 				reconcile: {

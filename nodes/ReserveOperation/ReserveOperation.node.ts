@@ -1,6 +1,6 @@
 import { NodeConnectionTypes, type IExecuteFunctions, type INodeExecutionData, type INodeType, type INodeTypeDescription } from 'n8n-workflow';
 import { ledgerConnectionTest } from '../shared/connection';
-import { versionedOutputs } from '../shared/outputs';
+import { failClosedOutputs } from '../shared/outputs';
 import { operationProperties } from '../shared/router';
 import { operations, router } from './router';
 import { OUTPUT_NAMES } from './reserve.operation';
@@ -11,16 +11,15 @@ export class ReserveOperation implements INodeType {
 		name: 'reserveOperation',
 		icon: { light: 'file:reserve.svg', dark: 'file:reserve.dark.svg' },
 		group: ['transform'],
-		version: [1, 2],
-		defaultVersion: 2,
+		version: 1,
 		// A fresh node has no resource or action yet: say what is missing rather than show ":".
 		subtitle:
 			'={{ $parameter["keyMode"] === "custom" ? "custom key" : ($parameter["resource"] && $parameter["action"] ? $parameter["resource"] + ":" + $parameter["action"] : "set the operation key") }}',
 		description: 'Reserve a business operation key before an outside write, so retries never repeat it',
 		defaults: { name: 'Reserve Operation' },
 		inputs: [NodeConnectionTypes.Main],
-		// Version 2: Unrecorded first (see nodes/shared/outputs.ts); version 1 as it was.
-		outputs: versionedOutputs(OUTPUT_NAMES, OUTPUT_NAMES),
+		// Unrecorded first, then one output per outcome (nodes/shared/outputs.ts).
+		outputs: failClosedOutputs(OUTPUT_NAMES),
 		credentials: [{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }],
 		properties: operationProperties(operations),
 	};

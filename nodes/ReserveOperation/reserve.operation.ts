@@ -14,14 +14,13 @@ import { getLedgerConnection } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
-import { outputLayout, placeErrorItems } from '../shared/outputs';
+import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import type { NodeOperation } from '../shared/router';
 
-/** Output index per outcome in node version 1, in the order of RESERVE_OUTCOMES (version 2 adds 1). */
-const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
+/** Output index per outcome, in the order of RESERVE_OUTCOMES after Unrecorded (nodes/shared/outputs.ts). */
+const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i + 1])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
+/** The outcome outputs' display names (Unrecorded comes before them). */
 export const OUTPUT_NAMES = outputLabels(RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS);
-/** Version 1 has no Unrecorded output: its error items go to Failed Before, never to Proceed. */
-const V1_ERROR_OUTPUT = OUTPUT.failed_permanently;
 
 const description: INodeProperties[] = [
 	{
@@ -132,8 +131,7 @@ const description: INodeProperties[] = [
 
 async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
-	const layout = outputLayout(this, RESERVE_OUTCOMES.length, V1_ERROR_OUTPUT);
-	const outputs: INodeExecutionData[][] = Array.from({ length: layout.count }, () => []);
+	const outputs = emptyOutputs(1 + RESERVE_OUTCOMES.length);
 	const { prepared, errorItems } = prepareItems(this, items, (i) => {
 		const keyMode = this.getNodeParameter('keyMode', i) as string;
 		const operationKey =
@@ -153,7 +151,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			settleSeconds: this.getNodeParameter('settleSeconds', i, 120),
 		});
 	});
-	placeErrorItems(this, outputs, layout, errorItems);
+	outputs[UNRECORDED].push(...errorItems);
 	if (prepared.length === 0) return outputs;
 
 	let results: ReserveResult[];
@@ -169,7 +167,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			bounds,
 		);
 	} catch (e) {
-		placeErrorItems(this, outputs, layout, batchFailure(this, e, 'Reserve Operation', prepared.map((p) => p.index)));
+		outputs[UNRECORDED].push(...batchFailure(this, e, 'Reserve Operation', prepared.map((p) => p.index)));
 		return outputs;
 	}
 	const proceeded = results.filter((r) => r.outcome === 'proceed').length;
@@ -182,7 +180,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			// for this item; the other items of the batch were decided normally.
 			const message = `Reserve Operation could not decide operation key "${cutText(prepared[k].value.operationKey, 200)}": ${r.reason ?? 'the key is locked by another transaction'}`;
 			if (this.continueOnFail()) {
-				placeErrorItems(this, outputs, layout, [errorItem(this, message, r.index, true)]);
+				outputs[UNRECORDED].push(errorItem(this, message, r.index, true));
 				continue;
 			}
 			// The node stops here and emits nothing, so no Proceed item of this batch ever left it: give
@@ -232,7 +230,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			ledger.reason = r.reason;
 			ledger.repeatOfItem = r.repeatOfItem;
 		}
-		outputs[OUTPUT[r.outcome] + layout.offset].push({
+		outputs[OUTPUT[r.outcome]].push({
 			json: { ...item.json, ledger },
 			binary: item.binary,
 			pairedItem: { item: r.index },

@@ -1,37 +1,12 @@
 /**
- * Priority groups as Priority Dequeue and its trigger take them, parsed once here:
- * - node versions 1 and 2: the "Groups and weights" text, e.g. "high:5, normal:2, low:1";
- * - node version 3: the "Priority Groups" list (an n8n fixedCollection: one row per group, a name
- *   and a weight), read from the parameter as `{ group: [{ name, weight }, ...] }`.
- * Both give GroupWeight[] highest priority first; weights and names are then checked by
- * checkGroups (src/queue/dequeue.ts: 1 to 20 groups, distinct names, integer weights 1 to 1000).
+ * Priority groups as Priority Dequeue and its trigger take them, parsed once here: the "Priority
+ * Groups" list (an n8n fixedCollection: one row per group, a name and a weight), read from the
+ * parameter as `{ group: [{ name, weight }, ...] }`. It gives GroupWeight[] highest priority
+ * first; weights and names are then checked by checkGroups (src/queue/dequeue.ts: 1 to 20 groups,
+ * distinct names, integer weights 1 to 1000).
  */
 import { InputError } from '../errors';
-import { DEFAULT_GROUPS, type GroupWeight } from './states';
-
-/**
- * Parses "high:5, normal:2, low:1" (highest priority first; empty text: DEFAULT_GROUPS). Throws
- * InputError for a part that is not name:weight.
- */
-export function parseGroupWeights(text: unknown): GroupWeight[] {
-	const s = typeof text === 'string' ? text.trim() : '';
-	if (s === '') return DEFAULT_GROUPS.map((g) => ({ ...g }));
-	return s.split(',').map((part) => {
-		const m = /^\s*([^:,]+?)\s*:\s*(\d+)\s*$/.exec(part);
-		if (!m) throw new InputError(`Groups and weights: "${part.trim()}" is not name:weight (e.g. high:5, normal:2, low:1)`);
-		return { name: m[1], weight: Number(m[2]) };
-	});
-}
-
-/**
- * "high:5, normal:2" or "high, normal" (the trigger's Wake Up "Groups" text, versions 1 and 2): the
- * groups, weight 1 where none is given. Empty text: DEFAULT_GROUPS.
- */
-export function parseGroupNames(text: unknown): GroupWeight[] {
-	const s = typeof text === 'string' ? text.trim() : '';
-	if (s === '' || s.includes(':')) return parseGroupWeights(s);
-	return s.split(',').map((n) => ({ name: n.trim(), weight: 1 }));
-}
+import type { GroupWeight } from './states';
 
 /**
  * Reads a "Priority Groups" fixedCollection value, `{ group: [{ name: 'high', weight: 5 }, ...] }`,

@@ -16,7 +16,7 @@ export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } f
 export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, statsReport, prepareStatsRequest, type StatsRequest, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from './purge';
-export { groupsFromRows, parseGroupNames, parseGroupWeights } from './groups';
+export { groupsFromRows } from './groups';
 export { QueueWatcher, type WatcherDeps, type WakeReason, type ListenConnection } from './watcher';
 export { connectListener } from './listen';
 export { nextDue, nextDueFor, type NextDue } from './nextDue';

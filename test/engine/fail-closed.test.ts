@@ -4,23 +4,24 @@
  * Check, Succeeded (happened) and Failed (did not happen), Dequeue's claimed tasks, the Admin
  * node's Settled) only if the database decided it in this run.
  *
- * Matrix (node version 2): each node/operation × On Error (stop, continue regular output, continue
- * error output) × Always Output Data × Retry On Fail × Execute Once × items (valid, one invalid,
- * database down via a credential on a closed loopback port; Claim and Dequeue also "nothing due").
- * Each case asserts what reached each downstream sink, checking every go-ahead item against the
- * database. Version 1 runs a smaller matrix: no error item on a go-ahead output either.
- * Operation Ledger Admin's version 1 is fail-closed like the others' version 2 (Unrecorded first):
- * its Settle by Hand (go-ahead "Settled") and its other operations run the version-2 matrix at type
- * version 1, and have no legacy outputs for the version-1 matrix. Its version 2 (fixed outputs,
- * like Reconcile's version 3) runs the fixed-outputs matrix.
+ * Matrix (every node at its one version, 1): each node/operation × On Error (stop, continue
+ * regular output, continue error output) × Always Output Data × Retry On Fail × Execute Once ×
+ * items (valid, one invalid, database down via a credential on a closed loopback port; Claim and
+ * Dequeue also "nothing due"). Each case asserts what reached each downstream sink, checking every
+ * go-ahead item against the database. Reconcile Unknown and Operation Ledger Admin have one output
+ * list for all their operations: an operation's items never reach another operation's outputs.
+ * Then the cases that failed on the node versions the package had before its first release
+ * (Retry On Fail and an input field `error`, a forged NOTIFY, Always Output Data), pinned data,
+ * partial runs and Retry On Fail after a partly decided batch.
  */
 import net from 'node:net';
+import { Client } from 'pg';
 import type { INode, INodeExecutionData } from 'n8n-workflow';
 import { confirmOperations, prepareConfirmItem } from '../../src/ledger/confirm';
 import { prepareReserveItem, reserveOperations } from '../../src/ledger/reserve';
-import { enqueue } from '../../src/queue';
+import { enqueue, queueChannel } from '../../src/queue';
 import { closeAllPools as closeSrcPools } from '../../src/db/pool';
-import { DATABASE_URL, testDatabase } from '../helpers/db';
+import { DATABASE_URL, sleep, testDatabase } from '../helpers/db';
 import { testCredentials } from '../helpers/fakeExecute';
 import { Engine, PKG, ROOT, connect, node, runError, runPartial, sink, source, type Received } from './harness';
 
@@ -81,10 +82,10 @@ async function seedUnknown(t: string) {
 	}
 }
 
-/** A node of this package with the settings under test. */
-function ut(type: string, parameters: INode['parameters'], s: Settings, version: number, down: boolean): INode {
+/** A node of this package (version 1, its only version) with the settings under test. */
+function ut(type: string, parameters: INode['parameters'], s: Settings, down: boolean): INode {
 	return node('UT', `${PKG}.${type}`, parameters, {
-		typeVersion: version,
+		typeVersion: 1,
 		credentials: { operationLedgerPostgresApi: down ? DOWN : OK },
 		onError: s.onError,
 		alwaysOutputData: s.alwaysOutputData,
@@ -94,9 +95,9 @@ function ut(type: string, parameters: INode['parameters'], s: Settings, version:
 		executeOnce: s.executeOnce,
 	});
 }
-/** A helper node of this package upstream of the one under test (plain settings, version 2). */
+/** A helper node of this package upstream of the one under test (plain settings). */
 function pre(name: string, type: string, parameters: INode['parameters']): INode {
-	return node(name, `${PKG}.${type}`, parameters, { typeVersion: 2, credentials: { operationLedgerPostgresApi: OK } });
+	return node(name, `${PKG}.${type}`, parameters, { typeVersion: 1, credentials: { operationLedgerPostgresApi: OK } });
 }
 
 interface Scenario {
@@ -104,32 +105,27 @@ interface Scenario {
 	modes: Mode[];
 	/** Which input item is the invalid one in mode "invalid". */
 	invalidItem: 0 | 1;
-	/**
-	 * Output names per matrix: 2 = the fail-closed layout (index 0 is Unrecorded), 1 = the legacy
-	 * layout, 3 = the fixed outputs (the same for every operation, Unrecorded first).
-	 */
-	outputs: { 3?: string[]; 2: string[]; 1: string[] };
-	/** Go-ahead output indexes per matrix. */
-	goAhead: { 3?: number[]; 2: number[]; 1: number[] };
-	/** Matrix 3: the outputs that belong to the node's other operations, which must receive nothing. */
+	/** The node's output names (index 0 is Unrecorded). */
+	outputs: string[];
+	/** Go-ahead output indexes. */
+	goAhead: number[];
+	/** The outputs that belong to the node's other operations, which must receive nothing. */
 	othersOutputs?: number[];
-	/**
-	 * The node's type version for each matrix when it is not the matrix's number (the Admin node:
-	 * its version 1 is already fail-closed, so matrix 2 runs at type version 1 and matrix 3, the
-	 * fixed outputs, at type version 2). Such a scenario has no legacy matrix 1.
-	 */
-	typeVersion?: { 2: number; 3: number };
 	seed?(id: string): Promise<void>;
 	/** Builds the workflow; the node under test is "UT", fed (directly or through helpers) by "Source". */
-	build(id: string, mode: Mode, s: Settings, version: number): { nodes: INode[]; feeds: Record<string, string[][]> };
+	build(id: string, mode: Mode, s: Settings): { nodes: INode[]; feeds: Record<string, string[][]> };
 	/** Asserts that the database decided this go-ahead item in this run. */
-	decided(item: INodeExecutionData, output: number, version: number): Promise<void>;
+	decided(item: INodeExecutionData, output: number): Promise<void>;
 }
 
 const bad = (mode: Mode) => mode === 'invalid';
 
-/** Reconcile Unknown version 3: the same outputs for Claim and Resolve (nodes/ReconcileUnknown/outputs.ts). */
-const RECONCILE_V3 = ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
+/** Reserve Operation's outputs. */
+const RESERVE_OUTPUTS = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
+/** Reconcile Unknown: the same outputs for Claim and Resolve (nodes/ReconcileUnknown/outputs.ts). */
+const RECONCILE_OUTPUTS = ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
+/** Operation Ledger Admin: the same outputs for every operation (nodes/OperationLedgerAdmin/outputs.ts). */
+const ADMIN_OUTPUTS = ['Unrecorded', 'Result', 'Settled', 'Refused'];
 
 /**
  * A settle operation (complete, fail, release, extend lease) on the tasks a plain Dequeue claimed.
@@ -141,12 +137,12 @@ function settleScenario(op: string, params: INode['parameters'], outcomes: strin
 		name: `Dequeue ${op}`,
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
-		goAhead: { 2: [1], 1: [] },
+		outputs: ['Unrecorded', 'Result'],
+		goAhead: [1],
 		seed: async (id) => {
 			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
 		},
-		build: (id, mode, s, v) => ({
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ bad: bad(mode) }]),
 				pre('Dequeue', 'priorityDequeue', { resource: 'task', operation: 'dequeue', queue: id, batchSize: 10, leaseSeconds: 300, options: {} }),
@@ -161,7 +157,6 @@ function settleScenario(op: string, params: INode['parameters'], outcomes: strin
 						...params,
 					},
 					s,
-					v,
 					mode === 'down',
 				),
 			],
@@ -179,15 +174,12 @@ const scenarios: Scenario[] = [
 		name: 'Reserve',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: {
-			2: ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'],
-			1: ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'],
-		},
-		goAhead: { 2: [1], 1: [0] },
-		build: (id, mode, s, v) => ({
+		outputs: RESERVE_OUTPUTS,
+		goAhead: [1],
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ k: `${id}:a` }, { k: bad(mode) ? '' : `${id}:b` }]),
-				ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, v, mode === 'down'),
+				ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, mode === 'down'),
 			],
 			feeds: { Source: [['UT']] },
 		}),
@@ -203,9 +195,9 @@ const scenarios: Scenario[] = [
 		name: 'Confirm',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'], 1: ['Succeeded', 'Failed', 'Unknown', 'Stale'] },
-		goAhead: { 2: [1], 1: [0] },
-		build: (id, mode, s, v) => ({
+		outputs: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'],
+		goAhead: [1],
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: bad(mode) }]),
 				pre('Reserve', 'reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }),
@@ -213,7 +205,6 @@ const scenarios: Scenario[] = [
 					'confirmOperation',
 					{ outcomeSource: 'explicit', outcome: "={{ $json.bad ? 'bogus' : 'succeeded' }}", externalReference: 'ref-1', lineage: 'auto', options: {} },
 					s,
-					v,
 					mode === 'down',
 				),
 			],
@@ -229,18 +220,17 @@ const scenarios: Scenario[] = [
 		name: 'Reconcile claim',
 		modes: ['valid', 'invalid', 'down', 'nothing'],
 		invalidItem: 0,
-		outputs: { 3: RECONCILE_V3, 2: ['Unrecorded', 'To Check'], 1: ['To Check'] },
-		goAhead: { 3: [1], 2: [1], 1: [0] },
+		outputs: RECONCILE_OUTPUTS,
+		goAhead: [1],
 		othersOutputs: [2, 3, 4, 5, 6],
 		seed: seedUnknown,
-		build: (id, mode, s, v) => ({
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ bad: bad(mode) }, {}]),
 				ut(
 					'reconcileUnknown',
 					{ operation: 'claim', batchSize: '={{ $json.bad ? 0 : 10 }}', settleSeconds: 0, claimSeconds: 300, target: mode === 'nothing' ? `${id}:none` : id },
 					s,
-					v,
 					mode === 'down',
 				),
 			],
@@ -256,15 +246,11 @@ const scenarios: Scenario[] = [
 		name: 'Reconcile resolve',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: {
-			3: RECONCILE_V3,
-			2: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
-			1: ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'],
-		},
-		goAhead: { 3: [2, 3], 2: [1, 2], 1: [0, 1] },
+		outputs: RECONCILE_OUTPUTS,
+		goAhead: [2, 3],
 		othersOutputs: [1],
 		seed: seedUnknown,
-		build: (id, mode, s, v) => ({
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ bad: bad(mode) }]),
 				pre('Claim', 'reconcileUnknown', { operation: 'claim', batchSize: 10, settleSeconds: 0, claimSeconds: 300, target: id }),
@@ -282,16 +268,15 @@ const scenarios: Scenario[] = [
 						backoffMaxSeconds: 3600,
 					},
 					s,
-					v,
 					mode === 'down',
 				),
 			],
 			feeds: { Source: [['Claim']], Claim: [[], ['UT']] },
 		}),
-		async decided(item, output, v) {
+		async decided(item, output) {
 			const rec = item.json.reconcile as { operationKey: string; status: string };
-			// The first go-ahead output of this version is Succeeded (happened), the second Failed (did not happen).
-			const want = output === { 3: 2, 2: 1, 1: 0 }[v] ? 'succeeded' : 'failed';
+			// Output 2 is Succeeded (happened), output 3 Failed (did not happen).
+			const want = output === 2 ? 'succeeded' : 'failed';
 			expect(rec.status).toBe(want);
 			expect(await q(`SELECT status FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [rec.operationKey])).toEqual([{ status: want }]);
 		},
@@ -300,19 +285,26 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue dequeue',
 		modes: ['valid', 'invalid', 'down', 'nothing'],
 		invalidItem: 0,
-		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
-		goAhead: { 2: [1], 1: [0] },
+		outputs: ['Unrecorded', 'Result'],
+		goAhead: [1],
 		seed: async (id) => {
 			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
 		},
-		build: (id, mode, s, v) => ({
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ bad: bad(mode) }, {}]),
 				ut(
 					'priorityDequeue',
-					{ resource: 'task', operation: 'dequeue', queue: mode === 'nothing' ? `${id}-none` : id, batchSize: '={{ $json.bad ? 0 : 10 }}', leaseSeconds: 300, options: {} },
+					{
+						resource: 'task',
+						operation: 'dequeue',
+						queue: mode === 'nothing' ? `${id}-none` : id,
+						batchSize: '={{ $json.bad ? 0 : 10 }}',
+						leaseSeconds: 300,
+						priorityGroups: { group: [{ name: 'high', weight: 5 }, { name: 'normal', weight: 2 }, { name: 'low', weight: 1 }] },
+						options: {},
+					},
 					s,
-					v,
 					mode === 'down',
 				),
 			],
@@ -327,16 +319,15 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue enqueue',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
-		goAhead: { 2: [1], 1: [] },
-		build: (id, mode, s, v) => ({
+		outputs: ['Unrecorded', 'Result'],
+		goAhead: [1],
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ n: 1 }, { n: 2, bad: bad(mode) }]),
 				ut(
 					'priorityDequeue',
 					{ resource: 'task', operation: 'enqueue', queue: id, priorityGroup: 'normal', payload: "={{ $json.bad ? '{bad' : '{}' }}", dedupeKey: '', options: {} },
 					s,
-					v,
 					mode === 'down',
 				),
 			],
@@ -354,12 +345,12 @@ const scenarios: Scenario[] = [
 		name: 'Dequeue stats',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Unrecorded', 'Result'], 1: ['Result'] },
-		goAhead: { 2: [], 1: [] },
-		build: (id, mode, s, v) => ({
+		outputs: ['Unrecorded', 'Result'],
+		goAhead: [],
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ q: id }, { q: bad(mode) ? '' : id }]),
-				ut('priorityDequeue', { resource: 'queue', operation: 'stats', queue: '={{ $json.q }}', options: {} }, s, v, mode === 'down'),
+				ut('priorityDequeue', { resource: 'queue', operation: 'stats', queue: '={{ $json.q }}', options: {} }, s, mode === 'down'),
 			],
 			feeds: { Source: [['UT']] },
 		}),
@@ -369,15 +360,9 @@ const scenarios: Scenario[] = [
 	},
 ];
 
-/** Operation Ledger Admin version 2: the same outputs for every operation (nodes/OperationLedgerAdmin/outputs.ts). */
-const ADMIN_V2 = ['Unrecorded', 'Result', 'Settled', 'Refused'];
-/** The Admin node's type version per matrix: version 1 is fail-closed already, version 2 has the fixed outputs. */
-const ADMIN_TYPE_VERSIONS = { 2: 1, 3: 2 };
-
 /**
- * An Operation Ledger Admin operation with the outputs [Unrecorded, Result] (version 1; Result is
- * output 1 of version 2's fixed list too): not a go-ahead, but
- * Result must hold only answers of the database. `params(bad)` gives the node's parameters; `items`
+ * An Operation Ledger Admin look-up or maintenance operation (Result, output 1): not a go-ahead,
+ * but Result must hold only answers of the database. `params(bad)` gives the node's parameters; `items`
  * the Source items (the invalid one is `invalidItem`).
  */
 function adminScenario(
@@ -391,13 +376,12 @@ function adminScenario(
 		name: `Admin ${op}`,
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem,
-		outputs: { 2: ['Unrecorded', 'Result'], 1: [], 3: ADMIN_V2 },
-		goAhead: { 2: [], 1: [], 3: [] },
+		outputs: ADMIN_OUTPUTS,
+		goAhead: [],
 		othersOutputs: [2, 3],
-		typeVersion: ADMIN_TYPE_VERSIONS,
 		seed,
-		build: (id, mode, s, v) => ({
-			nodes: [source(items(id, mode)), ut('operationLedgerAdmin', { operation: op, ...params(id) }, s, v, mode === 'down')],
+		build: (id, mode, s) => ({
+			nodes: [source(items(id, mode)), ut('operationLedgerAdmin', { operation: op, ...params(id) }, s, mode === 'down')],
 			feeds: { Source: [['UT']] },
 		}),
 		async decided() {
@@ -411,12 +395,11 @@ scenarios.push(
 		name: 'Admin settle by hand',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: { 2: ['Unrecorded', 'Settled', 'Refused'], 1: [], 3: ADMIN_V2 },
-		goAhead: { 2: [1], 1: [], 3: [2] },
+		outputs: ADMIN_OUTPUTS,
+		goAhead: [2],
 		othersOutputs: [1],
-		typeVersion: ADMIN_TYPE_VERSIONS,
 		seed: seedUnknown,
-		build: (id, mode, s, v) => ({
+		build: (id, mode, s) => ({
 			nodes: [
 				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: bad(mode) }]),
 				ut(
@@ -430,7 +413,6 @@ scenarios.push(
 						decidedBy: 'alice@example.com',
 					},
 					s,
-					v,
 					mode === 'down',
 				),
 			],
@@ -475,46 +457,39 @@ const label = (s: Settings) =>
 let caseNo = 0;
 
 /** Runs one case and asserts the invariant plus where the failures went. Returns a short record. */
-async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2 | 3): Promise<string[]> {
+async function runCase(sc: Scenario, mode: Mode, s: Settings): Promise<string[]> {
 	const problems: string[] = [];
 	const id = `eng${process.pid}c${++caseNo}`;
 	if (sc.seed && mode !== 'nothing') await sc.seed(id);
-	const typeVersion = version === 1 ? 1 : (sc.typeVersion?.[version] ?? version);
-	const { nodes, feeds } = sc.build(id, mode, s, typeVersion);
-	const names = [...(sc.outputs[version] ?? [])];
+	const { nodes, feeds } = sc.build(id, mode, s);
+	const names = [...sc.outputs];
 	if (s.onError === 'continueErrorOutput') names.push('Error');
 	const sinkNames = names.map((n) => `UT → ${n}`);
 	const { run, received } = await engine.run([...nodes, ...sinkNames.map(sink)], connect({ ...feeds, UT: sinkNames.map((n) => [n]) }));
 	const got = (i: number): INodeExecutionData[] => (received as Received)[sinkNames[i]] ?? [];
-	const goAhead = sc.goAhead[version] ?? [];
-	const tag = `${sc.name} v${typeVersion} ${mode} ${label(s)}`;
+	const tag = `${sc.name} ${mode} ${label(s)}`;
 	const check = (ok: boolean, what: string) => {
 		if (!ok) problems.push(`${tag}: ${what} (received ${JSON.stringify(Object.fromEntries(sinkNames.map((n, i) => [n, got(i).map((it) => it.json)])))}; error ${runError(run)})`);
 	};
 
 	// The invariant: every item on a go-ahead output was decided by the database in this run.
-	for (const o of goAhead) {
+	for (const o of sc.goAhead) {
 		for (const item of got(o)) {
 			check(!('error' in item.json), `error item on go-ahead output ${names[o]}`);
 			check(Object.keys(item.json).length > 0, `empty item on go-ahead output ${names[o]}`);
 			try {
-				await sc.decided(item, o, version);
+				await sc.decided(item, o);
 			} catch (e) {
 				check(false, `item on ${names[o]} not decided by the database: ${(e as Error).message.split('\n').slice(0, 6).join(' ')}`);
 			}
 		}
 	}
-	// No error item on any result output (version 2: anything but Unrecorded and Error).
-	const resultOutputs = names.map((_, i) => i).filter((i) => names[i] !== 'Error' && !(version >= 2 && i === 0));
-	for (const o of resultOutputs) {
-		for (const item of got(o)) {
-			if (version === 1 && 'error' in item.json && !goAhead.includes(o)) continue; // v1: error items on a non-go-ahead output
-			check(!('error' in item.json), `error item on result output ${names[o]}`);
-		}
-	}
+	// No error item on any result output (anything but Unrecorded and Error).
+	const resultOutputs = names.map((_, i) => i).filter((i) => names[i] !== 'Error' && i !== 0);
+	for (const o of resultOutputs) for (const item of got(o)) check(!('error' in item.json), `error item on result output ${names[o]}`);
 
-	// Fixed outputs: another operation's outputs stay empty, whatever happened.
-	if (version === 3) for (const o of sc.othersOutputs ?? []) check(got(o).length === 0, `items on ${names[o]}, an output of another operation`);
+	// One output list for all operations: another operation's outputs stay empty, whatever happened.
+	for (const o of sc.othersOutputs ?? []) check(got(o).length === 0, `items on ${names[o]}, an output of another operation`);
 
 	// Where failures went.
 	const fails = mode === 'down' || (mode === 'invalid' && !(s.executeOnce && sc.invalidItem === 1));
@@ -523,29 +498,29 @@ async function runCase(sc: Scenario, mode: Mode, s: Settings, version: 1 | 2 | 3
 		check(fails === (runError(run) !== undefined), `run error expected ${fails}`);
 		if (fails) check(names.every((_, i) => got(i).length === 0), 'nothing may leave a node that stopped the workflow');
 	} else {
-		check(runError(run) === undefined || (version === 1 && s.onError === 'continueRegularOutput' && goAhead.length > 0 && names.length === 1), 'the run should not fail under Continue');
-		if (fails) check(errorItems.length > 0 || (version === 1 && names.length === 1 && s.onError === 'continueRegularOutput'), 'error items expected');
+		check(runError(run) === undefined, 'the run should not fail under Continue');
+		if (fails) check(errorItems.length > 0, 'error items expected');
 		if (s.onError === 'continueErrorOutput') check(errorItems.every((it) => got(names.length - 1).includes(it)), 'error items must be on the Error output');
-		else if (version >= 2) check(errorItems.every((it) => got(0).includes(it)), 'error items must be on Unrecorded');
+		else check(errorItems.every((it) => got(0).includes(it)), 'error items must be on Unrecorded');
 	}
-	if (version >= 2 && s.alwaysOutputData && s.onError !== 'stopWorkflow' && mode === 'nothing') {
+	if (s.alwaysOutputData && s.onError !== 'stopWorkflow' && mode === 'nothing') {
 		check(got(0).length === 1 && Object.keys(got(0)[0].json).length === 0, 'Always Output Data: the empty item goes to Unrecorded');
 	}
 	if (mode === 'valid') {
 		check(runError(run) === undefined, 'a valid run must not fail');
-		check(goAhead.length === 0 || goAhead.some((o) => got(o).length > 0), 'valid items reach a go-ahead output');
+		check(sc.goAhead.length === 0 || sc.goAhead.some((o) => got(o).length > 0), 'valid items reach a go-ahead output');
 	}
 	return problems;
 }
 
-describe('fail-closed outputs in n8n-core WorkflowExecute (node version 2)', () => {
+describe('fail-closed outputs in n8n-core WorkflowExecute (every node at version 1)', () => {
 	for (const sc of scenarios) {
 		test(`${sc.name}: ${sc.modes.join(', ')} × every On Error × Always Output Data × Retry On Fail × Execute Once`, async () => {
 			const problems: string[] = [];
 			let cases = 0;
 			for (const mode of sc.modes) {
 				for (const s of allSettings) {
-					problems.push(...(await runCase(sc, mode, s, 2)));
+					problems.push(...(await runCase(sc, mode, s)));
 					cases++;
 				}
 			}
@@ -555,98 +530,242 @@ describe('fail-closed outputs in n8n-core WorkflowExecute (node version 2)', () 
 	}
 });
 
+const reserveParams = { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 };
+const plain = (over: Partial<Settings> = {}): Settings => ({ onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false, ...over });
 /**
- * Fixed outputs: Reconcile Unknown version 3 and Operation Ledger Admin version 2 (the defaults)
- * have one output list for every operation. The same matrix as version 2: Claim's items reach only
- * To Check (1), Resolve's only its own outputs (2..6); Admin's look-ups only Result (1), Settle's
- * only Settled (2) and Refused (3); error items only Unrecorded or the Error output.
+ * The output names the built node declares (dist/), in order: the regression tests below wire their
+ * sinks by these, so they test the node as n8n sees it, whatever its layout.
  */
-describe('fail-closed outputs of the fixed-output versions (Reconcile Unknown v3, Operation Ledger Admin v2)', () => {
-	for (const sc of scenarios.filter((x) => x.outputs[3])) {
-		test(`${sc.name} v${sc.typeVersion?.[3] ?? 3}: ${sc.modes.join(', ')} × every On Error × Always Output Data × Retry On Fail × Execute Once`, async () => {
-			const problems: string[] = [];
-			for (const mode of sc.modes) for (const s of allSettings) problems.push(...(await runCase(sc, mode, s, 3)));
-			expect(problems).toEqual([]);
-		});
-	}
-});
+function declaredOutputs(type: string): string[] {
+	const outputs = engine.nodeTypes().getByName(`${PKG}.${type}`).description.outputs as Array<{ displayName: string }>;
+	return outputs.map((o) => o.displayName);
+}
+/** Sinks for `outs`, plus the Error output n8n appends under Continue (using error output). */
+const withError = (outs: string[], s: Settings) => (s.onError === 'continueErrorOutput' ? [...outs, 'Error'] : outs);
 
 /**
- * Version 1 keeps its outputs. Its error items go to the last output that is not a go-ahead; it
- * cannot keep Always Output Data's empty item off output 0, and Dequeue's Dequeue and Reconcile's
- * Claim (one output, a go-ahead) cannot keep error items off it under Continue (regular output):
- * the README says so and tells users to move to version 2. Those combinations are left out here;
- * the next describe shows the first one.
+ * The cases that failed only on the node versions the package carried before its first release
+ * (issue 22), run at version 1, the only version now. Each was checked to fail with the old
+ * layout put back (Proceed on output 0; Wake Up firing on a bare notification).
  */
-describe('node version 1 keeps its outputs but puts no error item on a go-ahead output', () => {
-	for (const sc of scenarios.filter((x) => x.typeVersion === undefined)) {
-		test(`${sc.name} v1`, async () => {
-			const problems: string[] = [];
-			const singleGoAhead = sc.outputs[1].length === 1 && sc.goAhead[1].length === 1;
-			const settings = allSettings.filter((x) => !x.alwaysOutputData && !(singleGoAhead && x.onError === 'continueRegularOutput'));
-			for (const mode of sc.modes) for (const s of settings) problems.push(...(await runCase(sc, mode, s, 1)));
-			expect(problems).toEqual([]);
-		});
-	}
-});
+describe('what failed on the old versions holds at version 1', () => {
+	// n8n's Retry On Fail retries a node whose output 0 starts with an item carrying json.error and
+	// throws the first try's output away. Reserve copies the input json onto its results, so an
+	// input field named `error` (an HTTP Request node's error item, a form field) once made n8n
+	// retry a Reserve whose output 0 was Proceed: the retry answered In Progress and the five
+	// granted Proceed items were lost. Output 0 is Unrecorded now.
+	test('Retry On Fail keeps the granted Proceed items of a Reserve whose input items carry a field named error (every On Error mode)', async () => {
+		for (const onError of ON_ERROR) {
+			const id = `eng${process.pid}:errfield:${onError}`;
+			const s = plain({ onError, retryOnFail: true });
+			const keys = Array.from({ length: 5 }, (_, i) => `${id}:${i}`);
+			const outs = withError(declaredOutputs('reserveOperation'), s);
+			const input = keys.map((k, i) => (i % 2 === 0 ? { k, error: { message: '502 - "bad gateway"', httpCode: '502' } } : { k, error: 'upstream said no' }));
+			const { run, received } = await engine.run(
+				[source(input), ut('reserveOperation', reserveParams, s, false), ...outs.map(sink)],
+				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
+			);
+			expect({ onError, error: runError(run) }).toEqual({ onError, error: undefined });
+			const proceed = received['Proceed'] ?? [];
+			expect({ onError, proceed: proceed.map((it) => (it.json.ledger as { operationKey: string }).operationKey) }).toEqual({ onError, proceed: keys });
+			for (const item of proceed) await scenarios[0].decided(item, 1);
+			expect({ onError, others: outs.filter((o) => o !== 'Proceed').flatMap((o) => received[o] ?? []) }).toEqual({ onError, others: [] });
+		}
+	});
 
-describe('what version 2 fixes', () => {
-	test('Reserve run twice for one key with Always Output Data: v1 sends an empty item down Proceed, v2 down Unrecorded', async () => {
-		for (const version of [1, 2] as const) {
-			const key = `eng${process.pid}:aod:v${version}`;
-			const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: true, retryOnFail: false, executeOnce: false };
-			const wfNodes = () => [source([{ k: key }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, false)];
-			const outs = version === 2 ? ['Unrecorded', 'Proceed', 'Done Before', 'In Progress'] : ['Proceed', 'Done Before', 'In Progress'];
-			const conns = connect({ Source: [['UT']], UT: outs.map((o) => [o]) });
-			await engine.run([...wfNodes(), ...outs.map(sink)], conns);
-			const { received } = await engine.run([...wfNodes(), ...outs.map(sink)], conns);
-			expect(received['In Progress']).toHaveLength(1);
-			if (version === 1) expect(received['Proceed']).toEqual([expect.objectContaining({ json: {} })]);
-			else {
-				expect(received['Proceed']).toBeUndefined();
-				expect(received['Unrecorded']).toEqual([expect.objectContaining({ json: {} })]);
+	// Anyone who can connect to the database may NOTIFY any channel: NOTIFY needs no privilege. A
+	// version 1 trigger once started an execution for every notification it got in Wake Up mode
+	// (120 empty executions in 10 s). A notification is a hint now: Wake Up checks for due work of
+	// its groups first, Claim Tasks starts an execution only for tasks it claimed.
+	test('a NOTIFY forged by a role without any privilege starts no execution of the trigger (Wake Up and Claim Tasks, 10 s)', async () => {
+		const role = `ol_forger_${process.pid}`;
+		await db.pool.query(`DROP ROLE IF EXISTS ${role}`);
+		await db.pool.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT`);
+		const url = new URL(DATABASE_URL);
+		url.username = role;
+		url.password = '';
+		const forger = new Client({ connectionString: url.toString() });
+		const active: Array<Awaited<ReturnType<Engine['activate']>>> = [];
+		try {
+			await forger.connect();
+			// It can read and change nothing of the queue.
+			await expect(forger.query(`SELECT count(*) FROM ${db.schemaSql}.queue_tasks`)).rejects.toThrow(/permission denied/);
+			const { rows: privileged } = await db.pool.query(`SELECT has_schema_privilege($1, $2, 'USAGE') AS usage`, [role, db.schema]);
+			expect(privileged).toEqual([{ usage: false }]);
+
+			const queues = { wakeUp: `forged-wake-${process.pid}`, claim: `forged-claim-${process.pid}` };
+			for (const mode of ['wakeUp', 'claim'] as const) {
+				const trigger = node('Trigger', `${PKG}.priorityDequeueTrigger`, {
+					queue: queues[mode],
+					mode,
+					priorityGroups: { group: [{ name: 'high', weight: 5 }, { name: 'normal', weight: 2 }, { name: 'low', weight: 1 }] },
+					batchSize: 10,
+					leaseSeconds: 60,
+					useListen: true,
+					// Polling once an hour: only notifications could start an execution here.
+					pollSeconds: 3600,
+					maxInFlight: 1,
+					maxPerMinute: 6000,
+					options: {},
+				}, { credentials: { operationLedgerPostgresApi: OK } });
+				active.push(await engine.activate([trigger, sink(`After ${mode}`)], connect({ Trigger: [[`After ${mode}`]] }), 'Trigger'));
+			}
+			const channels = Object.values(queues).map((q) => queueChannel(db.schema, q));
+			// Both triggers listen before the forging starts.
+			for (let t = 0; t < 5000; t += 50) {
+				const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = ANY($1)`, [channels.map((c) => `LISTEN ${c}`)]);
+				if (rows[0].n === 2) break;
+				await sleep(50);
+			}
+			const { rows: listening } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = ANY($1)`, [channels.map((c) => `LISTEN ${c}`)]);
+			expect(listening).toEqual([{ n: 2 }]);
+
+			let sent = 0;
+			const until = Date.now() + 10_000;
+			while (Date.now() < until) {
+				for (const q of Object.values(queues)) {
+					// The payload a real enqueue sends (the queue name: ready work), and the empty one.
+					await forger.query(`SELECT pg_notify($1, $2)`, [queueChannel(db.schema, q), sent % 2 === 0 ? q : '']);
+					sent++;
+				}
+				await sleep(20);
+			}
+			await sleep(500);
+			expect(sent).toBeGreaterThan(200);
+			expect(active.map((a) => ({ emits: a.emits.length, runs: a.runs.length, errors: a.errors }))).toEqual([
+				{ emits: 0, runs: 0, errors: [] },
+				{ emits: 0, runs: 0, errors: [] },
+			]);
+
+			// Positive control: real work starts executions through the same LISTEN connections.
+			await enqueue(db.pool, db.schema, [{ queue: queues.wakeUp, group: 'high', payload: { real: 1 } }]);
+			await enqueue(db.pool, db.schema, [{ queue: queues.claim, group: 'high', payload: { real: 2 } }]);
+			for (let t = 0; t < 5000 && active.some((a) => a.runs.length === 0); t += 50) await sleep(50);
+			expect(active.map((a) => a.runs.length > 0)).toEqual([true, true]);
+			expect(active[1].emits[0].items.map((it) => it.json.payload)).toEqual([{ real: 2 }]);
+		} finally {
+			await Promise.all(active.map((a) => a.close()));
+			await forger.end().catch(() => undefined);
+			await db.pool.query(`DROP ROLE IF EXISTS ${role}`);
+		}
+	});
+
+	// n8n adds an empty item {} on output 0 whenever output 0 is empty, even when other outputs
+	// hold items. Output 0 was Proceed (or Succeeded, To Check, the claimed tasks) in the old
+	// version 1; it is Unrecorded now. One run per node in which its go-ahead outputs stay empty.
+	test('Always Output Data never puts {} on Proceed or any other go-ahead output (every node, every On Error mode)', async () => {
+		const cases: Array<{ name: string; type: string; goAhead: string[]; build(id: string, s: Settings): Promise<{ nodes: INode[]; feeds: Record<string, string[][]> }> }> = [
+			{
+				name: 'Reserve of a key that is in progress',
+				type: 'reserveOperation',
+				goAhead: ['Proceed'],
+				build: async (id, s) => {
+					await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: id, request: { k: id }, leaseSeconds: 300, target: 't' })]);
+					return { nodes: [source([{ k: id }]), ut('reserveOperation', reserveParams, s, false)], feeds: { Source: [['UT']] } };
+				},
+			},
+			{
+				name: 'Confirm with a lost lease (Stale)',
+				type: 'confirmOperation',
+				goAhead: ['Succeeded'],
+				build: async (id, s) => {
+					await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: id, request: { k: id }, leaseSeconds: 300, target: 't' })]);
+					const params = { outcomeSource: 'explicit', outcome: 'succeeded', externalReference: 'r', lineage: 'explicit', operationKey: id, leaseToken: '11111111-2222-4333-8444-555555555555', options: {} };
+					return { nodes: [source([{}]), ut('confirmOperation', params, s, false)], feeds: { Source: [['UT']] } };
+				},
+			},
+			{
+				name: 'Reconcile Claim with nothing due',
+				type: 'reconcileUnknown',
+				goAhead: ['To Check'],
+				build: async (id, s) => ({
+					nodes: [source([{}]), ut('reconcileUnknown', { operation: 'claim', batchSize: 10, settleSeconds: 0, claimSeconds: 300, target: `${id}:none` }, s, false)],
+					feeds: { Source: [['UT']] },
+				}),
+			},
+			{
+				name: 'Reconcile Resolve, still unknown',
+				type: 'reconcileUnknown',
+				goAhead: ['Succeeded', 'Failed'],
+				build: async (id, s) => {
+					await seedUnknown(id);
+					const resolve = { operation: 'resolve', lineage: 'auto', lookupSource: 'explicit', resolution: 'still_unknown', externalReference: '', reason: 'still looking', maxChecks: 5, backoffBaseSeconds: 60, backoffMaxSeconds: 3600 };
+					return {
+						nodes: [source([{}]), pre('Claim', 'reconcileUnknown', { operation: 'claim', batchSize: 10, settleSeconds: 0, claimSeconds: 300, target: id }), ut('reconcileUnknown', resolve, s, false)],
+						feeds: { Source: [['Claim']], Claim: [[], ['UT']] },
+					};
+				},
+			},
+			{
+				name: 'Dequeue of an empty queue',
+				type: 'priorityDequeue',
+				goAhead: ['Result'],
+				build: async (id, s) => ({
+					nodes: [
+						source([{}]),
+						ut('priorityDequeue', { resource: 'task', operation: 'dequeue', queue: `${id}-empty`, batchSize: 10, leaseSeconds: 300, priorityGroups: { group: [{ name: 'normal', weight: 1 }] }, options: {} }, s, false),
+					],
+					feeds: { Source: [['UT']] },
+				}),
+			},
+			{
+				name: 'Settle by Hand of an operation settled before (Refused)',
+				type: 'operationLedgerAdmin',
+				goAhead: ['Settled'],
+				build: async (id, s) => {
+					await seedUnknown(id);
+					const settle = { operation: 'settle', operationKey: `${id}:a`, decision: 'happened', externalReference: 'r', reason: 'seen', decidedBy: 'alice' };
+					await engine.run([source([{}]), ut('operationLedgerAdmin', settle, plain(), false)], connect({ Source: [['UT']] }));
+					return { nodes: [source([{}]), ut('operationLedgerAdmin', { ...settle, decidedBy: 'bob' }, s, false)], feeds: { Source: [['UT']] } };
+				},
+			},
+		];
+		const problems: string[] = [];
+		for (const c of cases) {
+			for (const onError of ON_ERROR) {
+				const s = plain({ onError, alwaysOutputData: true });
+				const id = `eng${process.pid}:aod${++caseNo}`;
+				const { nodes, feeds } = await c.build(id, s);
+				const outs = withError(declaredOutputs(c.type), s);
+				const { run, received } = await engine.run([...nodes, ...outs.map(sink)], connect({ ...feeds, UT: outs.map((o) => [o]) }));
+				const tag = `${c.name} (${onError})`;
+				if (runError(run) !== undefined) problems.push(`${tag}: run failed: ${runError(run)}`);
+				for (const g of c.goAhead) if ((received[g] ?? []).length > 0) problems.push(`${tag}: ${g} received ${JSON.stringify(received[g].map((it) => it.json))}`);
+				// The engine's own empty item is on Unrecorded, alone.
+				const unrecorded = (received['Unrecorded'] ?? []).map((it) => it.json);
+				if (JSON.stringify(unrecorded) !== '[{}]') problems.push(`${tag}: Unrecorded received ${JSON.stringify(unrecorded)}, expected [{}]`);
 			}
 		}
+		expect(problems).toEqual([]);
 	});
 });
 
 describe('pinned data', () => {
-	test('pinned output of Reserve goes to Unrecorded in v2 (n8n replays pins on output 0), to Proceed in v1', async () => {
-		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
-		for (const version of [1, 2] as const) {
-			const outs = version === 2 ? ['Unrecorded', 'Proceed'] : ['Proceed'];
-			const { run, received } = await engine.run(
-				[source([{ k: 'pinned' }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, version, true), ...outs.map(sink)],
-				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
-				{ mode: 'manual', pinData: { UT: [{ json: { ledger: { outcome: 'proceed', leaseToken: 'pinned' } } }] } },
-			);
-			expect(runError(run)).toBeUndefined();
-			if (version === 2) {
-				expect(received['Proceed']).toBeUndefined();
-				expect(received['Unrecorded']).toHaveLength(1);
-			} else expect(received['Proceed']).toHaveLength(1);
-		}
+	test('pinned output of Reserve goes to Unrecorded (n8n replays pins on output 0), never to Proceed', async () => {
+		const outs = ['Unrecorded', 'Proceed'];
+		const { run, received } = await engine.run(
+			[source([{ k: 'pinned' }]), ut('reserveOperation', reserveParams, plain(), true), ...outs.map(sink)],
+			connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
+			{ mode: 'manual', pinData: { UT: [{ json: { ledger: { outcome: 'proceed', leaseToken: 'pinned' } } }] } },
+		);
+		expect(runError(run)).toBeUndefined();
+		expect(received['Proceed']).toBeUndefined();
+		expect(received['Unrecorded']).toHaveLength(1);
 	});
-});
 
-describe('pinned data on the Admin node', () => {
-	test('pinned output of Settle by Hand goes to Unrecorded (n8n replays pins on output 0), never to Settled, in versions 1 and 2', async () => {
-		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
-		for (const version of [1, 2] as const) {
-			const outs = version === 2 ? ADMIN_V2 : ['Unrecorded', 'Settled', 'Refused'];
-			const { run, received } = await engine.run(
-				[
-					source([{ k: 'pinned:settle' }]),
-					ut('operationLedgerAdmin', { operation: 'settle', operationKey: '={{ $json.k }}', decision: 'happened', externalReference: 'r', reason: 'x', decidedBy: 'alice' }, s, version, true),
-					...outs.map(sink),
-				],
-				connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
-				{ mode: 'manual', pinData: { UT: [{ json: { ledger: { result: 'settled', status: 'succeeded' } } }] } },
-			);
-			expect(runError(run)).toBeUndefined();
-			expect(received['Settled']).toBeUndefined();
-			expect(received['Unrecorded']).toHaveLength(1);
-		}
+	test('pinned output of Settle by Hand goes to Unrecorded (n8n replays pins on output 0), never to Settled', async () => {
+		const { run, received } = await engine.run(
+			[
+				source([{ k: 'pinned:settle' }]),
+				ut('operationLedgerAdmin', { operation: 'settle', operationKey: '={{ $json.k }}', decision: 'happened', externalReference: 'r', reason: 'x', decidedBy: 'alice' }, plain(), true),
+				...ADMIN_OUTPUTS.map(sink),
+			],
+			connect({ Source: [['UT']], UT: ADMIN_OUTPUTS.map((o) => [o]) }),
+			{ mode: 'manual', pinData: { UT: [{ json: { ledger: { result: 'settled', status: 'succeeded' } } }] } },
+		);
+		expect(runError(run)).toBeUndefined();
+		expect(received['Settled']).toBeUndefined();
+		expect(received['Unrecorded']).toHaveLength(1);
 	});
 });
 
@@ -656,7 +775,7 @@ describe('partial runs from the editor', () => {
 	const build = (key: string, down: boolean) => ({
 		nodes: [
 			source([{ k: key }]),
-			ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, 2, down),
+			ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, down),
 			...outs.map(sink),
 		],
 		conns: connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
@@ -705,7 +824,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 			[
 				source([{ k: `${id}:a` }, { k: `${id}:b`, bad: true }]),
 				pre('Reserve', 'reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }),
-				ut('confirmOperation', { outcomeSource: 'explicit', outcome: "={{ $json.bad ? 'bogus' : 'succeeded' }}", externalReference: 'ref', lineage: 'auto', options: {} }, s, 2, false),
+				ut('confirmOperation', { outcomeSource: 'explicit', outcome: "={{ $json.bad ? 'bogus' : 'succeeded' }}", externalReference: 'ref', lineage: 'auto', options: {} }, s, false),
 				...outs.map(sink),
 			],
 			connect({ Source: [['Reserve']], Reserve: [[], ['UT']], UT: outs.map((o) => [o]) }),
@@ -714,8 +833,8 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 		expect(received['Unrecorded']).toHaveLength(1);
 	});
 
-	// n8n retries a node whose output 0 starts with an error item (and one that throws). Version 2
-	// puts error items on output 0, so a batch with one bad item is retried after the database has
+	// n8n retries a node whose output 0 starts with an error item (and one that throws). Error items
+	// go to output 0 (Unrecorded), so a batch with one bad item is retried after the database has
 	// decided the good ones.
 	test('Reserve [good, bad] under Continue + Retry On Fail: the good key answers In Progress on the retry, nothing reaches Proceed', async () => {
 		const id = `eng${process.pid}:retry`;
@@ -724,7 +843,7 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 		const { run, received } = await engine.run(
 			[
 				source([{ k: `${id}:a` }, { k: '' }]),
-				ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, 2, false),
+				ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, false),
 				...outs.map(sink),
 			],
 			connect({ Source: [['UT']], UT: outs.map((o) => [o]) }),
@@ -752,7 +871,6 @@ describe('Retry On Fail never gives a decided item a second go-ahead', () => {
 					'confirmOperation',
 					{ outcomeSource: 'explicit', outcome: 'succeeded', externalReference: 'ref', lineage: 'explicit', operationKey: `={{ $itemIndex === 1 ? 'never:reserved:${id}' : $json.ledger.operationKey }}`, leaseToken: '={{ $json.ledger.leaseToken }}', options: {} },
 					s,
-					2,
 					false,
 				),
 				...outs.map(sink),
@@ -774,7 +892,7 @@ describe('editor runs and agents', () => {
 		const s: Settings = { onError: 'stopWorkflow', alwaysOutputData: false, retryOnFail: false, executeOnce: false };
 		for (const mode of ['manual', 'trigger'] as const) {
 			const { run } = await engine.run(
-				[source([{ k: `eng${process.pid}:hint:${mode}` }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, 2, false)],
+				[source([{ k: `eng${process.pid}:hint:${mode}` }]), ut('reserveOperation', { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 't', request: '={{ $json }}', leaseSeconds: 300 }, s, false)],
 				connect({ Source: [['UT']] }),
 				{ mode },
 			);

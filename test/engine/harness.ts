@@ -1,10 +1,13 @@
 /**
  * Runs workflows through n8n-core's own WorkflowExecute (the pinned 2.33.2 engine), in process, with
- * the BUILT nodes from dist/ (what n8n loads) and three tiny test nodes written here:
+ * the BUILT nodes from dist/ (what n8n loads) and two tiny test nodes written here:
  * - `test.source`: emits the items given in its `items` parameter (a JSON array of json objects);
  * - `test.sink`: records every item it receives, per node name, and passes them on;
  * No stand-in for IExecuteFunctions: parameters, expressions, On Error, Always Output Data, Retry On
  * Fail, Execute Once, error outputs and paired items are all the engine's.
+ * Triggers are activated with n8n-core's TriggersAndPollers and TriggerContext; every emit starts an
+ * execution of the workflow from the trigger (WorkflowExecute.processRunExecutionData), as n8n's
+ * active-workflow manager does, and its end resolves the trigger's done promise.
  */
 import path from 'node:path';
 import { mkdtempSync } from 'node:fs';
@@ -17,6 +20,7 @@ import type {
 	INodeType,
 	INodeTypes,
 	IRun,
+	ITriggerFunctions,
 	IWorkflowExecuteAdditionalData,
 	IConnections,
 	WorkflowExecuteMode,
@@ -105,6 +109,7 @@ export class Engine {
 			[`${PKG}.reconcileUnknown`]: builtNode('ReconcileUnknown', 'ReconcileUnknown'),
 			[`${PKG}.priorityDequeue`]: builtNode('PriorityDequeue', 'PriorityDequeue'),
 			[`${PKG}.operationLedgerAdmin`]: builtNode('OperationLedgerAdmin', 'OperationLedgerAdmin'),
+			[`${PKG}.priorityDequeueTrigger`]: builtNode('PriorityDequeueTrigger', 'PriorityDequeueTrigger'),
 			'test.source': new SourceNode(),
 			'test.sink': sinkNode(this.received),
 		};
@@ -178,6 +183,52 @@ export class Engine {
 		} as unknown as IWorkflowExecuteAdditionalData;
 	}
 
+	/**
+	 * Activates the trigger node `triggerName` of a workflow as n8n does for an active workflow
+	 * (mode 'trigger', activation 'activate'). Every emit is counted and starts an execution from the
+	 * trigger with the emitted items; the finished run resolves the trigger's done promise. Emits
+	 * errors are recorded. close() calls the trigger's closeFunction.
+	 */
+	async activate(nodes: INode[], connections: IConnections, triggerName: string): Promise<ActiveTrigger> {
+		const id = `wf-engine-${++this.execCounter}`;
+		const workflow = new wf.Workflow({ id, name: id, nodes, connections, active: true, nodeTypes: this.nodeTypes(), staticData: {}, settings: { executionOrder: 'v1' } });
+		const trigger = workflow.getNode(triggerName);
+		if (!trigger) throw new Error(`no node ${triggerName}`);
+		const active: ActiveTrigger = { emits: [], runs: [], errors: [], close: async () => undefined };
+		const emit: ITriggerFunctions['emit'] = (data, _response, done) => {
+			active.emits.push({ at: Date.now(), items: data[0] ?? [] });
+			const executionId = `exec-${process.pid}-${++this.execCounter}`;
+			const runData = wf.createRunExecutionData({ executionData: { nodeExecutionStack: [{ node: trigger, data: { main: data }, source: null }] } });
+			const we = new core.WorkflowExecute(this.additionalData(executionId, { id, name: id, nodes, connections }, 'trigger'), 'trigger', runData);
+			void Promise.resolve(we.processRunExecutionData(workflow)).then(
+				(run) => {
+					active.runs.push(run);
+					done?.resolve(run);
+				},
+				(e: Error) => {
+					active.errors.push(e.message);
+					done?.reject(e);
+				},
+			);
+		};
+		const emitError: ITriggerFunctions['emitError'] = (e) => {
+			active.errors.push(e.message);
+		};
+		const additionalData = this.additionalData(`activation-${process.pid}-${this.execCounter}`, { id, name: id, nodes, connections }, 'trigger');
+		const response = await new core.TriggersAndPollers().runTriggerFunction(
+			workflow,
+			trigger,
+			() => new core.TriggerContext(workflow, trigger, additionalData, 'trigger', 'activate', emit, emitError),
+			additionalData,
+			'trigger',
+			'activate',
+		);
+		active.close = async () => {
+			await response?.closeFunction?.();
+		};
+		return active;
+	}
+
 	async runPartial(nodes: INode[], connections: IConnections, earlier: IRun, destination: string, dirty: string[]): Promise<{ run: IRun; received: Received }> {
 		for (const k of Object.keys(this.received)) delete this.received[k];
 		const id = `wf-engine-${++this.execCounter}`;
@@ -207,6 +258,14 @@ export class Engine {
 		const run = await we.run({ workflow, startNode: workflow.getNode(opts.start ?? 'Source') ?? undefined, pinData: opts.pinData as never });
 		return { run, received: { ...this.received } };
 	}
+}
+
+/** An activated trigger: what it emitted (time and items), the runs those started, errors. */
+export interface ActiveTrigger {
+	emits: Array<{ at: number; items: INodeExecutionData[] }>;
+	runs: IRun[];
+	errors: string[];
+	close(): Promise<void>;
 }
 
 /**

@@ -20,8 +20,6 @@ export interface FakeOptions {
 	pairedFrom?: Record<string, (i: number) => INodeExecutionData | undefined>;
 	executionId?: string;
 	workflowId?: string;
-	/** The node's typeVersion (default 1: the original output layout). */
-	typeVersion?: number;
 	/** What getMode() answers (default 'trigger'; 'manual' is a run from the editor). */
 	mode?: string;
 	/** The node's On Error setting. */
@@ -33,7 +31,7 @@ export function fakeExecute(o: FakeOptions): IExecuteFunctions {
 		id: 'node-1',
 		name: o.nodeName ?? 'Node Under Test',
 		type: o.nodeType ?? 'n8n-nodes-operation-ledger.test',
-		typeVersion: o.typeVersion ?? 1,
+		typeVersion: 1,
 		position: [0, 0],
 		parameters: {},
 		...(o.onError ? { onError: o.onError } : {}),

@@ -1,7 +1,8 @@
 /**
  * Runs the Priority Dequeue Trigger node's own trigger() (the built-in-process class, not the
  * watcher alone) against real Postgres with a minimal ITriggerFunctions stand-in: credentials and
- * parameters from plain objects, emit() hands the items to a test "consumer" and resolves the
+ * parameters from plain objects (a parameter not given has its default from the node's
+ * description, as n8n fills it in for a saved node), emit() hands the items to a test "consumer" and resolves the
  * done promise with an IRun-shaped result ({status: 'success' | 'error'}), as n8n does when the
  * execution ends. Unit-of-integration only: the real-engine runs are in test/e2e.
  */
@@ -31,7 +32,6 @@ export interface ActiveTrigger {
 export async function activateTrigger(opts: {
 	credentials: IDataObject;
 	parameters: IDataObject;
-	typeVersion: 1 | 2 | 3;
 	consumer: Consumer;
 	mode?: 'trigger' | 'manual';
 }): Promise<ActiveTrigger> {
@@ -40,10 +40,12 @@ export async function activateTrigger(opts: {
 	const warnings: string[] = [];
 	const infos: string[] = [];
 	const log = (m: string) => warnings.push(m);
+	const node = new PriorityDequeueTrigger();
+	const defaults: Record<string, unknown> = Object.fromEntries(node.description.properties.map((p) => [p.name, p.default]));
 	const fns = {
 		getCredentials: async () => opts.credentials,
-		getNodeParameter: (name: string, fallback?: unknown) => (name in opts.parameters ? opts.parameters[name] : fallback),
-		getNode: () => ({ name: 'Priority Dequeue Trigger', typeVersion: opts.typeVersion, type: 'priorityDequeueTrigger', parameters: opts.parameters }),
+		getNodeParameter: (name: string, fallback?: unknown) => (name in opts.parameters ? opts.parameters[name] : name in defaults ? defaults[name] : fallback),
+		getNode: () => ({ name: 'Priority Dequeue Trigger', typeVersion: 1, type: 'priorityDequeueTrigger', parameters: opts.parameters }),
 		getMode: () => opts.mode ?? 'trigger',
 		logger: { debug: () => undefined, info: (m: string) => infos.push(m), warn: log, error: log },
 		helpers: {
@@ -66,7 +68,7 @@ export async function activateTrigger(opts: {
 				.then((status) => done?.resolve({ status, data: { resultData: { runData: {} } } } as unknown as IRun));
 		},
 	} as unknown as ITriggerFunctions;
-	const response = await new PriorityDequeueTrigger().trigger.call(fns);
+	const response = await node.trigger.call(fns);
 	return {
 		response,
 		executions,

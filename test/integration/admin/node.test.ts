@@ -15,10 +15,10 @@ afterAll(async () => {
 });
 
 const node = new OperationLedgerAdmin();
-/** Runs the node at `typeVersion` (default 1: the per-operation outputs saved workflows have). */
-function run(params: Record<string, unknown>, items = [{ json: {} }], continueOnFail = false, typeVersion = 1) {
+/** Runs the node; its outputs are [Unrecorded, Result, Settled, Refused] for every operation. */
+function run(params: Record<string, unknown>, items = [{ json: {} }], continueOnFail = false) {
 	return node.execute.call(
-		fakeExecute({ items, params, credentials: testCredentials(DATABASE_URL, db.schema), continueOnFail, nodeName: 'Ledger Admin', executionId: 'exec-admin', typeVersion }),
+		fakeExecute({ items, params, credentials: testCredentials(DATABASE_URL, db.schema), continueOnFail, nodeName: 'Ledger Admin', executionId: 'exec-admin' }),
 	);
 }
 async function makeUnknown(key: string) {
@@ -27,13 +27,10 @@ async function makeUnknown(key: string) {
 }
 
 describe('Operation Ledger Admin node', () => {
-	it('fails closed: output 0 is Unrecorded for every operation', () => {
+	it('fails closed: output 0 is Unrecorded, the same four outputs for every operation', () => {
 		const d = node.description;
 		expect(d.usableAsTool).toBeUndefined();
-		// Both versions: Unrecorded first (test/unit/nodes/descriptions.test.ts evaluates the lists).
-		expect(String(d.outputs)).toMatch(/\$nodeVersion >= 2 \? \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Result" \}, \{ "type": "main", "displayName": "Settled" \}, \{ "type": "main", "displayName": "Refused" \}\]/);
-		expect(String(d.outputs)).toMatch(/"settle" \? \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Settled" \}/);
-		expect(String(d.outputs)).toMatch(/: \[\{ "type": "main", "displayName": "Unrecorded" \}, \{ "type": "main", "displayName": "Result" \}\]\) \}\}$/);
+		expect(d.outputs).toEqual(['Unrecorded', 'Result', 'Settled', 'Refused'].map((displayName) => ({ type: 'main', displayName })));
 	});
 
 	it('Settle by Hand: only what the database settled in this run reaches Settled; repeats go to Refused naming who decided', async () => {
@@ -52,7 +49,8 @@ describe('Operation Ledger Admin node', () => {
 			reason: 'seen in the dashboard',
 			decidedBy: (i: number) => items[i].json.by,
 		};
-		const [notRecorded, settled, refused] = await run(params, items, true);
+		const [notRecorded, result, settled, refused] = await run(params, items, true);
+		expect(result).toEqual([]);
 		// Item 2 has no person: Unrecorded (never a go-ahead), and nothing was written for it.
 		expect(settled.map((s) => [s.pairedItem, (s.json.ledger as { decidedBy: string }).decidedBy])).toEqual([[{ item: 0 }, 'alice']]);
 		expect(notRecorded.map((s) => [s.pairedItem, typeof s.json.error])).toEqual([[{ item: 2 }, 'string']]);
@@ -64,8 +62,9 @@ describe('Operation Ledger Admin node', () => {
 		// Without continueOnFail a bad item throws before anything is written.
 		await expect(run({ ...params, decidedBy: '' }, [{ json: { key: 'n:2', by: '' } }])).rejects.toThrow(/Decided By/);
 		// A missing key is never reported as settled.
-		const [nr2, s2, r2] = await run({ ...params, operationKey: 'n:missing', decidedBy: 'alice' }, [{ json: {} }], true);
+		const [nr2, res2, s2, r2] = await run({ ...params, operationKey: 'n:missing', decidedBy: 'alice' }, [{ json: {} }], true);
 		expect(nr2).toEqual([{ json: { error: expect.stringMatching(/No operation exists/), retryable: false }, pairedItem: { item: 0 } }]);
+		expect(res2).toEqual([]);
 		expect(s2).toEqual([]);
 		expect(r2).toEqual([]);
 		// A failed batch (here: the schema cannot be reached) is Unrecorded too, never Settled.
@@ -77,7 +76,7 @@ describe('Operation Ledger Admin node', () => {
 				continueOnFail: true,
 			}),
 		);
-		expect(broken.map((o) => o.length)).toEqual([1, 0, 0]);
+		expect(broken.map((o) => o.length)).toEqual([1, 0, 0, 0]);
 		expect(String(broken[0][0].json.error)).toMatch(/nothing of this batch was recorded/);
 	});
 
@@ -115,29 +114,29 @@ describe('Operation Ledger Admin node', () => {
 		expect(left.rows.map((r) => r.operation_key)).toEqual(['n:2', 'n:3']);
 	});
 
-	it('version 2: the fixed outputs [Unrecorded, Result, Settled, Refused]; each operation fills only its own', async () => {
-		await makeUnknown('v2:1');
-		const params = { operation: 'settle', operationKey: 'v2:1', decision: 'not_happened', externalReference: '', reason: 'no charge in the dashboard', decidedBy: 'carol' };
-		const first = await run(params, [{ json: {} }], true, 2);
+	it('the fixed outputs [Unrecorded, Result, Settled, Refused]: each operation fills only its own', async () => {
+		await makeUnknown('fx:1');
+		const params = { operation: 'settle', operationKey: 'fx:1', decision: 'not_happened', externalReference: '', reason: 'no charge in the dashboard', decidedBy: 'carol' };
+		const first = await run(params, [{ json: {} }], true);
 		expect(first.map((o) => o.length)).toEqual([0, 0, 1, 0]);
-		expect(first[2][0].json.ledger).toMatchObject({ operationKey: 'v2:1', result: 'settled', status: 'failed', decidedBy: 'carol' });
+		expect(first[2][0].json.ledger).toMatchObject({ operationKey: 'fx:1', result: 'settled', status: 'failed', decidedBy: 'carol' });
 		// The same decision again: refused (index 3), nothing written.
-		const again = await run({ ...params, decidedBy: 'dave' }, [{ json: {} }], true, 2);
+		const again = await run({ ...params, decidedBy: 'dave' }, [{ json: {} }], true);
 		expect(again.map((o) => o.length)).toEqual([0, 0, 0, 1]);
 		expect(again[3][0].json.ledger).toMatchObject({ result: 'refused', decidedBy: 'carol', requestedBy: 'dave' });
 		// Bad input and a missing key: Unrecorded (index 0), never Settled.
-		const bad = await run({ ...params, operationKey: 'v2:missing' }, [{ json: {} }], true, 2);
+		const bad = await run({ ...params, operationKey: 'fx:missing' }, [{ json: {} }], true);
 		expect(bad.map((o) => o.length)).toEqual([1, 0, 0, 0]);
 		expect(String(bad[0][0].json.error)).toMatch(/No operation exists/);
 		// A look-up answers on Result (index 1) only.
-		const got = await run({ operation: 'get', operationKey: 'v2:1', maxEvents: 10 }, [{ json: {} }], false, 2);
+		const got = await run({ operation: 'get', operationKey: 'fx:1', maxEvents: 10 }, [{ json: {} }], false);
 		expect(got.map((o) => o.length)).toEqual([0, 1, 0, 0]);
 		expect(got[1][0].json).toMatchObject({ found: true, operation: { status: 'failed', settled_by: 'carol' } });
-		const health = await run({ operation: 'health', days: 2 }, [{ json: {} }], false, 2);
+		const health = await run({ operation: 'health', days: 2 }, [{ json: {} }], false);
 		expect(health.map((o) => o.length)).toEqual([0, 1, 0, 0]);
-		const badList = await run({ operation: 'list', kind: 'everything' }, [{ json: {} }], true, 2);
+		const badList = await run({ operation: 'list', kind: 'everything' }, [{ json: {} }], true);
 		expect(badList.map((o) => o.length)).toEqual([1, 0, 0, 0]);
-		const compact = await run({ operation: 'compact', olderThanDays: 30, batchSize: 10, maxBatches: 5, maxDurationSeconds: 10, statementTimeoutMs: 5000 }, [{ json: {} }], false, 2);
+		const compact = await run({ operation: 'compact', olderThanDays: 30, batchSize: 10, maxBatches: 5, maxDurationSeconds: 10, statementTimeoutMs: 5000 }, [{ json: {} }], false);
 		expect(compact.map((o) => o.length)).toEqual([0, 1, 0, 0]);
 	});
 });

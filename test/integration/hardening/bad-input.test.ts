@@ -13,7 +13,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
 import { testCredentials } from '../../helpers/fakeExecute';
-import { claim, confirm, queueOp, reserve, resolve, runDefaults, type Creds } from './run';
+import { DEFAULT_PRIORITY_GROUPS, claim, confirm, queueOp, reserve, resolve, type Creds } from './run';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 let creds: Creds;
@@ -120,7 +120,8 @@ const DQ = (name: string, bad: Row, error: RegExp): Case => ({
 	bad,
 	error,
 	single: true,
-	run: (rows, cof) => queueOp(creds, 1, { operation: 'dequeue', ...params(rows, { queue: 'jobs', batchSize: 10, leaseSeconds: 60, options: {} }) }, { continueOnFail: cof }),
+	run: (rows, cof) =>
+		queueOp(creds, 1, { operation: 'dequeue', ...params(rows, { queue: 'jobs', batchSize: 10, leaseSeconds: 60, priorityGroups: DEFAULT_PRIORITY_GROUPS, options: {} }) }, { continueOnFail: cof }),
 });
 const CP = (name: string, bad: Row, error: RegExp): Case => ({
 	name: `Priority Dequeue complete: ${name}`,
@@ -215,11 +216,13 @@ const cases: Case[] = [
 	DQ('batch size 10^7', { batchSize: 1e7 }, /Batch size must be a whole number from 1 to 10000/),
 	DQ('negative lease', { leaseSeconds: -1 }, /Lease must be a number of seconds from 1 to 86400/),
 	DQ('absurd lease', { leaseSeconds: 1e9 }, /Lease must be a number of seconds from 1 to 86400/),
-	DQ('group without weight', { options: { groupWeights: 'vip' } }, /"vip" is not name:weight/),
-	DQ('group of weight 0', { options: { groupWeights: 'high:0, low:1' } }, /Weight of group "high" must be a whole number from 1 to 1000/),
-	DQ('group listed twice', { options: { groupWeights: 'high:5, high:1' } }, /Priority group "high" is listed twice/),
-	DQ('group name of 101 bytes', { options: { groupWeights: `${'g'.repeat(101)}:1` } }, /Priority group must be at most 100 bytes/),
-	DQ('21 groups', { options: { groupWeights: Array.from({ length: 21 }, (_, i) => `g${i}:1`).join(',') } }, /Give 1 to 20 priority groups/),
+	DQ('no priority groups', { priorityGroups: { group: [] } }, /Priority groups: add at least one group/),
+	DQ('group without a name', { priorityGroups: { group: [{ name: ' ', weight: 1 }] } }, /Priority groups: group 1 has no name/),
+	DQ('group weight that is not whole', { priorityGroups: { group: [{ name: 'vip', weight: 1.5 }] } }, /the weight of "vip" must be a whole number/),
+	DQ('group of weight 0', { priorityGroups: { group: [{ name: 'high', weight: 0 }, { name: 'low', weight: 1 }] } }, /Weight of group "high" must be a whole number from 1 to 1000/),
+	DQ('group listed twice', { priorityGroups: { group: [{ name: 'high', weight: 5 }, { name: 'high', weight: 1 }] } }, /Priority group "high" is listed twice/),
+	DQ('group name of 101 bytes', { priorityGroups: { group: [{ name: 'g'.repeat(101), weight: 1 }] } }, /Priority group must be at most 100 bytes/),
+	DQ('21 groups', { priorityGroups: { group: Array.from({ length: 21 }, (_, i) => ({ name: `g${i}`, weight: 1 })) } }, /Give 1 to 20 priority groups/),
 	DQ('negative aging interval', { options: { agingSeconds: -1 } }, /Aging interval must be a number of seconds from 0/),
 	CP('task id that is not a number', { taskId: 'abc' }, /Task ID must be a positive integer/),
 	CP('task id that tries SQL', { taskId: '1; DELETE FROM queue_tasks' }, /Task ID must be a positive integer/),
@@ -244,7 +247,7 @@ for (const schema of INJECTIONS) {
 		mk('Reserve', (cof) => reserve(bad, ['bad:inj:1'], {}, { continueOnFail: cof })),
 		mk('Confirm', (cof) => confirm(bad, [{ key: 'bad:seed:1', token: TOKEN }], {}, { continueOnFail: cof })),
 		mk('Reconcile claim', (cof) => claim(bad, {}, { continueOnFail: cof })),
-		mk('Priority Dequeue', (cof) => queueOp(bad, 1, { operation: 'dequeue', queue: 'jobs', batchSize: 5, leaseSeconds: 60 }, { continueOnFail: cof })),
+		mk('Priority Dequeue', (cof) => queueOp(bad, 1, { operation: 'dequeue', queue: 'jobs', batchSize: 5, leaseSeconds: 60, priorityGroups: DEFAULT_PRIORITY_GROUPS }, { continueOnFail: cof })),
 	);
 }
 
@@ -254,12 +257,7 @@ describe('bad input: a clear item-level error, nothing written, continueOnFail r
 		for (const node of ['Reserve', 'Confirm', 'Reconcile', 'Priority Dequeue']) expect(cases.some((c) => c.name.startsWith(node))).toBe(true);
 	});
 
-	afterEach(() => {
-		delete runDefaults.typeVersion;
-	});
-
 	it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
-		runDefaults.typeVersion = 2;
 		const before = await snapshot();
 		// Without continueOnFail: the node throws for the bad item; the good item is not written either.
 		const rows = c.single ? [c.bad] : [c.good ?? {}, c.bad];
@@ -275,8 +273,8 @@ describe('bad input: a clear item-level error, nothing written, continueOnFail r
 		if (!c.batchLevel) expect(err.context.itemIndex).toBe(rows.length - 1);
 		expect(await snapshot()).toEqual(before);
 
-		// With continueOnFail (node version 2): one error item, paired with the bad input item, on
-		// output 0 (Unrecorded); nothing on any other output.
+		// With continueOnFail: one error item, paired with the bad input item, on output 0
+		// (Unrecorded); nothing on any other output.
 		const out = await c.run([c.bad], true);
 		expect(out[0]).toHaveLength(1);
 		expect(out[0][0].pairedItem).toEqual({ item: 0 });
@@ -287,14 +285,14 @@ describe('bad input: a clear item-level error, nothing written, continueOnFail r
 
 	it('an unknown priority group is not an error but is never claimed by a dequeue that does not list it, and stays pending', async () => {
 		const enq = await queueOp(creds, 1, { operation: 'enqueue', queue: 'groups', priorityGroup: 'platinum', payload: {} });
-		const id = enq[0][0].json.taskId as string;
+		const id = enq[1][0].json.taskId as string;
 		expect(typeof id).toBe('string');
-		const out = await queueOp(creds, 1, { operation: 'dequeue', queue: 'groups', batchSize: 10, leaseSeconds: 60, options: { groupWeights: 'high:5, normal:2, low:1' } });
-		expect(out[0]).toHaveLength(0);
+		const out = await queueOp(creds, 1, { operation: 'dequeue', queue: 'groups', batchSize: 10, leaseSeconds: 60, priorityGroups: DEFAULT_PRIORITY_GROUPS });
+		expect(out).toEqual([[], []]);
 		const { rows } = await db.pool.query(`SELECT status FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [id]);
 		expect(rows).toEqual([{ status: 'pending' }]);
-		const listed = await queueOp(creds, 1, { operation: 'dequeue', queue: 'groups', batchSize: 10, leaseSeconds: 60, options: { groupWeights: 'platinum:1' } });
-		expect(listed[0].map((it) => it.json.taskId)).toEqual([id]);
+		const listed = await queueOp(creds, 1, { operation: 'dequeue', queue: 'groups', batchSize: 10, leaseSeconds: 60, priorityGroups: { group: [{ name: 'platinum', weight: 1 }] } });
+		expect(listed[1].map((it) => it.json.taskId)).toEqual([id]);
 	});
 
 	it('the schema-name injections created or dropped nothing', async () => {

@@ -42,36 +42,36 @@ async function credentialTest(data: Record<string, unknown>) {
 async function roundTrip(creds: Record<string, unknown>, tag: string) {
 	const keys = [`${tag}:1`, `${tag}:2`, `${tag}:3`];
 	const r = await reserve(creds, keys, { target: tag, settleSeconds: 1 });
-	expect(r[0]).toHaveLength(3);
-	const leases = r[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
+	expect(r[1]).toHaveLength(3);
+	const leases = r[1].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 	const c = await confirm(creds, [
 		{ key: leases[0].operationKey, token: leases[0].leaseToken, outcome: 'succeeded', ref: 'p1' },
 		{ key: leases[1].operationKey, token: leases[1].leaseToken, outcome: 'unknown', reason: 'timeout' },
 		{ key: leases[2].operationKey, token: leases[2].leaseToken, outcome: 'unknown', reason: 'timeout' },
 	]);
-	expect(c[0]).toHaveLength(1);
-	expect(c[2]).toHaveLength(2);
+	expect(c[1]).toHaveLength(1);
+	expect(c[3]).toHaveLength(2);
 	const again = await reserve(creds, keys, { target: tag });
-	expect(again[1]).toHaveLength(1); // already succeeded
-	expect(again[3]).toHaveLength(2); // needs reconcile
+	expect(again[2]).toHaveLength(1); // already succeeded
+	expect(again[4]).toHaveLength(2); // needs reconcile
 	await new Promise((res) => setTimeout(res, 1100)); // the operations' 1 s settle window
 	const cl = await claim(creds, { target: tag });
-	expect(cl[0]).toHaveLength(2);
+	expect(cl[1]).toHaveLength(2);
 	const rs = await resolve(
 		creds,
-		cl[0].map((it) => {
+		cl[1].map((it) => {
 			const rec = it.json.reconcile as { operationKey: string; claimToken: string };
 			return { key: rec.operationKey, claimToken: rec.claimToken, resolution: 'happened', ref: `found-${rec.operationKey}` };
 		}),
 	);
-	expect(rs[0]).toHaveLength(2);
+	expect(rs[2]).toHaveLength(2);
 	const queue = `q-${tag}`;
 	const enq = await enqueue(creds, queue, [{ a: 1 }, { a: 2 }]);
-	expect(enq[0].map((it) => typeof it.json.taskId)).toEqual(['string', 'string']);
+	expect(enq[1].map((it) => typeof it.json.taskId)).toEqual(['string', 'string']);
 	const dq = await dequeue(creds, queue, 10);
-	expect(dq[0]).toHaveLength(2);
-	const done = await complete(creds, dq[0].map((it) => ({ taskId: it.json.taskId, leaseToken: it.json.leaseToken })));
-	expect(done[0].map((it) => it.json.outcome)).toEqual(['completed', 'completed']);
+	expect(dq[1]).toHaveLength(2);
+	const done = await complete(creds, dq[1].map((it) => ({ taskId: it.json.taskId, leaseToken: it.json.leaseToken })));
+	expect(done[1].map((it) => it.json.outcome)).toEqual(['completed', 'completed']);
 }
 
 describe('PgBouncer in transaction pooling mode', () => {
@@ -296,12 +296,12 @@ describe('one process, many workflows and executions', () => {
 		const b = testCredentials(pg.urlFor('wf_b'), 'ledger_b');
 		// The same key and the same queue name in both workflows, at the same time.
 		const [ra, rb] = await Promise.all([reserve(a, ['same:key'], {}, { workflowId: 'A' }), reserve(b, ['same:key'], {}, { workflowId: 'B' })]);
-		expect(ra[0]).toHaveLength(1);
-		expect(rb[0]).toHaveLength(1); // not "in progress": b never sees a's row
+		expect(ra[1]).toHaveLength(1);
+		expect(rb[1]).toHaveLength(1); // not "in progress": b never sees a's row
 		await Promise.all([enqueue(a, 'shared', [{ from: 'a' }]), enqueue(b, 'shared', [{ from: 'b' }])]);
 		const [da, db] = await Promise.all([dequeue(a, 'shared', 10), dequeue(b, 'shared', 10)]);
-		expect(da[0].map((it) => it.json.payload)).toEqual([{ from: 'a' }]);
-		expect(db[0].map((it) => it.json.payload)).toEqual([{ from: 'b' }]);
+		expect(da[1].map((it) => it.json.payload)).toEqual([{ from: 'a' }]);
+		expect(db[1].map((it) => it.json.payload)).toEqual([{ from: 'b' }]);
 		const rows = await pg.sql<{ schema: string; owner: string; wf: string }>(
 			`SELECT 'a' AS schema, (SELECT tableowner FROM pg_tables WHERE schemaname = 'ledger_a' AND tablename = 'operations') AS owner, workflow_id AS wf FROM ledger_a.operation_events
 			 UNION ALL
@@ -337,7 +337,7 @@ describe('one process, many workflows and executions', () => {
 					(async () => {
 						const keys = Array.from({ length: 20 }, (_, k) => `conc:${i}:${k}`);
 						const r = await reserve(creds, keys, {}, { executionId: `e${i}` });
-						const leases = r[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
+						const leases = r[1].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 						await confirm(creds, leases.map((l) => ({ key: l.operationKey, token: l.leaseToken })));
 						await enqueue(creds, 'conc', [{ i }]);
 						return dequeue(creds, 'conc', 1);

@@ -107,9 +107,9 @@ async function withFault<T>(fnName: string, fault: Fault, step: () => Promise<T>
 }
 
 /**
- * Asserts the node (version 2) failed, saying what was not recorded (thrown, or one error item per
- * input on Unrecorded); after a crash (no FATAL from the server), that the batch may have been
- * recorded and running it again is safe.
+ * Asserts the node failed, saying what was not recorded (thrown, or one error item per input on
+ * Unrecorded); after a crash (no FATAL from the server), that the batch may have been recorded and
+ * running it again is safe.
  */
 function expectNotRecorded(
 	result: Awaited<ReturnType<typeof withFault>>['result'],
@@ -161,20 +161,20 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 	it('Reserve: fails naming what was not recorded, writes nothing, next execution proceeds', async () => {
 		const prefix = `res-${fault}`;
 		const keys = keysOf(prefix);
-		const { result, seen } = await withFault('reserve_operations', fault, () => reserve(creds, keys, {}, { continueOnFail: cof, typeVersion: 2 }));
+		const { result, seen } = await withFault('reserve_operations', fault, () => reserve(creds, keys, {}, { continueOnFail: cof }));
 		summary.push(`reserve   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reserve Operation', N, cof, fault);
 		expect(await counts(prefix)).toEqual({ ops: 0, events: 0 });
 
 		const out = await reserve(creds, keys);
-		expect(out[0]).toHaveLength(N);
+		expect(out[1]).toHaveLength(N);
 		// The row keeps only the SHA-256 of the lease token (migration 0005).
 		const rows = await q<{ operation_key: string; status: string; lease_token: string }>(
 			`SELECT operation_key, status, encode(lease_token_hash, 'hex') AS lease_token FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
 			[`${prefix}:%`],
 		);
 		const byKey = new Map(rows.map((r) => [r.operation_key, r]));
-		for (const it of out[0]) {
+		for (const it of out[1]) {
 			const l = it.json.ledger as { operationKey: string; leaseToken: string; outcome: string };
 			expect(l.outcome).toBe('proceed');
 			expect(byKey.get(l.operationKey)).toEqual({ operation_key: l.operationKey, status: 'reserved', lease_token: tokenHash(l.leaseToken) });
@@ -184,9 +184,9 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 
 	it('Confirm: fails naming what was not recorded, writes nothing, next execution confirms', async () => {
 		const prefix = `con-${fault}`;
-		const reserved = (await reserve(creds, keysOf(prefix)))[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
+		const reserved = (await reserve(creds, keysOf(prefix)))[1].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 		const rows = reserved.map((l, i) => ({ key: l.operationKey, token: l.leaseToken, ref: `pay-${i}` }));
-		const { result, seen } = await withFault('confirm_operations', fault, () => confirm(creds, rows, {}, { continueOnFail: cof, typeVersion: 2 }));
+		const { result, seen } = await withFault('confirm_operations', fault, () => confirm(creds, rows, {}, { continueOnFail: cof }));
 		summary.push(`confirm   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Confirm Operation', N, cof, fault);
 		const st = await q<{ status: string; n: number; refs: number }>(
@@ -197,13 +197,13 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		expect(await counts(prefix)).toEqual({ ops: N, events: N });
 
 		const out = await confirm(creds, rows);
-		expect(out[0]).toHaveLength(N);
+		expect(out[1]).toHaveLength(N);
 		const done = await q<{ operation_key: string; external_ref: string }>(
 			`SELECT operation_key, external_ref FROM "${SCHEMA}".operations WHERE operation_key LIKE $1 AND status = 'succeeded'`,
 			[`${prefix}:%`],
 		);
 		const refs = new Map(done.map((r) => [r.operation_key, r.external_ref]));
-		for (const it of out[0]) {
+		for (const it of out[1]) {
 			const l = it.json.ledger as { operationKey: string; status: string; result: string; externalRef: string };
 			expect(l).toMatchObject({ status: 'succeeded', result: 'recorded' });
 			expect(refs.get(l.operationKey)).toBe(l.externalRef);
@@ -213,7 +213,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 
 	async function makeUnknown(prefix: string) {
 		const target = `t-${prefix}`;
-		const reserved = (await reserve(creds, keysOf(prefix), { target }))[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
+		const reserved = (await reserve(creds, keysOf(prefix), { target }))[1].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
 		await confirm(creds, reserved.map((l) => ({ key: l.operationKey, token: l.leaseToken, outcome: 'unknown', reason: 'timeout' })));
 		// Their settle windows have passed (migration 0005 stores one per operation).
 		await q(`UPDATE "${SCHEMA}".operations SET settle_until = settle_until - interval '1 day' WHERE operation_key LIKE $1`, [`${prefix}:%`]);
@@ -225,7 +225,7 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		const target = await makeUnknown(prefix);
 		const before = await counts(prefix);
 		const { result, seen } = await withFault('reconcile_claim', fault, () =>
-			claim(creds, { target, batchSize: N }, { continueOnFail: cof, typeVersion: 2 }),
+			claim(creds, { target, batchSize: N }, { continueOnFail: cof }),
 		);
 		summary.push(`claim     ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reconcile Unknown (claim)', 1, cof, fault);
@@ -237,13 +237,13 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		expect(await counts(prefix)).toEqual(before);
 
 		const out = await claim(creds, { target, batchSize: N });
-		expect(out[0]).toHaveLength(N);
+		expect(out[1]).toHaveLength(N);
 		const tokens = await q<{ operation_key: string; claim_token: string }>(
 			`SELECT operation_key, encode(claim_token_hash, 'hex') AS claim_token FROM "${SCHEMA}".operations WHERE operation_key LIKE $1`,
 			[`${prefix}:%`],
 		);
 		const byKey = new Map(tokens.map((r) => [r.operation_key, r.claim_token]));
-		for (const it of out[0]) {
+		for (const it of out[1]) {
 			const r = it.json.reconcile as { operationKey: string; claimToken: string };
 			expect(byKey.get(r.operationKey)).toBe(tokenHash(r.claimToken));
 		}
@@ -252,11 +252,11 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 	it('Reconcile resolve: fails naming what was not recorded, resolves nothing, next execution resolves', async () => {
 		const prefix = `rsv-${fault}`;
 		const target = await makeUnknown(prefix);
-		const claimed = (await claim(creds, { target, batchSize: N }))[0].map((it) => it.json.reconcile as { operationKey: string; claimToken: string });
+		const claimed = (await claim(creds, { target, batchSize: N }))[1].map((it) => it.json.reconcile as { operationKey: string; claimToken: string });
 		expect(claimed).toHaveLength(N);
 		const before = await counts(prefix);
 		const rows = claimed.map((c, i) => ({ key: c.operationKey, claimToken: c.claimToken, ref: `found-${i}` }));
-		const { result, seen } = await withFault('reconcile_resolve', fault, () => resolve(creds, rows, {}, { continueOnFail: cof, typeVersion: 2 }));
+		const { result, seen } = await withFault('reconcile_resolve', fault, () => resolve(creds, rows, {}, { continueOnFail: cof }));
 		summary.push(`resolve   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Reconcile Unknown (resolve)', N, cof, fault);
 		const [s] = await q<{ unknown: number; refs: number; checks: number }>(
@@ -268,14 +268,15 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		expect(await counts(prefix)).toEqual(before);
 
 		const out = await resolve(creds, rows);
-		expect(out[0]).toHaveLength(N);
+		// Output 2 is Succeeded (happened): 0 Unrecorded, 1 To Check (Claim's).
+		expect(out[2]).toHaveLength(N);
 		const done = await q<{ operation_key: string; external_ref: string }>(
 			`SELECT operation_key, external_ref FROM "${SCHEMA}".operations WHERE operation_key LIKE $1 AND status = 'succeeded'`,
 			[`${prefix}:%`],
 		);
 		expect(done).toHaveLength(N);
 		const refs = new Map(done.map((r) => [r.operation_key, r.external_ref]));
-		for (const it of out[0]) {
+		for (const it of out[2]) {
 			const r = it.json.reconcile as { operationKey: string; result: string; externalRef: string };
 			expect(r.result).toBe('succeeded');
 			expect(refs.get(r.operationKey)).toBe(r.externalRef);
@@ -285,8 +286,8 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 	it('Dequeue: fails naming what was not recorded, claims no task, next execution claims them', async () => {
 		const queue = `q-${fault}`;
 		const enq = await enqueue(creds, queue, Array.from({ length: N }, (_, i) => ({ i })));
-		expect(enq[0]).toHaveLength(N);
-		const { result, seen } = await withFault('queue_claim', fault, () => dequeue(creds, queue, N, {}, { continueOnFail: cof, typeVersion: 2 }));
+		expect(enq[1]).toHaveLength(N);
+		const { result, seen } = await withFault('queue_claim', fault, () => dequeue(creds, queue, N, {}, { continueOnFail: cof }));
 		summary.push(`dequeue   ${fault}: statement ran ${seen.ranMs} ms before the fault`);
 		expectNotRecorded(result, 'Dequeue', 1, cof, fault);
 		const [t] = await q<{ pending: number; attempts: number; tokens: number }>(
@@ -299,13 +300,13 @@ describe.each(FAULTS)('fault "%s" in the middle of a batch', (fault) => {
 		expect(sched.map((r) => r.claims).filter((c) => c !== '0')).toEqual([]);
 
 		const out = await dequeue(creds, queue, N);
-		expect(out[0]).toHaveLength(N);
+		expect(out[1]).toHaveLength(N);
 		const live = await q<{ id: string; lease_token: string }>(
 			`SELECT id::text, lease_token::text FROM "${SCHEMA}".queue_tasks WHERE queue = $1 AND status = 'processing' AND attempts = 1`,
 			[queue],
 		);
 		const byId = new Map(live.map((r) => [r.id, r.lease_token]));
-		for (const it of out[0]) {
+		for (const it of out[1]) {
 			expect(typeof it.json.taskId).toBe('string');
 			expect(byId.get(it.json.taskId as string)).toBe(it.json.leaseToken);
 		}

@@ -16,15 +16,12 @@ export interface RunOpts {
 	continueOnFail?: boolean;
 	executionId?: string;
 	workflowId?: string;
-	/** Node version (1: original outputs; 2: output 0 is Unrecorded). */
-	typeVersion?: number;
 	onError?: 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
 }
 
 /**
- * Options every helper applies unless the call overrides them. Version 1 by default (the tests
- * written for its output indexes); a test file about error items sets typeVersion 2, the default
- * of new nodes, whose output 0 is Unrecorded.
+ * Options every helper applies unless the call overrides them. Every node's output 0 is Unrecorded
+ * (nodes/shared/outputs.ts); the results follow it.
  */
 export const runDefaults: RunOpts = {};
 
@@ -146,8 +143,11 @@ export function enqueue(creds: Creds, queue: string, payloads: unknown[], p: Rec
 	return queueOp(creds, payloads.length, { operation: 'enqueue', queue, priorityGroup: 'normal', payload: (i: number) => payloads[i], ...p }, o);
 }
 
+/** The Priority Groups parameter's default (high 5, normal 2, low 1), as n8n fills it in. */
+export const DEFAULT_PRIORITY_GROUPS = { group: [{ name: 'high', weight: 5 }, { name: 'normal', weight: 2 }, { name: 'low', weight: 1 }] };
+
 export function dequeue(creds: Creds, queue: string, batchSize: number, p: Record<string, Param> = {}, o: RunOpts = {}) {
-	return queueOp(creds, 1, { operation: 'dequeue', queue, batchSize, leaseSeconds: 300, ...p }, o);
+	return queueOp(creds, 1, { operation: 'dequeue', queue, batchSize, leaseSeconds: 300, priorityGroups: DEFAULT_PRIORITY_GROUPS, ...p }, o);
 }
 
 export function complete(creds: Creds, tasks: Array<{ taskId: unknown; leaseToken: unknown }>, o: RunOpts = {}) {

@@ -13,7 +13,7 @@ import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/Pr
 import { migrate } from '../../../src/db/migrate';
 import { closeAllPools } from '../../../src/db/pool';
 import { freePort, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
-import { confirm, enqueue, reserve, settle } from './run';
+import { DEFAULT_PRIORITY_GROUPS, confirm, enqueue, reserve, settle } from './run';
 
 jest.setTimeout(120_000);
 
@@ -92,7 +92,19 @@ function fakeTrigger(creds: Record<string, unknown>): ITriggerFunctions {
 	return {
 		getCredentials: async () => creds,
 		getNodeParameter: (name: string, fallback?: unknown) =>
-			({ queue: 'jobs', mode: 'claim', pollSeconds: 1, maxInFlight: 1, batchSize: 5, leaseSeconds: 60, useListen: true, options: {} })[name] ?? fallback,
+			(
+				{
+					queue: 'jobs',
+					mode: 'claim',
+					priorityGroups: DEFAULT_PRIORITY_GROUPS,
+					pollSeconds: 1,
+					maxInFlight: 1,
+					batchSize: 5,
+					leaseSeconds: 60,
+					useListen: true,
+					options: {},
+				} as Record<string, unknown>
+			)[name] ?? fallback,
 		getMode: () => 'trigger',
 		getNode: () => ({ name: 'Trigger', type: 'x', typeVersion: 1, position: [0, 0], parameters: {}, id: 't' }),
 		logger,

@@ -83,7 +83,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 			bump('reserve_error');
 			return;
 		}
-		const mine = r.value[0].map((it) => it.json.ledger as { operationKey: string; leaseToken: string; attempt: number; idempotencyKey: string; leaseExpiresAt: string });
+		const mine = r.value[1].map((it) => it.json.ledger as { operationKey: string; leaseToken: string; attempt: number; idempotencyKey: string; leaseExpiresAt: string });
 		for (const l of mine) proceeds.set(`${l.operationKey}#${l.attempt}`, (proceeds.get(`${l.operationKey}#${l.attempt}`) ?? 0) + 1);
 		bump('proceed', mine.length);
 		const reports: Array<{ key: string; token: string; outcome: string; ref?: string; reason?: string }> = [];
@@ -117,7 +117,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 	async function reconcileStep(settleSeconds = 0) {
 		const c = await settle(claim(creds, { batchSize: 20, settleSeconds, claimSeconds: 10 }));
 		if (!c.ok) { bump('claim_error'); return; }
-		const items = c.value[0].map((it) => it.json as { idempotencyKey: string; operationKey: string; reconcile: { claimToken: string } });
+		const items = c.value[1].map((it) => it.json as { idempotencyKey: string; operationKey: string; reconcile: { claimToken: string } });
 		if (!items.length) return;
 		const rows = items.map((it) => {
 			const found = provider.lookup(it.idempotencyKey);
@@ -131,13 +131,13 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 		if (rnd(2) === 0) {
 			const e = await settle(enqueue(creds, 'soak', Array.from({ length: 1 + rnd(5) }, () => ({ r: rnd(1000) })), { priorityGroup: ['high', 'normal', 'low'][rnd(3)] }));
 			if (!e.ok) { bump('enqueue_error'); return; }
-			for (const it of e.value[0]) enqueued.add(it.json.taskId as string);
-			bump('enqueued', e.value[0].length);
+			for (const it of e.value[1]) enqueued.add(it.json.taskId as string);
+			bump('enqueued', e.value[1].length);
 			return;
 		}
 		const d = await settle(dequeue(creds, 'soak', 1 + rnd(6), { leaseSeconds: TASK_LEASE }));
 		if (!d.ok) { bump('dequeue_error'); return; }
-		const got = d.value[0].map((it) => it.json as { taskId: string; attempt: number; leaseToken: string; leaseExpiresAt: string });
+		const got = d.value[1].map((it) => it.json as { taskId: string; attempt: number; leaseToken: string; leaseExpiresAt: string });
 		const recs = got.map((t) => {
 			const leaseEnd = Date.parse(t.leaseExpiresAt);
 			const rec: ClaimRec = { taskId: t.taskId, attempt: t.attempt, token: t.leaseToken, claimAt: leaseEnd - TASK_LEASE * 1000, leaseEnd };
@@ -150,7 +150,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 			const c = await settle(complete(creds, toComplete.map((r) => ({ taskId: r.taskId, leaseToken: r.token }))));
 			if (!c.ok) bump('complete_error');
 			else
-				c.value[0].forEach((it, k) => {
+				c.value[1].forEach((it, k) => {
 					if (it.json.outcome === 'completed') {
 						if (completed.has(toComplete[k].taskId)) bump('DOUBLE_COMPLETE');
 						completed.add(toComplete[k].taskId);
@@ -170,7 +170,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 				}),
 			);
 			if (!f.ok) bump('fail_error');
-			else f.value[0].forEach((it, k) => (it.json.outcome === 'retry_scheduled' || it.json.outcome === 'dead') && (toFail[k].settledAt = Date.now()));
+			else f.value[1].forEach((it, k) => (it.json.outcome === 'retry_scheduled' || it.json.outcome === 'dead') && (toFail[k].settledAt = Date.now()));
 		}
 	}
 

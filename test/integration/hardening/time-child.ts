@@ -25,7 +25,7 @@ async function main() {
 	const key = `time:${tag}`;
 	const t0 = await dbNow();
 	const r = await reserve(creds, [key], { leaseSeconds: 90, settleSeconds: 30, target: `time-${tag}` });
-	const ledger = r[0][0].json.ledger as Record<string, string>;
+	const ledger = r[1][0].json.ledger as Record<string, string>;
 	out.leaseExpiresAt = ledger.leaseExpiresAt;
 	out.leaseFromDbNowMs = Date.parse(ledger.leaseExpiresAt) - t0;
 	const stored = await direct.query(`SELECT lease_expires_at, lease_expires_at::text AS text FROM "${schema}".operations WHERE operation_key = $1`, [key]);
@@ -35,11 +35,11 @@ async function main() {
 	// Ledger: settle delay (unknown for 0 s is not due with a 30 s settle delay; 40 s back it is)
 	await confirm(creds, [{ key, token: ledger.leaseToken, outcome: 'unknown', reason: 'timeout' }]);
 	// (The 30 s window is the operation's own, given to Reserve; the claim adds no extra delay.)
-	out.claimBeforeSettle = (await claim(creds, { target: `time-${tag}`, settleSeconds: 0 }))[0].length;
+	out.claimBeforeSettle = (await claim(creds, { target: `time-${tag}`, settleSeconds: 0 }))[1].length;
 	await direct.query(`UPDATE "${schema}".operations SET unknown_since = unknown_since - interval '40 seconds', settle_until = settle_until - interval '40 seconds' WHERE operation_key = $1`, [key]);
 	const claimed = await claim(creds, { target: `time-${tag}`, settleSeconds: 0 });
-	out.claimAfterSettle = claimed[0].length;
-	const c = claimed[0][0].json as Record<string, unknown>;
+	out.claimAfterSettle = claimed[1].length;
+	const c = claimed[1][0].json as Record<string, unknown>;
 	out.unknownSince = c.unknownSince;
 	out.claimExpiresAt = (c.reconcile as Record<string, string>).claimExpiresAt;
 	out.claimFromDbNowMs = Date.parse(out.claimExpiresAt as string) - (await dbNow());
@@ -49,23 +49,23 @@ async function main() {
 		backoffBaseSeconds: 120,
 		backoffMaxSeconds: 3600,
 	});
-	const rec = res[2][0].json.reconcile as Record<string, string>;
+	const rec = res[4][0].json.reconcile as Record<string, string>;
 	out.nextCheckAt = rec.nextCheckAt;
 	out.backoffFromDbNowMs = Date.parse(rec.nextCheckAt) - t1;
 
 	// Queue: not-before with an offset, without an offset; lease; aging wait
 	const queue = `time-${tag}`;
 	const withOffset = await enqueue(creds, queue, [{}], { options: { notBefore: '2030-06-01T10:00:00+14:00' } });
-	out.notBeforeWithOffset = withOffset[0][0].json.availableAt;
+	out.notBeforeWithOffset = withOffset[1][0].json.availableAt;
 	const noOffset = await enqueue(creds, queue, [{}], { options: { notBefore: '2030-12-01T10:00:00' } });
-	out.notBeforeNoOffset = noOffset[0][0].json.availableAt;
+	out.notBeforeNoOffset = noOffset[1][0].json.availableAt;
 	const ready = await enqueue(creds, queue, [{}], { priorityGroup: 'low' });
-	out.taskIdType = typeof ready[0][0].json.taskId;
-	await direct.query(`UPDATE "${schema}".queue_tasks SET run_at = now() - interval '600 seconds' WHERE id = $1`, [ready[0][0].json.taskId]);
+	out.taskIdType = typeof ready[1][0].json.taskId;
+	await direct.query(`UPDATE "${schema}".queue_tasks SET run_at = now() - interval '600 seconds' WHERE id = $1`, [ready[1][0].json.taskId]);
 	const t2 = await dbNow();
 	const got = await dequeue(creds, queue, 5, { leaseSeconds: 45, options: { agingSeconds: 300 } });
-	const task = got[0][0].json as Record<string, unknown>;
-	out.dequeued = got[0].length;
+	const task = got[1][0].json as Record<string, unknown>;
+	out.dequeued = got[1].length;
 	out.claimSeqType = typeof task.claimSeq;
 	out.waitedSeconds = task.waitedSeconds;
 	out.queueLeaseFromDbNowMs = Date.parse(task.leaseExpiresAt as string) - t2;
@@ -79,7 +79,7 @@ async function main() {
 		errorMessage: 'boom',
 		options: { backoffBaseSeconds: 100, backoffCapSeconds: 100 },
 	});
-	const f = failed[0][0].json as Record<string, unknown>;
+	const f = failed[1][0].json as Record<string, unknown>;
 	out.failOutcome = f.outcome;
 	const runAt = await direct.query(`SELECT run_at FROM "${schema}".queue_tasks WHERE id = $1`, [task.taskId]);
 	out.retryFromDbNowMs = (runAt.rows[0].run_at as Date).getTime() - t3;

@@ -56,20 +56,22 @@ describe('Reserve Operation node', () => {
 			{ json: { orderId: 'n-1', amount: 10 } },
 			{ json: { orderId: 'n-1', amount: 99 } },
 		]);
-		expect(out).toHaveLength(6);
-		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
-		expect(out[0][0].json).toMatchObject({
+		// Unrecorded, then Proceed, Done Before, In Progress, Reconcile, Conflict, Failed Before.
+		expect(out).toHaveLength(7);
+		expect(out[0]).toEqual([]);
+		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(out[1][0].json).toMatchObject({
 			orderId: 'n-1',
 			amount: 10,
 			ledger: { operationKey: 'payment:charge:n-1:v1', outcome: 'proceed', attempt: 1, replay: false },
 		});
-		expect(out[0][0].json.ledger).toHaveProperty('leaseToken');
-		expect(out[0][0].json.ledger).toHaveProperty('idempotencyKey');
-		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
-		expect(out[4].map((i) => i.pairedItem)).toEqual([{ item: 3 }]);
+		expect(out[1][0].json.ledger).toHaveProperty('leaseToken');
+		expect(out[1][0].json.ledger).toHaveProperty('idempotencyKey');
+		expect(out[3].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
+		expect(out[5].map((i) => i.pairedItem)).toEqual([{ item: 3 }]);
 		// Conflict: what the key is used for and why this request was refused; nothing of the other
 		// request (no reference, response, idempotency key, lease, fingerprint or request).
-		expect(out[4][0].json.ledger).toEqual({
+		expect(out[5][0].json.ledger).toEqual({
 			operationKey: 'payment:charge:n-1:v1',
 			outcome: 'conflict',
 			status: 'reserved',
@@ -95,10 +97,10 @@ describe('Reserve Operation node', () => {
 			[{ json: { orderId: 'f-1', amount: 1 } }, { json: { orderId: '', amount: 2 } }, { json: { orderId: 'f-3', amount: 3 } }],
 			{ continueOnFail: true },
 		);
-		// Node version 1 (the stand-in's default): the error item goes to Failed Before, never to Proceed.
-		expect(out[5]).toEqual([{ json: { error: expect.stringMatching(/part "entity" is empty/), retryable: false }, pairedItem: { item: 1 } }]);
-		expect(out[0].every((i) => !('error' in i.json))).toBe(true);
-		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
+		// The error item goes to Unrecorded (output 0), never to Proceed.
+		expect(out[0]).toEqual([{ json: { error: expect.stringMatching(/part "entity" is empty/), retryable: false }, pairedItem: { item: 1 } }]);
+		expect(out[1].every((i) => !('error' in i.json))).toBe(true);
+		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
 		expect(await count('operations', 'payment:charge:f-%')).toBe(2);
 	});
 
@@ -143,7 +145,7 @@ describe('Confirm Operation node', () => {
 
 	it('a replay (Done Before) carries no lease: leaseToken and leaseExpiresAt are null', async () => {
 		const r = await runReserve([{ json: { orderId: 'dn-1', amount: 5 } }]);
-		await runConfirm([{ json: { id: 'pay_dn' }, pairedItem: { item: 0 } }], r[0]);
+		await runConfirm([{ json: { id: 'pay_dn' }, pairedItem: { item: 0 } }], r[1]);
 		const again = await runReserve([{ json: { orderId: 'dn-1', amount: 5 } }]);
 		const replay = again.flat().find((i) => (i.json.ledger as { outcome: string }).outcome === 'already_succeeded');
 		expect(replay?.json.ledger).toMatchObject({ status: 'succeeded', attempt: 1, externalRef: 'pay_dn', replay: true, leaseToken: null, leaseExpiresAt: null });
@@ -160,8 +162,8 @@ describe('Confirm Operation node', () => {
 			{ json: { error: { message: '429 - "slow down"', httpCode: '429' } }, pairedItem: { item: 1 } },
 			{ json: { error: { message: '409 - "conflict"', httpCode: '409' } }, pairedItem: { item: 2 } },
 		];
-		const out = await runConfirm(httpOut, r[0], { params: { options: { statusOverrides: '409=failed' } } });
-		expect(out[1].map((i) => [i.pairedItem, (i.json.ledger as { status: string }).status])).toEqual([
+		const out = await runConfirm(httpOut, r[1], { params: { options: { statusOverrides: '409=failed' } } });
+		expect(out[2].map((i) => [i.pairedItem, (i.json.ledger as { status: string }).status])).toEqual([
 			[{ item: 0 }, 'failed'],
 			[{ item: 1 }, 'failed'],
 			[{ item: 2 }, 'failed'],
@@ -170,16 +172,17 @@ describe('Confirm Operation node', () => {
 			`SELECT operation_key, retryable FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:ov-%' ORDER BY operation_key`,
 		);
 		expect(rows.map((x) => x.retryable)).toEqual([true, true, false]);
-		// The Failed items say so themselves (ledger.retryable, every node version).
-		expect(out[1].map((i) => (i.json.ledger as { retryable: unknown }).retryable)).toEqual([true, true, false]);
+		// The Failed items say so themselves (ledger.retryable).
+		expect(out[2].map((i) => (i.json.ledger as { retryable: unknown }).retryable)).toEqual([true, true, false]);
 		// The next Reserve of the 401 key proceeds as attempt 2 (after a credential fix).
 		const again = await runReserve([{ json: { orderId: 'ov-1', amount: 1 } }]);
-		expect(again[0][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });
+		expect(again[1][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });
 		// A malformed override is an item error; nothing is written.
-		const bad = await runConfirm([{ json: { id: 'x' }, pairedItem: { item: 0 } }], again[0], { continueOnFail: true, params: { options: { statusOverrides: '409=maybe' } } });
-		// Node version 1: error items go to Stale, never to Succeeded (issue 10).
-		expect(bad[0]).toHaveLength(0);
-		expect(String(bad.flat().find((i) => i.json.error)?.json.error)).toMatch(/Status code override "409=maybe"/);
+		const bad = await runConfirm([{ json: { id: 'x' }, pairedItem: { item: 0 } }], again[1], { continueOnFail: true, params: { options: { statusOverrides: '409=maybe' } } });
+		// The error item goes to Unrecorded, never to Succeeded (issue 10).
+		expect(bad.slice(1).flat()).toHaveLength(0);
+		expect(bad[0]).toHaveLength(1);
+		expect(String(bad[0][0].json.error)).toMatch(/Status code override "409=maybe"/);
 	});
 
 	it('after an HTTP Request node, finds the reservation through paired items and classifies the result', async () => {
@@ -189,7 +192,7 @@ describe('Confirm Operation node', () => {
 			{ json: { orderId: 'h-3', amount: 3 } },
 			{ json: { orderId: 'h-4', amount: 4 } },
 		]);
-		const proceed = r[0];
+		const proceed = r[1];
 		// What an HTTP Request node (On Error: Continue) emits: the body, or an error item.
 		const httpOut: INodeExecutionData[] = [
 			{ json: { id: 'pay_h1', status: 'succeeded' }, pairedItem: { item: 0 } },
@@ -198,13 +201,14 @@ describe('Confirm Operation node', () => {
 			{ json: { id: 'pay_h4' }, pairedItem: { item: 3 } },
 		];
 		const out = await runConfirm(httpOut, proceed);
-		expect(out[0].map((i) => [i.pairedItem, (i.json.ledger as { externalRef: string }).externalRef])).toEqual([
+		expect(out[0]).toEqual([]);
+		expect(out[1].map((i) => [i.pairedItem, (i.json.ledger as { externalRef: string }).externalRef])).toEqual([
 			[{ item: 0 }, 'pay_h1'],
 			[{ item: 3 }, 'pay_h4'],
 		]);
-		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
-		expect(out[1][0].json.ledger).toMatchObject({ status: 'failed', reason: expect.stringMatching(/HTTP 422/) });
-		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
+		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+		expect(out[2][0].json.ledger).toMatchObject({ status: 'failed', reason: expect.stringMatching(/HTTP 422/) });
+		expect(out[3].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
 		const { rows } = await db.pool.query(
 			`SELECT operation_key, status, external_ref, response FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:h-%' ORDER BY 1`,
 		);
@@ -218,9 +222,9 @@ describe('Confirm Operation node', () => {
 
 		// A second run of the same Confirm is harmless; a Reserve now replays the stored success.
 		const again = await runConfirm(httpOut.slice(0, 1), proceed);
-		expect(again[0][0].json.ledger).toMatchObject({ result: 'repeated', status: 'succeeded' });
+		expect(again[1][0].json.ledger).toMatchObject({ result: 'repeated', status: 'succeeded' });
 		const replay = await runReserve([{ json: { orderId: 'h-1', amount: 1 } }]);
-		expect(replay[1][0].json.ledger).toMatchObject({ outcome: 'already_succeeded', replay: true, externalRef: 'pay_h1', response: { id: 'pay_h1' } });
+		expect(replay[2][0].json.ledger).toMatchObject({ outcome: 'already_succeeded', replay: true, externalRef: 'pay_h1', response: { id: 'pay_h1' } });
 	});
 
 	it('Stop on a busy key gives back the leases the same batch granted, so a rerun proceeds instead of finding them held', async () => {
@@ -261,7 +265,7 @@ describe('Confirm Operation node', () => {
 		expect(rows[1].reason).toMatch(/^Not sent: Reserve Operation stopped the workflow/);
 		// The rerun (or n8n's Retry On Fail) proceeds with the released keys as attempt 2.
 		const again = await runReserve([{ json: { orderId: 'busy-2', amount: 2 } }, { json: { orderId: 'busy-3', amount: 3 } }]);
-		expect(again[0].map((i) => (i.json.ledger as { attempt: number }).attempt)).toEqual([2, 2]);
+		expect(again[1].map((i) => (i.json.ledger as { attempt: number }).attempt)).toEqual([2, 2]);
 	});
 
 	it('a text body (full response, Response Format: Text) is stored as text, even when it is not JSON', async () => {
@@ -270,8 +274,8 @@ describe('Confirm Operation node', () => {
 			{ json: { statusCode: 200, headers: {}, body: 'OK id=pay_t1', id: 'pay_t1' }, pairedItem: { item: 0 } },
 			{ json: { statusCode: 201, headers: {}, body: '{"id":"pay_t2","id":"dup"}', id: 'pay_t2' }, pairedItem: { item: 1 } },
 		];
-		const out = await runConfirm(httpOut, r[0]);
-		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		const out = await runConfirm(httpOut, r[1]);
+		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
 		const { rows } = await db.pool.query(
 			`SELECT status, external_ref, response FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:t-%' ORDER BY 1, 2`,
 		);
@@ -295,10 +299,10 @@ describe('Confirm Operation node', () => {
 				{ name: 'Reserve Payment', type: 'n8n-nodes-operation-ledger.reserveOperation' },
 				{ name: 'Charge Payment', type: 'n8n-nodes-base.httpRequest' },
 			],
-			pairedFrom: { 'Reserve Order': () => outer[0][0], 'Reserve Payment': () => inner[0][0] },
+			pairedFrom: { 'Reserve Order': () => outer[1][0], 'Reserve Payment': () => inner[1][0] },
 		});
 		const out = await new ConfirmOperation().execute.call(fns);
-		expect(out[0][0].json.ledger).toMatchObject({ operationKey: 'payment:charge:two-inner:v1', status: 'succeeded' });
+		expect(out[1][0].json.ledger).toMatchObject({ operationKey: 'payment:charge:two-inner:v1', status: 'succeeded' });
 		const { rows } = await db.pool.query(
 			`SELECT operation_key, status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:two-%' ORDER BY 1`,
 		);
@@ -314,14 +318,14 @@ describe('Confirm Operation node', () => {
 			{ json: { id: 'pay_u1', big: BigInt(7) as unknown as number }, pairedItem: { item: 0 } },
 			{ json: { id: 'pay_u2' }, pairedItem: { item: 1 } },
 		];
-		await expect(runConfirm(httpOut, r[0])).rejects.toMatchObject({ message: expect.stringMatching(/response\.big: is a BigInt/) });
+		await expect(runConfirm(httpOut, r[1])).rejects.toMatchObject({ message: expect.stringMatching(/response\.big: is a BigInt/) });
 		const { rows: before } = await db.pool.query(`SELECT status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:u-%'`);
 		expect(before.map((x) => x.status)).toEqual(['reserved', 'reserved']);
 
-		const out = await runConfirm(httpOut, r[0], { continueOnFail: true });
-		// Node version 1: the error item goes to Stale (records nothing), never to Succeeded.
-		expect(out[3]).toEqual([{ json: { error: expect.stringMatching(/cannot be stored/), retryable: false }, pairedItem: { item: 0 } }]);
-		expect(out[0]).toEqual([expect.objectContaining({ pairedItem: { item: 1 } })]);
+		const out = await runConfirm(httpOut, r[1], { continueOnFail: true });
+		// The error item goes to Unrecorded (records nothing), never to Succeeded.
+		expect(out[0]).toEqual([{ json: { error: expect.stringMatching(/cannot be stored/), retryable: false }, pairedItem: { item: 0 } }]);
+		expect(out[1]).toEqual([expect.objectContaining({ pairedItem: { item: 1 } })]);
 		const { rows } = await db.pool.query(`SELECT operation_key, status FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'payment:charge:u-%' ORDER BY 1`);
 		expect(rows.map((x) => x.status)).toEqual(['reserved', 'succeeded']);
 	});
@@ -329,7 +333,7 @@ describe('Confirm Operation node', () => {
 	it('an item that never held a lease (not from Proceed) is refused clearly', async () => {
 		await runReserve([{ json: { orderId: 'p-1', amount: 1 } }]);
 		const replayed = await runReserve([{ json: { orderId: 'p-1', amount: 1 } }]);
-		const inProgress = replayed[2];
+		const inProgress = replayed[3];
 		await expect(
 			runConfirm([{ json: inProgress[0].json, pairedItem: { item: 0 } }], inProgress, { params: { outcomeSource: 'explicit', outcome: 'succeeded' } }),
 		).rejects.toThrow(/Proceed/);
@@ -337,7 +341,7 @@ describe('Confirm Operation node', () => {
 
 	it('explicit lineage and explicit outcome work without any Reserve node upstream', async () => {
 		const r = await runReserve([{ json: { orderId: 'x-1', amount: 1 } }]);
-		const ledger = r[0][0].json.ledger as { operationKey: string; leaseToken: string };
+		const ledger = r[1][0].json.ledger as { operationKey: string; leaseToken: string };
 		const fns = fakeExecute({
 			items: [{ json: { whatever: true } }],
 			params: {
@@ -354,16 +358,16 @@ describe('Confirm Operation node', () => {
 			credentials: testCredentials(DATABASE_URL, db.schema),
 		});
 		const out = await new ConfirmOperation().execute.call(fns);
-		expect(out[1][0].json.ledger).toMatchObject({ status: 'failed', result: 'recorded' });
+		expect(out[2][0].json.ledger).toMatchObject({ status: 'failed', result: 'recorded' });
 		const replay = await runReserve([{ json: { orderId: 'x-1', amount: 1 } }]);
-		expect(replay[5][0].json.ledger).toMatchObject({ outcome: 'failed_permanently', reason: 'rejected by policy' });
+		expect(replay[6][0].json.ledger).toMatchObject({ outcome: 'failed_permanently', reason: 'rejected by policy' });
 	});
 
 	it('a stale confirmation goes to the Stale output, flagged', async () => {
 		const r = await runReserve([{ json: { orderId: 's-1', amount: 1 } }]);
-		const fake = { ...r[0][0].json, ledger: { ...(r[0][0].json.ledger as object), leaseToken: '11111111-2222-4333-8444-555555555555' } };
+		const fake = { ...r[1][0].json, ledger: { ...(r[1][0].json.ledger as object), leaseToken: '11111111-2222-4333-8444-555555555555' } };
 		const out = await runConfirm([{ json: { id: 'pay_s1' }, pairedItem: { item: 0 } }], [{ json: fake }]);
-		expect(out[3][0].json.ledger).toMatchObject({ stale: true, possibleDuplicate: true, status: 'reserved' });
+		expect(out[4][0].json.ledger).toMatchObject({ stale: true, possibleDuplicate: true, status: 'reserved' });
 	});
 });
 
@@ -376,18 +380,19 @@ describe('issue 11 at the node layer', () => {
 			],
 			{ params: { settleSeconds: 45 } },
 		);
-		expect(out[0]).toHaveLength(1);
-		expect(out[2]).toHaveLength(1);
-		expect(out[2][0].json.ledger).toMatchObject({ outcome: 'in_progress', repeatOfItem: 0, reason: expect.stringMatching(/repeat in this batch/) });
+		expect(out[1]).toHaveLength(1);
+		expect(out[3]).toHaveLength(1);
+		expect(out[3][0].json.ledger).toMatchObject({ outcome: 'in_progress', repeatOfItem: 0, reason: expect.stringMatching(/repeat in this batch/) });
 		const { rows } = await db.pool.query(`SELECT settle_seconds FROM ${db.schemaSql}.operations WHERE operation_key = 'payment:charge:i11-1:v1'`);
 		expect(rows[0].settle_seconds).toBe(45);
 	});
 
 	it('Reserve: a key part with trailing white space is an item error, not trimmed into another key', async () => {
 		const out = await runReserve([{ json: { orderId: 'ent-X ', amount: 1 } }, { json: { orderId: 'ent-Y', amount: 1 } }], { continueOnFail: true });
-		// Node version 1: the error item goes to Failed Before, never to Proceed (issue 10).
-		expect(out[0].map((i) => (i.json.ledger as { outcome: string }).outcome)).toEqual(['proceed']);
+		// The error item goes to Unrecorded, never to Proceed (issue 10).
+		expect(out[1].map((i) => (i.json.ledger as { outcome: string }).outcome)).toEqual(['proceed']);
 		expect(out.flat().filter((i) => i.json.error).map((i) => i.json.error)).toEqual([expect.stringMatching(/white space/)]);
+		expect(out[0].map((i) => i.json.error)).toEqual([expect.stringMatching(/white space/)]);
 		expect(await count('operations', 'payment:charge:ent-X%')).toBe(0);
 	});
 
@@ -413,12 +418,13 @@ describe('issue 11 at the node layer', () => {
 			const t0 = Date.now();
 			const out = await new ReserveOperation().execute.call(fns);
 			expect(Date.now() - t0).toBeLessThan(3000);
-			expect(out[0].filter((i) => i.json.error)).toHaveLength(0);
+			expect(out[1].filter((i) => i.json.error)).toHaveLength(0);
 			const errors = out.flat().filter((i) => i.json.error);
+			expect(out[0]).toEqual(errors);
 			expect(errors).toHaveLength(1);
 			expect(errors[0].pairedItem).toEqual({ item: 0 });
 			expect(String(errors[0].json.error)).toMatch(/locked by another transaction.*running it again is safe/);
-			expect(out[0].filter((i) => !i.json.error).map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+			expect(out[1].filter((i) => !i.json.error).map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
 		} finally {
 			await c.query('ROLLBACK');
 			await c.end();

@@ -235,7 +235,10 @@ describe('Reconcile Unknown node', () => {
 			params: { operation: 'claim', batchSize: 10, settleSeconds: 0, claimSeconds: 60, target: 'node' },
 			credentials: creds(),
 		});
-		const [claimed] = await new ReconcileUnknown().execute.call(claimFns);
+		// Unrecorded (0), To Check (1), then Resolve's outputs, which Claim leaves empty.
+		const [unrecorded, claimed, ...resolveOutputs] = await new ReconcileUnknown().execute.call(claimFns);
+		expect(unrecorded).toEqual([]);
+		expect(resolveOutputs.flat()).toEqual([]);
 		expect(claimed.map((i) => i.json.operationKey)).toEqual(['n:found', 'n:missing', 'n:flaky']);
 		expect(claimed.every((i) => (i.pairedItem as { item: number }).item === 0)).toBe(true);
 
@@ -264,10 +267,13 @@ describe('Reconcile Unknown node', () => {
 			pairedFrom: { 'Claim Unknown': (i) => claimed[(lookups[i].pairedItem as { item: number }).item] },
 		});
 		const out = await new ReconcileUnknown().execute.call(resolveFns);
-		expect(out).toHaveLength(5);
-		expect(out[0].map((i) => [i.pairedItem, (i.json.reconcile as { externalRef: string }).externalRef])).toEqual([[{ item: 0 }, 'pay_found']]);
-		expect(out[1].map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
-		expect(out[2].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
+		// Unrecorded, To Check (Claim's, empty here), Succeeded, Failed, Unknown, To Review, Claim Lost.
+		expect(out).toHaveLength(7);
+		expect(out[0]).toEqual([]);
+		expect(out[1]).toEqual([]);
+		expect(out[2].map((i) => [i.pairedItem, (i.json.reconcile as { externalRef: string }).externalRef])).toEqual([[{ item: 0 }, 'pay_found']]);
+		expect(out[3].map((i) => i.pairedItem)).toEqual([{ item: 1 }]);
+		expect(out[4].map((i) => i.pairedItem)).toEqual([{ item: 2 }]);
 		expect((await row('n:found')).status).toBe('succeeded');
 		expect((await row('n:missing'))).toMatchObject({ status: 'failed', retryable: true });
 		expect((await row('n:flaky'))).toMatchObject({ status: 'unknown', reconcile_checks: 1 });

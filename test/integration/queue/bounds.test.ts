@@ -297,12 +297,12 @@ describe('inlined literals mean what the parameters mean', () => {
 });
 
 describe('the credential\'s bounds reach the nodes', () => {
-	it('Priority Dequeue Complete on a locked task: an item error on Not Recorded within the credential\'s Lock Timeout', async () => {
+	it('Priority Dequeue Complete on a locked task: an item error on Unrecorded within the credential\'s Lock Timeout', async () => {
 		const t = await claimOne('node-locked');
 		const lock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
 		try {
 			const t0 = Date.now();
-			const out = await completeNode(testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 300, statementTimeoutMs: 10_000 }), [t], { typeVersion: 2, continueOnFail: true });
+			const out = await completeNode(testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 300, statementTimeoutMs: 10_000 }), [t], { continueOnFail: true });
 			expect(Date.now() - t0).toBeLessThan(3_000);
 			expect(out[0]).toEqual([
 				// A bound that fired: sending the same item again later can succeed as it is.
@@ -322,7 +322,6 @@ describe('the credential\'s bounds reach the nodes', () => {
 		let released = false;
 		const t = await activateTrigger({
 			credentials: testCredentials(DATABASE_URL, db.schema, { lockTimeoutMs: 300, statementTimeoutMs: 10_000 }),
-			typeVersion: 2,
 			parameters: { queue, mode: 'claim', batchSize: 10, leaseSeconds: 60, useListen: false, pollSeconds: 1, maxInFlight: 1, options: {} },
 			consumer: async () => 'success',
 		}).catch(async (e: unknown) => {

@@ -21,7 +21,7 @@ afterAll(async () => {
 const node = new PriorityDequeue();
 function run(queue: unknown, continueOnFail = false) {
 	return node.execute.call(
-		fakeExecute({ items: [{ json: {} }], params: { resource: 'queue', operation: 'nextDue', queue }, credentials: testCredentials(DATABASE_URL, db.schema), continueOnFail, typeVersion: 2 }),
+		fakeExecute({ items: [{ json: {} }], params: { resource: 'queue', operation: 'nextDue', queue }, credentials: testCredentials(DATABASE_URL, db.schema), continueOnFail }),
 	);
 }
 const count = async () => Number((await db.pool.query(`SELECT count(*) AS n FROM "${db.schema}".queue_tasks`)).rows[0].n);

@@ -1,5 +1,5 @@
 /**
- * Priority Dequeue Trigger version 3 reads its groups from the Priority Groups list (the node's own
+ * Priority Dequeue Trigger reads its groups from the Priority Groups list (the node's own
  * trigger() against real Postgres): in Claim Tasks mode it claims only tasks of the listed groups;
  * in Wake Up mode only due work of the listed groups starts an execution. A malformed list refuses
  * to activate with the list's own error.
@@ -33,16 +33,15 @@ async function until(cond: () => boolean, ms = 10_000) {
 
 const vipOnly = { group: [{ name: 'vip', weight: 3 }] };
 
-describe('Priority Dequeue Trigger v3: Priority Groups', () => {
+describe('Priority Dequeue Trigger: Priority Groups', () => {
 	test('Claim Tasks claims only the listed groups', async () => {
-		const queue = db.queueName('v3-claim');
+		const queue = db.queueName('pg-claim');
 		await enqueue(db.pool, db.schema, [
 			{ queue, group: 'normal', payload: { n: 'normal' } },
 			{ queue, group: 'vip', payload: { n: 'vip' } },
 		]);
 		const t = await activateTrigger({
 			credentials: credentials(),
-			typeVersion: 3,
 			parameters: { queue, mode: 'claim', batchSize: 10, leaseSeconds: 60, useListen: false, pollSeconds: 1, maxInFlight: 1, priorityGroups: vipOnly, options: {} },
 			consumer: async (items) => {
 				await complete(
@@ -62,11 +61,10 @@ describe('Priority Dequeue Trigger v3: Priority Groups', () => {
 	});
 
 	test('Wake Up starts an execution only for due work of the listed groups', async () => {
-		const queue = db.queueName('v3-wake');
+		const queue = db.queueName('pg-wake');
 		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: {} }]);
 		const t = await activateTrigger({
 			credentials: credentials(),
-			typeVersion: 3,
 			parameters: { queue, mode: 'wakeUp', useListen: false, pollSeconds: 1, maxInFlight: 1, priorityGroups: vipOnly, options: {} },
 			consumer: async () => 'success',
 		});
@@ -82,8 +80,7 @@ describe('Priority Dequeue Trigger v3: Priority Groups', () => {
 		await expect(
 			activateTrigger({
 				credentials: credentials(),
-				typeVersion: 3,
-				parameters: { queue: db.queueName('v3-empty'), mode: 'claim', batchSize: 1, leaseSeconds: 60, useListen: false, pollSeconds: 1, maxInFlight: 1, priorityGroups: { group: [] }, options: {} },
+				parameters: { queue: db.queueName('pg-empty'), mode: 'claim', batchSize: 1, leaseSeconds: 60, useListen: false, pollSeconds: 1, maxInFlight: 1, priorityGroups: { group: [] }, options: {} },
 				consumer: async () => 'success',
 			}),
 		).rejects.toThrow(/at least one group/);

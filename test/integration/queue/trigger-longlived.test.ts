@@ -60,7 +60,6 @@ const completeAll = async (items: INodeExecutionData[]) => {
 async function claimTrigger(queue: string, consumer = completeAll): Promise<ActiveTrigger> {
 	const t = await activateTrigger({
 		credentials: credentials(),
-		typeVersion: 2,
 		// Polling every hour: whatever is claimed below came through LISTEN/NOTIFY (or a reconnect).
 		parameters: { queue, mode: 'claim', batchSize: 10, leaseSeconds: 60, useListen: true, pollSeconds: 3600, maxInFlight: 1, options: {} },
 		consumer,

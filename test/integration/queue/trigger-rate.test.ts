@@ -39,13 +39,12 @@ const dequeueAndComplete = (queue: string): Consumer => async () => {
 	return 'success';
 };
 
-async function measure(name: string, o: { typeVersion: 1 | 2; parameters: IDataObject; consumer: (queue: string) => Consumer; seed: (queue: string) => Promise<void> }) {
+async function measure(name: string, o: { parameters: IDataObject; consumer: (queue: string) => Consumer; seed: (queue: string) => Promise<void> }) {
 	const queue = db.queueName(name);
 	await o.seed(queue);
 	const start = Date.now();
 	const t = await activateTrigger({
 		credentials: credentials(),
-		typeVersion: o.typeVersion,
 		parameters: { queue, useListen: true, pollSeconds: 1, maxInFlight: 1, options: {}, ...o.parameters },
 		consumer: o.consumer(queue),
 	});
@@ -64,35 +63,24 @@ describe('trigger rate (10 s windows, measured concurrently)', () => {
 	test('fires only for claimable work, backs off after empty and failed executions, and caps per minute', async () => {
 		const results = await Promise.all([
 			// Issue 10 item 4: one due task in group "urgent", consumer Dequeue with the default groups.
-			measure('v2-other-group', {
-				typeVersion: 2,
-				parameters: { mode: 'wakeUp' },
-				consumer: dequeueAndComplete,
-				seed: oneTask('urgent'),
-			}),
-			// The same, saved with version 1 (watches every group): bounded by the backoff.
-			measure('v1-other-group', {
-				typeVersion: 1,
+			measure('other-group', {
 				parameters: { mode: 'wakeUp' },
 				consumer: dequeueAndComplete,
 				seed: oneTask('urgent'),
 			}),
 			// A consumer that claims nothing (say, it dequeues another queue).
-			measure('v2-claims-nothing', {
-				typeVersion: 2,
+			measure('claims-nothing', {
 				parameters: { mode: 'wakeUp' },
 				consumer: () => async () => 'success',
 				seed: oneTask('high'),
 			}),
 			// A consumer whose executions fail (wake-up and claim mode).
-			measure('v2-fails', {
-				typeVersion: 2,
+			measure('fails', {
 				parameters: { mode: 'wakeUp' },
 				consumer: () => async () => 'error',
 				seed: oneTask('high'),
 			}),
-			measure('v2-claim-fails', {
-				typeVersion: 2,
+			measure('claim-fails', {
 				parameters: { mode: 'claim', batchSize: 1, leaseSeconds: 1 },
 				consumer: () => async () => 'error',
 				seed: async (queue) => {
@@ -100,8 +88,7 @@ describe('trigger rate (10 s windows, measured concurrently)', () => {
 				},
 			}),
 			// A healthy consumer with 30 tasks: no backoff slows it.
-			measure('v2-healthy', {
-				typeVersion: 2,
+			measure('healthy', {
 				parameters: { mode: 'wakeUp' },
 				consumer: dequeueAndComplete,
 				seed: async (queue) => {
@@ -109,8 +96,7 @@ describe('trigger rate (10 s windows, measured concurrently)', () => {
 				},
 			}),
 			// The cap: a healthy consumer with a backlog, Max Executions per Minute = 5.
-			measure('v2-cap-5', {
-				typeVersion: 2,
+			measure('cap-5', {
 				parameters: { mode: 'claim', batchSize: 1, leaseSeconds: 60, maxPerMinute: 5 },
 				consumer: () => async (items: INodeExecutionData[]) => {
 					await complete(db.pool, db.schema, items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })));
@@ -124,13 +110,13 @@ describe('trigger rate (10 s windows, measured concurrently)', () => {
 		const figures = Object.fromEntries(results.map((r) => [r.name, r.executions]));
 		// eslint-disable-next-line no-console
 		console.log(`trigger executions in ${WINDOW_MS / 1000} s: ${JSON.stringify(figures)}`);
-		expect(figures['v2-other-group']).toBe(0);
+		expect(figures['other-group']).toBe(0);
 		// Backoff 1, 2, 4, 8 s after each empty or failed execution: 4 or 5 starts in 10 s.
-		for (const k of ['v1-other-group', 'v2-claims-nothing', 'v2-fails', 'v2-claim-fails']) {
+		for (const k of ['claims-nothing', 'fails', 'claim-fails']) {
 			expect(figures[k]).toBeGreaterThanOrEqual(2);
 			expect(figures[k]).toBeLessThanOrEqual(6);
 		}
-		expect(figures['v2-healthy']).toBe(30);
-		expect(figures['v2-cap-5']).toBe(5);
+		expect(figures['healthy']).toBe(30);
+		expect(figures['cap-5']).toBe(5);
 	});
 });

@@ -1,7 +1,7 @@
 /**
  * When n8n cannot load the node's credential, no database was involved: every node says so (and
  * where to fix it) instead of "the database refused the statement", writes nothing, and under
- * Continue puts the items on Not Recorded (version 2: output 0). No database in these tests.
+ * Continue puts the items on Unrecorded (output 0). No database in these tests.
  */
 import type { ITriggerFunctions } from 'n8n-workflow';
 import { ReserveOperation } from '../../../nodes/ReserveOperation/ReserveOperation.node';
@@ -29,8 +29,8 @@ const EXPECTED =
 	/^Reserve Operation failed and nothing of this batch was recorded \(2 item\(s\)\): Could not load the credential \(operationLedgerPostgresApi\): Credential with ID "ledger-operator-pg" does not exist for type "operationLedgerPostgresApi"\. Open the node and select an Operation Ledger Postgres credential\.$/;
 
 describe('a credential n8n cannot load', () => {
-	it('Reserve v2 under Continue: every item on Not Recorded with the credential message, not a database one', async () => {
-		const fns = withoutCredential({ items: [{ json: {} }, { json: {} }], params: reserveParams, continueOnFail: true, typeVersion: 2, nodeName: 'Reserve Operation' });
+	it('Reserve under Continue: every item on Unrecorded with the credential message, not a database one', async () => {
+		const fns = withoutCredential({ items: [{ json: {} }, { json: {} }], params: reserveParams, continueOnFail: true, nodeName: 'Reserve Operation' });
 		const out = await new ReserveOperation().execute.call(fns);
 		expect(out[0].map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
 		for (const item of out[0]) {
@@ -41,7 +41,7 @@ describe('a credential n8n cannot load', () => {
 	});
 
 	it('Reserve without Continue: throws the credential message with a description that names no database fault', async () => {
-		const fns = withoutCredential({ items: [{ json: {} }, { json: {} }], params: reserveParams, typeVersion: 2, nodeName: 'Reserve Operation' });
+		const fns = withoutCredential({ items: [{ json: {} }, { json: {} }], params: reserveParams, nodeName: 'Reserve Operation' });
 		const err = await new ReserveOperation().execute.call(fns).then(
 			() => undefined,
 			(e: unknown) => e as Error & { description?: string },
@@ -51,7 +51,7 @@ describe('a credential n8n cannot load', () => {
 	});
 
 	it('Priority Dequeue (Stats) says the same', async () => {
-		const fns = withoutCredential({ items: [{ json: {} }], params: { operation: 'stats', queue: 'q' }, continueOnFail: true, typeVersion: 3, nodeName: 'Priority Dequeue' });
+		const fns = withoutCredential({ items: [{ json: {} }], params: { operation: 'stats', queue: 'q' }, continueOnFail: true, nodeName: 'Priority Dequeue' });
 		const out = await new PriorityDequeue().execute.call(fns);
 		const errors = out.flat().map((i) => i.json.error);
 		expect(errors).toHaveLength(1);
@@ -59,7 +59,7 @@ describe('a credential n8n cannot load', () => {
 	});
 
 	it('the trigger does not activate and says which credential to select', async () => {
-		const fns = { getCredentials: missing, getNode: () => ({ id: 't', name: 'Priority Dequeue Trigger', type: 'x', typeVersion: 3, position: [0, 0], parameters: {} }) };
+		const fns = { getCredentials: missing, getNode: () => ({ id: 't', name: 'Priority Dequeue Trigger', type: 'x', typeVersion: 1, position: [0, 0], parameters: {} }) };
 		await expect(new PriorityDequeueTrigger().trigger.call(fns as unknown as ITriggerFunctions)).rejects.toThrow(
 			/^Could not load the credential \(operationLedgerPostgresApi\): Credential with ID "ledger-operator-pg" does not exist for type "operationLedgerPostgresApi"\. Open the node and select an Operation Ledger Postgres credential\.$/,
 		);

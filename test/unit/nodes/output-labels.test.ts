@@ -13,7 +13,7 @@
  * (test/e2e/editor.test.ts) also asserts in the real editor that no label on the example canvases
  * or on fresh nodes is cut.
  */
-import { Workflow, type INode, type INodeType, type INodeTypes } from 'n8n-workflow';
+import { NodeHelpers, Workflow, type INode, type INodeTypes } from 'n8n-workflow';
 import { ACTION_NODES } from '../../helpers/nodeTypes';
 
 /** Max-width of an unconnected output's label on the canvas, px (n8n 2.33.7). */
@@ -106,22 +106,19 @@ function labelWidth(label: string): number {
 
 const nodes = ACTION_NODES;
 
-/** Every output display name any version and operation of the package's nodes can show. */
+/** Every output display name any operation of the package's nodes can show. */
 function allLabels(): Array<{ where: string; label: string }> {
 	const found: Array<{ where: string; label: string }> = [];
 	for (const [type, nt] of Object.entries(nodes)) {
 		const d = nt.description;
-		const versions = Array.isArray(d.version) ? d.version : [d.version];
 		const opParams = d.properties.filter((p) => p.name === 'operation');
 		const ops = [...new Set(opParams.flatMap((p) => (p.options ?? []).map((o) => (o as { value: string }).value)))];
-		for (const typeVersion of versions) {
-			for (const operation of ops.length ? ops : [undefined]) {
-				const nodeTypes = { getByName: () => nt, getByNameAndVersion: () => nt, getKnownTypes: () => ({}) } as unknown as INodeTypes;
-				const node: INode = { id: '1', name: 'N', type: `x.${type}`, typeVersion, position: [0, 0], parameters: operation ? { operation } : {} };
-				const wf = new Workflow({ nodes: [node], connections: {}, active: false, nodeTypes });
-				const outs = (typeof d.outputs === 'string' ? wf.expression.getSimpleParameterValue(node, d.outputs, 'internal', {}) : d.outputs) as Array<string | { displayName?: string }>;
-				for (const o of outs) if (typeof o === 'object' && o.displayName) found.push({ where: `${type} v${typeVersion}${operation ? ` ${operation}` : ''}`, label: o.displayName });
-			}
+		for (const operation of ops.length ? ops : [undefined]) {
+			const nodeTypes = { getByName: () => nt, getByNameAndVersion: () => nt, getKnownTypes: () => ({}) } as unknown as INodeTypes;
+			const node: INode = { id: '1', name: 'N', type: `x.${type}`, typeVersion: 1, position: [0, 0], parameters: operation ? { operation } : {} };
+			const wf = new Workflow({ nodes: [node], connections: {}, active: false, nodeTypes });
+			const outs = NodeHelpers.getNodeOutputs(wf, node, d) as Array<string | { displayName?: string }>;
+			for (const o of outs) if (typeof o === 'object' && o.displayName) found.push({ where: `${type}${operation ? ` ${operation}` : ''}`, label: o.displayName });
 		}
 	}
 	return found;
@@ -136,11 +133,11 @@ describe('output labels fit on the canvas', () => {
 		expect(labelWidth('Claim Lost')).toBeLessThan(LABEL_MAX_PX);
 	});
 
-	test(`every output label of every node, version and operation is at most ${LABEL_MAX_PX - MARGIN_PX} px wide`, () => {
+	test(`every output label of every node and operation is at most ${LABEL_MAX_PX - MARGIN_PX} px wide`, () => {
 		const labels = allLabels();
 		expect(labels.length).toBeGreaterThan(20);
-		// The walk reaches the fixed-output versions too (Reconcile v3, Admin v2 on a non-settle operation).
-		expect(labels).toEqual(expect.arrayContaining([{ where: 'reconcileUnknown v3 claim', label: 'Claim Lost' }, { where: 'operationLedgerAdmin v2 get', label: 'Refused' }]));
+		// The walk reaches every operation's outputs (Reconcile's Claim, the Admin node's Get).
+		expect(labels).toEqual(expect.arrayContaining([{ where: 'reconcileUnknown claim', label: 'Claim Lost' }, { where: 'operationLedgerAdmin get', label: 'Refused' }]));
 		const tooWide = labels.filter((l) => labelWidth(l.label) > LABEL_MAX_PX - MARGIN_PX).map((l) => `${l.where}: "${l.label}" ${labelWidth(l.label).toFixed(1)} px`);
 		expect(tooWide).toEqual([]);
 	});

@@ -55,6 +55,7 @@ describe('Priority Dequeue node', () => {
 			{ i: 1, q: 'jobs', g: 'high', p: { b: 2 }, m: 5, k: 'k', d: 30 },
 		]);
 		expect(out).toEqual([
+			[],
 			[
 				{
 					json: {
@@ -99,9 +100,9 @@ describe('Priority Dequeue node', () => {
 			}),
 		);
 		expect(JSON.parse(pool.calls[0].values[0] as string)).toHaveLength(1);
-		expect(out[0].map((it) => it.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
-		expect(out[0][0].json.taskId).toBe('5');
-		expect(out[0][1].json.error).toMatch(/The payload is not valid JSON/);
+		expect(out[1].map((it) => [it.json.taskId, it.pairedItem])).toEqual([['5', { item: 0 }]]);
+		expect(out[0].map((it) => it.pairedItem)).toEqual([{ item: 1 }]);
+		expect(out[0][0].json.error).toMatch(/The payload is not valid JSON/);
 	});
 
 	test('enqueue: a database failure fails every item under continueOnFail', async () => {
@@ -116,6 +117,7 @@ describe('Priority Dequeue node', () => {
 		expect(out[0]).toHaveLength(2);
 		expect(out[0].every((it) => /nothing of this batch was recorded.*connection refused/.test(String(it.json.error)))).toBe(true);
 		expect(out[0].map((it) => it.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(out[1]).toEqual([]);
 	});
 
 	test('dequeue: one claim per execution with the parsed groups; tasks paired to item 0', async () => {
@@ -128,13 +130,21 @@ describe('Priority Dequeue node', () => {
 		const out = await run(
 			queueFakeExecute({
 				items: [{ json: { reason: 'notify' } }, { json: {} }],
-				params: { operation: 'dequeue', queue: 'jobs', batchSize: 25, leaseSeconds: 60, options: { groupWeights: 'vip:3, std:1', agingSeconds: 120 } },
+				params: {
+					operation: 'dequeue',
+					queue: 'jobs',
+					batchSize: 25,
+					leaseSeconds: 60,
+					priorityGroups: { group: [{ name: 'vip', weight: 3 }, { name: 'std', weight: 1 }] },
+					options: { agingSeconds: 120 },
+				},
 			}),
 		);
 		expect(pool.calls).toEqual([
 			{ text: 'SELECT * FROM "ops".queue_claim($1, $2::text[], $3::integer[], $4, $5, $6)', values: ['jobs', ['vip', 'std'], [3, 1], 25, 60, 120] },
 		]);
 		expect(out).toEqual([
+			[],
 			[
 				{
 					json: {
@@ -148,37 +158,34 @@ describe('Priority Dequeue node', () => {
 		]);
 	});
 
-	const badGroups = { operation: 'dequeue', queue: 'jobs', batchSize: 5, leaseSeconds: 60, options: { groupWeights: 'high:5, high:1' } };
+	const badGroups = {
+		operation: 'dequeue',
+		queue: 'jobs',
+		batchSize: 5,
+		leaseSeconds: 60,
+		priorityGroups: { group: [{ name: 'high', weight: 5 }, { name: 'high', weight: 1 }] },
+		options: {},
+	};
 	const groupsError = { json: { error: 'Priority group "high" is listed twice', retryable: false }, pairedItem: { item: 0 } };
 
-	test('dequeue v1, Continue (using error output): bad group weights are an error item on item 0 (n8n moves it)', async () => {
+	test('dequeue, Continue (using error output): bad groups are an error item on Unrecorded (n8n moves it)', async () => {
 		const pool = fakePool([]);
 		conn.pool = pool;
 		const out = await run(queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueErrorOutput', params: badGroups }));
 		expect(pool.calls).toHaveLength(0);
 		// n8n moves an item to the error output only when `error` is its only key: no `retryable` here.
-		expect(out).toEqual([[{ ...groupsError, json: { error: groupsError.json.error } }]]);
+		expect(out).toEqual([[{ ...groupsError, json: { error: groupsError.json.error } }], []]);
 	});
 
-	test('dequeue v1, Continue (regular output): the error item stays on its only output (use version 2)', async () => {
+	test('dequeue, Continue (regular output): the error item goes to Unrecorded (output 0), never to the claimed-tasks output', async () => {
 		const pool = fakePool([]);
 		conn.pool = pool;
 		const out = await run(queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueRegularOutput', params: badGroups }));
 		expect(pool.calls).toHaveLength(0);
-		expect(out).toEqual([[groupsError]]);
-	});
-
-	test('dequeue v2: the error item goes to Unrecorded (output 0), never to the claimed-tasks output', async () => {
-		const pool = fakePool([]);
-		conn.pool = pool;
-		const out = await run(
-			queueFakeExecute({ items: [{ json: {} }], continueOnFail: true, onError: 'continueRegularOutput', typeVersion: 2, params: badGroups }),
-		);
-		expect(pool.calls).toHaveLength(0);
 		expect(out).toEqual([[groupsError], []]);
 	});
 
-	test('enqueue v2: error items on Unrecorded, results on output 1, each in input order', async () => {
+	test('enqueue: error items on Unrecorded, results on output 1, each in input order', async () => {
 		const pool = fakePool([
 			[{ idx: 0, id: '11', deduplicated: false, queue: 'jobs', priority_group: 'low', status: 'pending', payload: {}, dedupe_key: null, run_at: T0, attempts: 0, max_attempts: 3, enqueued_at: T0 }],
 		]);
@@ -187,7 +194,6 @@ describe('Priority Dequeue node', () => {
 			queueFakeExecute({
 				items: [{ json: {} }, { json: {} }],
 				continueOnFail: true,
-				typeVersion: 2,
 				params: { operation: 'enqueue', queue: 'jobs', priorityGroup: 'low', payload: (i: number) => (i === 0 ? '{bad' : '{}'), dedupeKey: '', options: {} },
 			}),
 		);
@@ -218,11 +224,12 @@ describe('Priority Dequeue node', () => {
 			}),
 		);
 		expect(pool.calls[0].text).toBe('SELECT * FROM "ops".queue_complete($1::jsonb)');
+		expect(out[0]).toEqual([]);
 		expect(JSON.parse(pool.calls[0].values[0] as string)).toEqual([
 			{ i: 0, id: '42', tok: TOKEN, res: null },
 			{ i: 1, id: '43', tok: TOKEN.replace('6f', '7f'), res: null },
 		]);
-		expect(out[0]).toEqual([
+		expect(out[1]).toEqual([
 			{ json: { taskId: '42', outcome: 'completed', leaseLost: false, status: 'succeeded', detail: null, attempts: 1, finishedAt: T0.toISOString() }, pairedItem: { item: 0 } },
 			{
 				json: {
@@ -257,11 +264,12 @@ describe('Priority Dequeue node', () => {
 			text: 'SELECT * FROM "ops".queue_fail($1::jsonb, $2, $3)',
 			values: [JSON.stringify([{ i: 0, id: '42', tok: TOKEN, err: 'bad input', giveUp: true }]), 2, 60],
 		});
-		expect(out[0][0]).toEqual({
+		expect(out[1]).toHaveLength(1);
+		expect(out[1][0]).toEqual({
 			json: { taskId: '42', outcome: 'dead', leaseLost: false, status: 'dead', detail: 'gave up: no retry', attempts: 1, maxAttempts: 5, retryAt: null, lastError: 'bad input' },
 			pairedItem: { item: 0 },
 		});
-		expect(out[0][1]).toEqual({ json: { error: expect.stringMatching(/Lease token must be the UUID/), retryable: false }, pairedItem: { item: 1 } });
+		expect(out[0]).toEqual([{ json: { error: expect.stringMatching(/Lease token must be the UUID/), retryable: false }, pairedItem: { item: 1 } }]);
 	});
 
 	test('settle without a dequeue upstream and without ids throws with the item index', async () => {
@@ -281,8 +289,8 @@ describe('Priority Dequeue node', () => {
 		const ext = await run(queueFakeExecute({ items: [item], params: { operation: 'extendLease', leaseSeconds: 90 } }));
 		expect(JSON.parse(pool.calls[0].values[0] as string)).toEqual([{ i: 0, id: '42', tok: TOKEN, delay: 30, count: true }]);
 		expect(JSON.parse(pool.calls[1].values[0] as string)).toEqual([{ i: 0, id: '42', tok: TOKEN, secs: 90 }]);
-		expect(rel[0][0].json).toMatchObject({ outcome: 'released', availableAt: T0.toISOString() });
-		expect(ext[0][0].json).toMatchObject({ outcome: 'extended', leaseExpiresAt: T0.toISOString() });
+		expect(rel[1][0].json).toMatchObject({ outcome: 'released', availableAt: T0.toISOString() });
+		expect(ext[1][0].json).toMatchObject({ outcome: 'extended', leaseExpiresAt: T0.toISOString() });
 	});
 
 	test('stats: one item per input item, dead tasks listed on request', async () => {
@@ -318,14 +326,14 @@ describe('Priority Dequeue node', () => {
 			'SELECT * FROM "ops".queue_health($1)',
 			'SELECT * FROM "ops".queue_list_dead($1, $2)',
 		]);
-		expect(out[0][0].json).toMatchObject({
+		expect(out[1][0].json).toMatchObject({
 			oldestPendingSeconds: 120,
 			table: { deadTuples: 2500, autovacuumOn: true, oldestXmin: { ageXids: 4000, transactionSeconds: 95.5, pid: 4242, state: 'idle in transaction' } },
 		});
-		expect((out[0][0].json.deadTasks as Array<{ deadReason: string }>)[0].deadReason).toBe('max_attempts_reached');
-		expect(out[0][0].json).toMatchObject({ depth: 9, ready: 8, inFlight: 2, dead: 1, expiredLeases: 1, oldestWaitSeconds: 90, succeededLastHour: 9 });
-		expect((out[0][0].json.deadTasks as Array<{ lastError: string }>)[0].lastError).toBe('boom');
-		expect(out[0][0].pairedItem).toEqual({ item: 0 });
+		expect((out[1][0].json.deadTasks as Array<{ deadReason: string }>)[0].deadReason).toBe('max_attempts_reached');
+		expect(out[1][0].json).toMatchObject({ depth: 9, ready: 8, inFlight: 2, dead: 1, expiredLeases: 1, oldestWaitSeconds: 90, succeededLastHour: 9 });
+		expect((out[1][0].json.deadTasks as Array<{ lastError: string }>)[0].lastError).toBe('boom');
+		expect(out[1][0].pairedItem).toEqual({ item: 0 });
 	});
 
 	test('requeue dead by id: one call, outcomes paired back to the items', async () => {
@@ -343,7 +351,7 @@ describe('Priority Dequeue node', () => {
 			}),
 		);
 		expect(pool.calls[0].values).toEqual(['jobs', ['8', '7'], null, 100]);
-		expect(out[0].map((it) => [it.json.taskId, it.json.outcome, it.pairedItem])).toEqual([
+		expect(out[1].map((it) => [it.json.taskId, it.json.outcome, it.pairedItem])).toEqual([
 			['8', 'not_dead', { item: 0 }],
 			['7', 'requeued', { item: 1 }],
 		]);
@@ -354,7 +362,7 @@ describe('Priority Dequeue node', () => {
 		conn.pool = pool;
 		const out = await run(queueFakeExecute({ items: [{ json: {} }], params: { operation: 'purge', queue: '', deadRetentionDays: 2, archiveRetentionDays: -1 } }));
 		expect(pool.calls[0].values).toEqual([null, 172800, null, 10000]);
-		expect(out[0][0].json).toEqual({ queue: null, deadArchived: 2, archiveDeleted: 0 });
+		expect(out[1][0].json).toEqual({ queue: null, deadArchived: 2, archiveDeleted: 0 });
 	});
 
 	test('the description lists every operation once and has the credential', () => {
