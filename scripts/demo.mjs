@@ -22,7 +22,7 @@ import { createN8nInstance, ensureN8n, nodesRun, outputItems, outputsTaken, pack
 
 const keep = process.argv.includes('--keep');
 const WORKFLOW_ID = 'idempotent-payment';
-// Node version 2 (workflows/idempotent-payment.json): output 0 is Unrecorded (issue 10).
+// The nodes' outputs as in workflows/idempotent-payment.json: output 0 is Unrecorded (issue 10).
 const RESERVE_OUTPUTS = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
 const CONFIRM_OUTPUTS = ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'];
 

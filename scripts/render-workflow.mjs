@@ -26,14 +26,12 @@ const r1 = (n) => Math.round(n * 10) / 10;
 /** Output names the editor shows, per node type; undefined: one unnamed output. */
 function outputNames(node) {
 	const t = node.type;
-	if (t.endsWith('.reserveOperation')) return ['Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
-	if (t.endsWith('.confirmOperation')) return ['Succeeded', 'Failed', 'Unknown', 'Stale'];
-	if (t.endsWith('.operationLedgerAdmin')) {
-		// Version 2: one list for every operation (nodes/OperationLedgerAdmin/outputs.ts).
-		if ((node.typeVersion ?? 1) >= 2) return ['Unrecorded', 'Result', 'Settled', 'Refused'];
-		return node.parameters?.operation === 'settle' ? ['Unrecorded', 'Settled', 'Refused'] : ['Unrecorded', 'Result'];
-	}
-	if (t.endsWith('.reconcileUnknown')) return node.parameters?.operation === 'claim' ? undefined : ['Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
+	// The package's nodes: Unrecorded first, one list per node (nodes/shared/outputs.ts).
+	if (t.endsWith('.reserveOperation')) return ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
+	if (t.endsWith('.confirmOperation')) return ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'];
+	if (t.endsWith('.operationLedgerAdmin')) return ['Unrecorded', 'Result', 'Settled', 'Refused'];
+	if (t.endsWith('.reconcileUnknown')) return ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
+	if (t.endsWith('.priorityDequeue')) return ['Unrecorded', 'Result'];
 	if (t === 'n8n-nodes-base.splitInBatches') return ['done', 'loop'];
 	if (t === 'n8n-nodes-base.if') return ['true', 'false'];
 	if (t === 'n8n-nodes-base.switch') {

@@ -18,12 +18,12 @@
 //   parameter warning), no output label cut short (ellipsis);
 // - probe "fresh nodes": every node of the package as added anew, nothing connected: no output
 //   label cut short (an unconnected label has less room than a connected one);
-// - probe "switch": Reconcile Unknown version 3 with To Check and Succeeded connected; the
-//   Operation is switched Claim -> Resolve -> Claim -> Resolve in the node's panel and the workflow
-//   saved: both connections must still be there (versions 1 and 2 dropped them);
-// - probe "admin switch": Operation Ledger Admin version 2 as Settle by Hand with Settled and
-//   Refused connected; switched Settle by Hand -> Get -> Settle by Hand and saved: both connections
-//   must still be there (version 1 dropped Refused's; its run is logged as a control);
+// - probe "switch": Reconcile Unknown with To Check and Succeeded connected; the Operation is
+//   switched Claim -> Resolve -> Claim -> Resolve in the node's panel and the workflow saved: both
+//   connections must still be there (one output list for both operations);
+// - probe "admin switch": Operation Ledger Admin as Settle by Hand with Settled and Refused
+//   connected; switched Settle by Hand -> Get -> Settle by Hand and saved: both connections must
+//   still be there (one output list for every operation);
 // - the Reserve Operation panel and the Priority Dequeue (Dequeue) panel: no placeholder; the
 //   Dequeue panel shows the Priority Groups list;
 // - the credential test passing and failing.
@@ -71,28 +71,28 @@ const pkgNode = (id, name, type, typeVersion, position, parameters = {}) => ({
 });
 const noOp = (id, name, position) => ({ id, name, type: 'n8n-nodes-base.noOp', typeVersion: 1, position, parameters: {} });
 
-/** Every node of the package as the node creator adds it (default version, nothing connected). */
+/** Every node of the package as the node creator adds it (version 1, its only one; nothing connected). */
 const FRESH = {
 	id: 'probe-fresh-nodes',
 	name: 'Probe: fresh nodes',
 	nodes: [
-		pkgNode('f1', 'Reserve Operation', 'reserveOperation', 2, [0, 0]),
-		pkgNode('f2', 'Confirm Operation', 'confirmOperation', 2, [300, 0]),
-		pkgNode('f3', 'Reconcile Unknown', 'reconcileUnknown', 3, [600, 0], { operation: 'claim' }),
-		pkgNode('f4', 'Priority Dequeue', 'priorityDequeue', 3, [0, 400]),
-		pkgNode('f5', 'Operation Ledger Admin', 'operationLedgerAdmin', 2, [300, 400], { operation: 'settle' }),
-		pkgNode('f6', 'Priority Dequeue Trigger', 'priorityDequeueTrigger', 3, [600, 400]),
+		pkgNode('f1', 'Reserve Operation', 'reserveOperation', 1, [0, 0]),
+		pkgNode('f2', 'Confirm Operation', 'confirmOperation', 1, [300, 0]),
+		pkgNode('f3', 'Reconcile Unknown', 'reconcileUnknown', 1, [600, 0], { operation: 'claim' }),
+		pkgNode('f4', 'Priority Dequeue', 'priorityDequeue', 1, [0, 400]),
+		pkgNode('f5', 'Operation Ledger Admin', 'operationLedgerAdmin', 1, [300, 400], { operation: 'settle' }),
+		pkgNode('f6', 'Priority Dequeue Trigger', 'priorityDequeueTrigger', 1, [600, 400]),
 	],
 	connections: {},
 	settings: {},
 };
 
-/** Reconcile Unknown v3 with To Check (1) and Succeeded (2) connected. */
+/** Reconcile Unknown with To Check (1) and Succeeded (2) connected. */
 const SWITCH = {
 	id: 'probe-reconcile-switch',
 	name: 'Probe: switching the operation',
 	nodes: [
-		pkgNode('s1', 'Reconcile', 'reconcileUnknown', 3, [0, 0], { operation: 'claim' }),
+		pkgNode('s1', 'Reconcile', 'reconcileUnknown', 1, [0, 0], { operation: 'claim' }),
 		noOp('s2', 'After To Check', [400, -100]),
 		noOp('s3', 'After Succeeded', [400, 100]),
 	],
@@ -102,54 +102,17 @@ const SWITCH = {
 	settings: {},
 };
 
-/**
- * A control: Reconcile Unknown version 2 as Resolve, with Succeeded (1) and Unknown (3) connected.
- * Its outputs follow the Operation (Claim has two), so the editor drops output 3's connection on the
- * way through Claim, and Claim's To Check inherits output 1's.
- */
-const SWITCH_V2 = {
-	id: 'probe-reconcile-switch-v2',
-	name: 'Probe: switching the operation (version 2)',
-	nodes: [
-		pkgNode('v1', 'Reconcile', 'reconcileUnknown', 2, [0, 0], { operation: 'resolve' }),
-		noOp('v2', 'After Succeeded', [400, -100]),
-		noOp('v3', 'After Unknown', [400, 100]),
-	],
-	connections: {
-		Reconcile: { main: [[], [{ node: 'After Succeeded', type: 'main', index: 0 }], [], [{ node: 'After Unknown', type: 'main', index: 0 }]] },
-	},
-	settings: {},
-};
-
-/** Operation Ledger Admin v2 as Settle by Hand with Settled (2) and Refused (3) connected. */
+/** Operation Ledger Admin as Settle by Hand with Settled (2) and Refused (3) connected. */
 const SWITCH_ADMIN = {
 	id: 'probe-admin-switch',
 	name: 'Probe: switching the Admin operation',
 	nodes: [
-		pkgNode('a1', 'Admin', 'operationLedgerAdmin', 2, [0, 0], { operation: 'settle' }),
+		pkgNode('a1', 'Admin', 'operationLedgerAdmin', 1, [0, 0], { operation: 'settle' }),
 		noOp('a2', 'After Settled', [400, -100]),
 		noOp('a3', 'After Refused', [400, 100]),
 	],
 	connections: {
 		Admin: { main: [[], [], [{ node: 'After Settled', type: 'main', index: 0 }], [{ node: 'After Refused', type: 'main', index: 0 }]] },
-	},
-	settings: {},
-};
-
-/**
- * A control: Operation Ledger Admin version 1 as Settle by Hand with Settled (1) and Refused (2)
- * connected. Get has two outputs, so the editor drops Refused's connection on the way through Get.
- */
-const SWITCH_ADMIN_V1 = {
-	id: 'probe-admin-switch-v1',
-	name: 'Probe: switching the Admin operation (version 1)',
-	nodes: [
-		pkgNode('b1', 'Admin', 'operationLedgerAdmin', 1, [0, 0], { operation: 'settle' }),
-		noOp('b2', 'After Settled', [400, -100]),
-		noOp('b3', 'After Refused', [400, 100]),
-	],
-	connections: {
-		Admin: { main: [[], [{ node: 'After Settled', type: 'main', index: 0 }], [{ node: 'After Refused', type: 'main', index: 0 }]] },
 	},
 	settings: {},
 };
@@ -162,7 +125,7 @@ function edgesOf(connections, name) {
 /**
  * Runs the pages and checks above. `outDir`: where to save PNGs (null: save none). Returns
  * { problems, checked, notes }: problems found (empty when all passed), the names of the checks
- * run, and what was seen but not asserted (the version 2 control).
+ * run, and what was seen but not asserted.
  * Throws when Chromium is missing or n8n does not start.
  */
 export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
@@ -196,7 +159,7 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		const examples = readdirSync(path.join(repoRoot, 'workflows'))
 			.filter((f) => f.endsWith('.json'))
 			.map((f) => ({ file: f.replace(/\.json$/, ''), wf: JSON.parse(readFileSync(path.join(repoRoot, 'workflows', f), 'utf8')) }));
-		await n8n.importWorkflow([...examples.map((e) => e.wf), FRESH, SWITCH, SWITCH_V2, SWITCH_ADMIN, SWITCH_ADMIN_V1]);
+		await n8n.importWorkflow([...examples.map((e) => e.wf), FRESH, SWITCH, SWITCH_ADMIN]);
 		await n8n.start();
 
 		const setup = await fetch(`${n8n.url}/rest/owner/setup`, {
@@ -302,9 +265,8 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		const freshLabels = await page.locator('.canvas-node-handle-main-output').count();
 		check('fresh nodes: no output label cut short', freshCut.length ? freshCut.join(', ') : freshLabels < 10 ? `only ${freshLabels} outputs found` : '');
 
-		// 4. Reconcile Unknown v3 and Operation Ledger Admin v2: switching the Operation keeps the
-		// connections. The same steps on Reconcile version 2 and Admin version 1 are controls: there
-		// the editor drops them (logged, not asserted: that is the old behaviour these versions replace).
+		// 4. Reconcile Unknown and Operation Ledger Admin: switching the Operation keeps the
+		// connections (one output list for all operations).
 		// `nodeName`: the node to open; `ops`: the Operation options to pick, in order.
 		const switchAndSave = async (wfId, shotName, nodeName = 'Reconcile', ops = ['Resolve', 'Claim', 'Resolve']) => {
 			const api = async () => {
@@ -331,31 +293,25 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 			const saved = await api();
 			return { before, after: edgesOf(saved.connections, nodeName), op: saved.nodes.find((n) => n.name === nodeName)?.parameters?.operation, edgesOnCanvas };
 		};
-		const v3 = await switchAndSave(SWITCH.id, 'reconcile-switch');
+		const reconcile = await switchAndSave(SWITCH.id, 'reconcile-switch');
 		check(
-			'Reconcile Unknown v3: Claim -> Resolve -> Claim -> Resolve keeps both connections',
-			v3.op !== 'resolve'
-				? `the operation was not switched (saved: ${v3.op})`
-				: JSON.stringify(v3.after) !== JSON.stringify(v3.before) || v3.before.length !== 2 || v3.edgesOnCanvas < 2
-					? `before ${JSON.stringify(v3.before)}, after ${JSON.stringify(v3.after)}, ${v3.edgesOnCanvas} edge(s) on the canvas`
+			'Reconcile Unknown: Claim -> Resolve -> Claim -> Resolve keeps both connections',
+			reconcile.op !== 'resolve'
+				? `the operation was not switched (saved: ${reconcile.op})`
+				: JSON.stringify(reconcile.after) !== JSON.stringify(reconcile.before) || reconcile.before.length !== 2 || reconcile.edgesOnCanvas < 2
+					? `before ${JSON.stringify(reconcile.before)}, after ${JSON.stringify(reconcile.after)}, ${reconcile.edgesOnCanvas} edge(s) on the canvas`
 					: '',
 		);
-		const v2 = await switchAndSave(SWITCH_V2.id, null);
-		notes.push(`control, Reconcile Unknown v2 after the same switches: before ${JSON.stringify(v2.before)}, after ${JSON.stringify(v2.after)} (operation ${v2.op})`);
-		log(notes.at(-1));
 		const ADMIN_OPS = ['Get', 'Settle by Hand'];
 		const admin = await switchAndSave(SWITCH_ADMIN.id, 'admin-switch', 'Admin', ADMIN_OPS);
 		check(
-			'Operation Ledger Admin v2: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused',
+			'Operation Ledger Admin: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused',
 			admin.op !== 'settle'
 				? `the operation did not come back to settle (saved: ${admin.op})`
 				: JSON.stringify(admin.after) !== JSON.stringify(admin.before) || admin.before.length !== 2 || admin.edgesOnCanvas < 2
 					? `before ${JSON.stringify(admin.before)}, after ${JSON.stringify(admin.after)}, ${admin.edgesOnCanvas} edge(s) on the canvas`
 					: '',
 		);
-		const admin1 = await switchAndSave(SWITCH_ADMIN_V1.id, null, 'Admin', ADMIN_OPS);
-		notes.push(`control, Operation Ledger Admin v1 after the same switches: before ${JSON.stringify(admin1.before)}, after ${JSON.stringify(admin1.after)} (operation ${admin1.op})`);
-		log(notes.at(-1));
 
 		// 5. The Reserve Operation panel (the payment example) and the Dequeue panel (the consumer).
 		await openCanvas('idempotent-payment');

@@ -2,8 +2,8 @@
  * The package in a real n8n editor (headless Chromium, Debian's `chromium` package): the pages of
  * scripts/screenshots.mjs and its checks (scripts/lib/editor.mjs), without writing the PNGs. After
  * setup no page may hold an unknown-node placeholder, no example node an issue marker (credential or
- * parameter warning), no output label may be cut short; Reconcile Unknown v3 and Operation Ledger
- * Admin v2 keep their connections when the Operation is switched back and forth; the node creator lists the trigger's own entries;
+ * parameter warning), no output label may be cut short; Reconcile Unknown and Operation Ledger
+ * Admin keep their connections when the Operation is switched back and forth; the node creator lists the trigger's own entries;
  * the credential test passes for a good credential and fails for a closed port.
  *
  * Chromium missing is a failure, not a skip (CI installs it: .ci/run).
@@ -32,8 +32,8 @@ test('the editor shows the package without placeholders, warnings or cut labels,
 		/example idempotent-payment: no output label cut short/,
 		/example priority-consumer: no node issue marker/,
 		/fresh nodes: no output label cut short/,
-		/Reconcile Unknown v3: .* keeps both connections/,
-		/Operation Ledger Admin v2: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused/,
+		/Reconcile Unknown: .* keeps both connections/,
+		/Operation Ledger Admin: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused/,
 		/Dequeue panel: Priority Groups is a list/,
 		/credential ledger-pg: test passes/,
 		/credential ledger-bad: test fails/,

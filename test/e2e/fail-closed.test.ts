@@ -1,6 +1,6 @@
 /**
  * The riskiest fail-closed combinations (issue 10) in a real n8n 2.33.7 process, with the package
- * installed the way users install it. Each is workflows/idempotent-payment.json (node version 2)
+ * installed the way users install it. Each is workflows/idempotent-payment.json (Unrecorded first)
  * with Reserve's settings changed; the provider is a local fake that records every POST:
  *   - On Error "Continue (regular output)" + Always Output Data, credential on a closed port: the
  *     error item goes to Unrecorded, the payment node never runs;
@@ -40,7 +40,7 @@ function variant(id: string, apiUrl: string, opts: { credential: string; orderId
 	const order = byName('Business Input').parameters.assignments.assignments.find((a: Json) => a.name === 'orderId');
 	order.value = opts.orderId;
 	const reserve = byName('Reserve Operation');
-	expect(reserve.typeVersion).toBe(2);
+	expect(reserve.typeVersion).toBe(1);
 	Object.assign(reserve, opts.reserve);
 	for (const n of wf.nodes) if (n.credentials?.operationLedgerPostgresApi) n.credentials.operationLedgerPostgresApi = { id: opts.credential, name: opts.credential };
 	wf.nodes.push({ id: `${id}-nr`, name: 'Unrecorded', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [400, 400], parameters: {} });

@@ -20,8 +20,8 @@ import { embedded, harness, type Json, type N8nInstance, type RunResult } from '
 const ROOT = path.resolve(__dirname, '../..');
 const WORKFLOW_ID = 'idempotent-payment';
 const OPERATION_KEY = 'payment:charge:order-1001:v1';
-// Reserve Operation's outputs, in order; Confirm Operation's outputs, in order (node version 2:
-// output 0 is Unrecorded).
+// Reserve Operation's outputs, in order; Confirm Operation's outputs, in order (output 0 is
+// Unrecorded).
 const RESERVE = { notRecorded: 0, proceed: 1, alreadySucceeded: 2, inProgress: 3, needsReconcile: 4, conflict: 5, failedPermanently: 6 };
 const CONFIRM = { notRecorded: 0, succeeded: 1, failed: 2, unknown: 3, stale: 4 };
 

@@ -155,10 +155,10 @@ describe('ledger review: a person settles operations in review through n8n forms
 		);
 	}
 
-	it('the example uses Operation Ledger Admin version 2 (fixed outputs: Settled 2, Refused 3)', () => {
+	it('the example uses Operation Ledger Admin version 1 (fixed outputs: Settled 2, Refused 3)', () => {
 		const wf = workflow() as { nodes: Array<{ name: string; type: string; typeVersion: number }>; connections: Record<string, { main: Array<Array<{ node: string }>> }> };
 		const admins = wf.nodes.filter((n) => n.type.endsWith('.operationLedgerAdmin'));
-		expect(admins.map((n) => [n.name, n.typeVersion])).toEqual([['List Review Queue', 2], ['Settle by Hand', 2]]);
+		expect(admins.map((n) => [n.name, n.typeVersion])).toEqual([['List Review Queue', 1], ['Settle by Hand', 1]]);
 		expect(wf.connections['Settle by Hand'].main.map((o) => o.map((c) => c.node))).toEqual([['Unrecorded'], [], ['Decision Recorded'], ['Already Decided']]);
 		// A List that fails (database down, operator role missing) ends on its own page, not on n8n's "Problem loading form".
 		expect(wf.connections['List Review Queue'].main.map((o) => o.map((c) => c.node))).toEqual([['Could Not List'], ['Anything to Review?']]);

@@ -7,9 +7,10 @@
  *     each other all the time; a Claim Tasks trigger on its own credential (polling every hour, so
  *     only LISTEN/NOTIFY or a reconnect can wake it) claims after idling past several sweeps, and again after every backend of the package was killed with
  *     pg_terminate_backend (as by a Postgres restart);
- *   - rate: a Wake Up trigger (version 2, Groups high/normal/low) with one due task in group
- *     `urgent` starts no execution; a version-1 Wake Up trigger whose workflow claims nothing
- *     starts only a handful in 10 s (backoff), where issue 10 saw hundreds per second.
+ *   - rate: a Wake Up trigger (Priority Groups high/normal/low) with one due task in group
+ *     `urgent` starts no execution; a Wake Up trigger with a due task in group `high` whose
+ *     workflow claims nothing starts only a handful in 10 s (backoff), where issue 10 saw hundreds
+ *     per second.
  */
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
@@ -23,7 +24,7 @@ const CRED = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Operation L
 /** A second credential (another pool): the Claim Tasks trigger's pool is idle while the others poll. */
 const CRED_2 = { operationLedgerPostgresApi: { id: 'ledger-pg-2', name: 'Operation Ledger Postgres 2' } };
 
-function triggerWorkflow(id: string, typeVersion: 1 | 2, parameters: Json, credentials: Json = CRED): Json {
+function triggerWorkflow(id: string, parameters: Json, credentials: Json = CRED): Json {
 	return {
 		id,
 		name: `Trigger ${id}`,
@@ -34,7 +35,7 @@ function triggerWorkflow(id: string, typeVersion: 1 | 2, parameters: Json, crede
 				id: `${id}-t`,
 				name: 'Work Ready',
 				type: 'n8n-nodes-operation-ledger.priorityDequeueTrigger',
-				typeVersion,
+				typeVersion: 1,
 				position: [0, 0],
 				credentials,
 				parameters,
@@ -57,8 +58,8 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 	beforeAll(async () => {
 		ledger = new Pool({ connectionString: DB_URL, max: 3 });
 		await migrate(ledger, schema, true);
-		// Seeded before activation: one due task in a group the v2 consumer does not claim, one that
-		// the v1 workflow (which claims nothing) is woken for.
+		// Seeded before activation: one due task in a group the consumer does not claim, one that
+		// the workflow which claims nothing is woken for (Priority Groups left at their default).
 		await enqueue(ledger, schema, [{ queue: Q.other, group: 'urgent', payload: { n: 'urgent' } }]);
 		await enqueue(ledger, schema, [{ queue: Q.empty, group: 'high', payload: { n: 'never-claimed' } }]);
 		const tarball = await harness.packPackage();
@@ -80,12 +81,19 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		await n8n.importWorkflow([
 			triggerWorkflow(
 				WF.claim,
-				2,
 				{ queue: Q.claim, mode: 'claim', batchSize: 10, leaseSeconds: 300, useListen: true, pollSeconds: 3600, maxInFlight: 1, options: {} },
 				CRED_2,
 			),
-			triggerWorkflow(WF.other, 2, { queue: Q.other, mode: 'wakeUp', groups: 'high:5, normal:2, low:1', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
-			triggerWorkflow(WF.empty, 1, { queue: Q.empty, mode: 'wakeUp', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
+			triggerWorkflow(WF.other, {
+				queue: Q.other,
+				mode: 'wakeUp',
+				priorityGroups: { group: [{ name: 'high', weight: 5 }, { name: 'normal', weight: 2 }, { name: 'low', weight: 1 }] },
+				useListen: true,
+				pollSeconds: 1,
+				maxInFlight: 1,
+				options: {},
+			}),
+			triggerWorkflow(WF.empty, { queue: Q.empty, mode: 'wakeUp', useListen: true, pollSeconds: 1, maxInFlight: 1, options: {} }),
 		]);
 		for (const id of Object.values(WF)) await n8n.publishWorkflow(id);
 		await n8n.start({
@@ -139,7 +147,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		const other = (await executionTimes(WF.other)).filter((t) => t >= from && t < from + 10_000).length;
 		const empty = (await executionTimes(WF.empty)).filter((t) => t >= from && t < from + 10_000).length;
 		const totalEmpty = (await executionTimes(WF.empty)).length;
-		log(`executions in 10 s: v2 other group ${other}, v1 consumer claiming nothing ${empty} (${totalEmpty} since activation)`);
+		log(`executions in 10 s: other group ${other}, consumer claiming nothing ${empty} (${totalEmpty} since activation)`);
 		expect(other).toBe(0);
 		expect(await executionTimes(WF.other)).toEqual([]);
 		expect(empty).toBeLessThanOrEqual(4);
