@@ -16,7 +16,7 @@
  */
 import net from 'node:net';
 import { Client } from 'pg';
-import type { INode, INodeExecutionData } from 'n8n-workflow';
+import type { INode, INodeExecutionData, INodeTypeDescription } from 'n8n-workflow';
 import { confirmOperations, prepareConfirmItem } from '../../src/ledger/confirm';
 import { prepareReserveItem, reserveOperations } from '../../src/ledger/reserve';
 import { enqueue, queueChannel } from '../../src/queue';
@@ -537,7 +537,7 @@ const plain = (over: Partial<Settings> = {}): Settings => ({ onError: 'stopWorkf
  * sinks by these, so they test the node as n8n sees it, whatever its layout.
  */
 function declaredOutputs(type: string): string[] {
-	const outputs = engine.nodeTypes().getByName(`${PKG}.${type}`).description.outputs as Array<{ displayName: string }>;
+	const outputs = (engine.nodeTypes().getByName(`${PKG}.${type}`).description as INodeTypeDescription).outputs as Array<{ displayName: string }>;
 	return outputs.map((o) => o.displayName);
 }
 /** Sinks for `outs`, plus the Error output n8n appends under Continue (using error output). */
