@@ -3,7 +3,7 @@
  * one database round trip for the valid ones, then route results to outputs with pairedItem set.
  *
  * continueOnFail: a failed item is emitted as `{ json: { error: message }, pairedItem: { item: i } }`
- * on the node's Unrecorded output (node version 2: output 0; see outputs.ts), never on a
+ * on the node's Unrecorded output (output 0; see outputs.ts), never on a
  * go-ahead output; with "On Error: Continue (using error output)" n8n moves exactly those items to
  * the error output. Without continueOnFail, the first bad item throws a NodeOperationError carrying
  * its itemIndex, before anything is written.

@@ -30,8 +30,8 @@ export const CONFIRM_RESULTS = ['recorded', 'repeated', 'stale', 'not_found', 'b
 export type ConfirmResult = (typeof CONFIRM_RESULTS)[number];
 
 /**
- * Reserve Operation's outputs after Unrecorded (node version 2; version 1 has exactly these), one
- * per outcome, in the order of RESERVE_OUTCOMES.
+ * Reserve Operation's outputs after Unrecorded, one per outcome, in the order of
+ * RESERVE_OUTCOMES.
  */
 export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveOutcome, string>> = {
 	proceed: 'Proceed',

@@ -10,7 +10,7 @@ export type TaskState = (typeof TASK_STATES)[number];
 export const LIVE_TABLE_STATES = ['pending', 'processing', 'dead'] as const satisfies readonly TaskState[];
 /** The states a row of queue_tasks_archive can hold. */
 export const ARCHIVE_STATES = ['succeeded', 'dead'] as const satisfies readonly TaskState[];
-/** Priority Dequeue's one output after Unrecorded (node version 2; version 1 has only this). */
+/** Priority Dequeue's one output after Unrecorded. */
 export const QUEUE_RESULT_LABEL = 'Result';
 
 /** What a settle call (complete, fail, extend lease, release) did. */

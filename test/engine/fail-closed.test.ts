@@ -544,11 +544,11 @@ function declaredOutputs(type: string): string[] {
 const withError = (outs: string[], s: Settings) => (s.onError === 'continueErrorOutput' ? [...outs, 'Error'] : outs);
 
 /**
- * The cases that failed only on the node versions the package carried before its first release
- * (issue 22), run at version 1, the only version now. Each was checked to fail with the old
- * layout put back (Proceed on output 0; Wake Up firing on a bare notification).
+ * The cases that failed only on the older node versions the package carried before its first
+ * release (issue 22), run at version 1, the only version now. Each was seen to fail with the old
+ * behaviour put back (Proceed on output 0; Wake Up firing on a bare notification).
  */
-describe('what failed on the old versions holds at version 1', () => {
+describe('what failed on the pre-release node versions holds at version 1', () => {
 	// n8n's Retry On Fail retries a node whose output 0 starts with an item carrying json.error and
 	// throws the first try's output away. Reserve copies the input json onto its results, so an
 	// input field named `error` (an HTTP Request node's error item, a form field) once made n8n
@@ -573,8 +573,8 @@ describe('what failed on the old versions holds at version 1', () => {
 		}
 	});
 
-	// Anyone who can connect to the database may NOTIFY any channel: NOTIFY needs no privilege. A
-	// version 1 trigger once started an execution for every notification it got in Wake Up mode
+	// Anyone who can connect to the database may NOTIFY any channel: NOTIFY needs no privilege. The
+	// oldest pre-release trigger started an execution for every notification it got in Wake Up mode
 	// (120 empty executions in 10 s). A notification is a hint now: Wake Up checks for due work of
 	// its groups first, Claim Tasks starts an execution only for tasks it claimed.
 	test('a NOTIFY forged by a role without any privilege starts no execution of the trigger (Wake Up and Claim Tasks, 10 s)', async () => {
@@ -651,8 +651,8 @@ describe('what failed on the old versions holds at version 1', () => {
 	});
 
 	// n8n adds an empty item {} on output 0 whenever output 0 is empty, even when other outputs
-	// hold items. Output 0 was Proceed (or Succeeded, To Check, the claimed tasks) in the old
-	// version 1; it is Unrecorded now. One run per node in which its go-ahead outputs stay empty.
+	// hold items. Output 0 was Proceed (or Succeeded, To Check, the claimed tasks) in the oldest
+	// pre-release versions; it is Unrecorded now. One run per node in which its go-ahead outputs stay empty.
 	test('Always Output Data never puts {} on Proceed or any other go-ahead output (every node, every On Error mode)', async () => {
 		const cases: Array<{ name: string; type: string; goAhead: string[]; build(id: string, s: Settings): Promise<{ nodes: INode[]; feeds: Record<string, string[][]> }> }> = [
 			{
