@@ -88,7 +88,7 @@ for (const size of SIZES) {
 }
 
 // Warm-up: every schema and connection.
-for (const l of loaded) for (let w = 0; w < 5; w++) await reserve(l.schema, fresh(100), 0);
+for (const l of loaded) for (let w = 0; w < 5; w++) await reserve(l.schema, fresh(100), 1);
 
 const samples = Object.fromEntries(loaded.map((l) => [l.size, { b1: [], b100: [], replay: [] }]));
 for (const [kind, rounds] of Object.entries(ROUNDS)) {
@@ -96,7 +96,7 @@ for (const [kind, rounds] of Object.entries(ROUNDS)) {
 		const order = r % 2 ? [...loaded].reverse() : loaded;
 		for (const l of order) {
 			const ms =
-				kind === 'b1' ? await reserve(l.schema, fresh(1), 0) : kind === 'b100' ? await reserve(l.schema, fresh(100), 0) : await reserve(l.schema, replays(l.size, 100), 1);
+				kind === 'b1' ? await reserve(l.schema, fresh(1), 1) : kind === 'b100' ? await reserve(l.schema, fresh(100), 1) : await reserve(l.schema, replays(l.size, 100), 2);
 			samples[l.size][kind].push(ms);
 		}
 	}

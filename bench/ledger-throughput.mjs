@@ -85,7 +85,7 @@ async function viaNodes(n) {
 	const t0 = now();
 	const reserved = await reserveNode.execute.call(rFns);
 	const t1 = now();
-	const proceed = reserved[0];
+	const proceed = reserved[1]; // output 0 is Unrecorded
 	if (proceed.length !== n) throw new Error(`node: ${proceed.length} of ${n} proceeded (${run})`);
 	const bodies = proceed.map((it, i) => ({ json: httpBody(it.json, i), pairedItem: { item: i } }));
 	const cFns = fakeExecute({
@@ -106,7 +106,7 @@ async function viaNodes(n) {
 	const t2 = now();
 	const confirmed = await confirmNode.execute.call(cFns);
 	const t3 = now();
-	if (confirmed[0].length !== n) throw new Error(`node: ${confirmed[0].length} of ${n} confirmed`);
+	if (confirmed[1].length !== n) throw new Error(`node: ${confirmed[1].length} of ${n} confirmed`);
 	return { reserve: t1 - t0, confirm: t3 - t2, total: t1 - t0 + (t3 - t2) };
 }
 

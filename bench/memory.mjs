@@ -51,21 +51,21 @@ async function enqueueRun(items) {
 const makeItems = (tag, n) => Array.from({ length: n }, (_, i) => ({ json: { orderId: `order-${tag}-${i}`, customerId: `cus_${i % 97}`, amount: 1000 + i, currency: 'EUR', note: 'x'.repeat(64) } }));
 
 const warm = await reserveRun(makeItems('warm', 100));
-await confirmRun(warm[0]);
+await confirmRun(warm[1]);
 await enqueueRun(makeItems('warm', 100));
 
 const rows = [];
 const reserveItems = makeItems('mem', N);
 const r = await peakMemory(() => reserveRun(reserveItems));
-if (r.value[0].length !== N) throw new Error('reserve: not all proceeded');
+if (r.value[1].length !== N) throw new Error('reserve: not all proceeded');
 rows.push({ node: 'Reserve Operation', items: N, ...r, value: undefined });
-const proceed = r.value[0];
+const proceed = r.value[1]; // output 0 is Unrecorded
 const c = await peakMemory(() => confirmRun(proceed));
-if (c.value[0].length !== N) throw new Error('confirm: not all succeeded');
+if (c.value[1].length !== N) throw new Error('confirm: not all succeeded');
 rows.push({ node: 'Confirm Operation', items: N, ...c, value: undefined });
 const enqueueItems = makeItems('q', N);
 const e = await peakMemory(() => enqueueRun(enqueueItems));
-if (e.value[0].length !== N) throw new Error('enqueue: not all enqueued');
+if (e.value[1].length !== N) throw new Error('enqueue: not all enqueued');
 rows.push({ node: 'Priority Dequeue (Enqueue)', items: N, ...e, value: undefined });
 for (const x of rows) log(`${x.node}: peak RSS +${x.peakRssDeltaMiB} MiB, peak heap +${x.peakHeapDeltaMiB} MiB`);
 

@@ -56,7 +56,18 @@ const waiting = new Map();
 const ours = [];
 const trigger = new PriorityDequeueTrigger();
 const tFns = fakeTrigger({
-	params: { queue, mode: 'claim', batchSize: 1, leaseSeconds: 60, useListen: true, pollSeconds: 30, maxInFlight: 1, maxPerMinute: 6000, options: {} },
+	params: {
+		queue,
+		mode: 'claim',
+		priorityGroups: { group: [{ name: 'high', weight: 5 }, { name: 'normal', weight: 2 }, { name: 'low', weight: 1 }] },
+		batchSize: 1,
+		leaseSeconds: 60,
+		useListen: true,
+		pollSeconds: 30,
+		maxInFlight: 1,
+		maxPerMinute: 6000,
+		options: {},
+	},
 	creds: credentials(schema),
 	onEmit: (data, done) => {
 		const at = now();

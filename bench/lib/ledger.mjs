@@ -26,7 +26,8 @@ export function orderReserveParams(items) {
  * Runs Reserve Operation's execute on `items` (each `{ json: { orderId, amount, currency } }`, key
  * `payment:charge:<orderId>:v1`, target payments-api, lease 300 s) against `schema`, with the tests'
  * IExecuteFunctions stand-in `fakeExecute` (loadFakeExecute()). Returns the milliseconds it took;
- * throws unless every item left on output `expectOutput`.
+ * throws unless every item left on output `expectOutput` (an index: 0 Unrecorded, 1 Proceed, 2 Done
+ * Before, 3 In Progress, 4 Reconcile, 5 Conflict, 6 Failed Before).
  */
 export async function timedReserve(fakeExecute, schema, items, expectOutput) {
 	const fns = fakeExecute({
