@@ -323,6 +323,8 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		if (consumer) {
 			await openCanvas(consumer.wf.id);
 			await openNode('Dequeue Tasks');
+			// The panel renders its parameters after it opens: wait for the list (bounded), then look.
+			await page.locator('[data-test-id="ndv"] [data-test-id="fixed-collection-priorityGroups"], [data-test-id="ndv"] .fixed-collection-parameter').first().waitFor({ timeout: 15_000 }).catch(() => undefined);
 			const ndv = await page.locator('[data-test-id="ndv"]').innerText();
 			check('Dequeue panel: Priority Groups is a list with the example\'s groups', /Priority Groups/.test(ndv) && (await page.locator('[data-test-id="ndv"] [data-test-id="fixed-collection-priorityGroups"], [data-test-id="ndv"] .fixed-collection-parameter').count()) > 0 ? '' : 'no Priority Groups list in the panel');
 			await shot('priority-dequeue-panel');
