@@ -35,7 +35,7 @@ afterAll(async () => {
 const q = async <T = Record<string, unknown>>(sql: string, values: unknown[] = []) => (await db.pool.query(sql, values)).rows as T[];
 
 function dq(name: string, parameters: INode['parameters']): INode {
-	return node(name, `${PKG}.priorityDequeue`, parameters, { typeVersion: 2, credentials: { operationLedgerPostgresApi: { id: 'ok', name: 'ok' } }, onError: 'continueRegularOutput' });
+	return node(name, `${PKG}.priorityDequeue`, parameters, { typeVersion: 1, credentials: { operationLedgerPostgresApi: { id: 'ok', name: 'ok' } }, onError: 'continueRegularOutput' });
 }
 
 /** Source → Dequeue (claims the queue's tasks) → `ut`, with ut's two outputs in sinks. */

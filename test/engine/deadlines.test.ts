@@ -46,7 +46,7 @@ afterAll(async () => {
 afterEach(() => proxy.heal());
 
 function ut(type: string, parameters: INode['parameters'], onError: INode['onError'] = 'continueRegularOutput'): INode {
-	return node('UT', `${PKG}.${type}`, parameters, { typeVersion: 2, credentials: { operationLedgerPostgresApi: { id: 'slow', name: 'slow' } }, onError });
+	return node('UT', `${PKG}.${type}`, parameters, { typeVersion: 1, credentials: { operationLedgerPostgresApi: { id: 'slow', name: 'slow' } }, onError });
 }
 
 async function run(nodes: INode[], outputs: string[]) {

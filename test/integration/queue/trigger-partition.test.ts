@@ -46,8 +46,18 @@ it(
 		const claimed = () => trigger!.emitted.reduce((n, items) => n + items.length, 0);
 		trigger = await activateTrigger({
 			credentials: testCredentials(proxy.through(DATABASE_URL), db.schema, { statementTimeoutMs: 5000, connectTimeoutMs: 3000, lockTimeoutMs: 500, maxConnections: 2 }),
-			typeVersion: 2,
-			parameters: { queue, mode: 'claim', batchSize: 5, leaseSeconds: 600, useListen: true, pollSeconds: 5, maxInFlight: 1, maxPerMinute: 6000, options: { groupWeights: 'normal:1' } },
+			parameters: {
+				queue,
+				mode: 'claim',
+				priorityGroups: { group: [{ name: 'normal', weight: 1 }] },
+				batchSize: 5,
+				leaseSeconds: 600,
+				useListen: true,
+				pollSeconds: 5,
+				maxInFlight: 1,
+				maxPerMinute: 6000,
+				options: {},
+			},
 			// Each execution takes 200 ms, so a claim is on its way whenever the partition starts.
 			consumer: () => new Promise((r) => setTimeout(() => r('success'), 200)),
 		});
