@@ -156,5 +156,25 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			description:
 				'Longest wait for a lock another transaction holds, in milliseconds (SET LOCAL lock_timeout). Ledger: that operation key then fails with a retry-safe error and the other keys of the batch are not held up. Queue: the settle call fails with a retry-safe error, nothing changed (claims skip locked tasks).',
 		},
+		{
+			displayName: 'Failover Check',
+			name: 'failoverCheck',
+			type: 'options',
+			options: [
+				{
+					name: 'Fail the Test on Asynchronous Standbys',
+					value: 'strict',
+					description: 'The credential test fails when standbys stream from this server and commits do not wait for them',
+				},
+				{
+					name: 'Report in Health Only',
+					value: 'report',
+					description: 'Asynchronous replication is a deliberate choice: the test passes, Operation Ledger Admin → Health still reports it',
+				},
+			],
+			default: 'strict',
+			description:
+				'What the credential test does when a failover of this server could lose outcomes the nodes reported (asynchronous standbys). It always fails on a standby, a read-only role, or when every commit waits for a synchronous standby that is not connected. The nodes never refuse to run because of it. See docs/high-availability.md.',
+		},
 	];
 }

@@ -32,7 +32,7 @@ async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData
 }
 
 export const healthOperation: NodeOperation = {
-	option: { name: 'Health', value: 'health', description: 'Counts by status, oldest unknown, review backlog, events per day, table sizes', action: 'Read ledger health' },
+	option: { name: 'Health', value: 'health', description: 'Counts by status, oldest unknown, review backlog, events per day, table sizes, and whether a failover keeps the promise', action: 'Read ledger health' },
 	description,
 	execute() {
 		return executeHealth(this);

@@ -14,7 +14,8 @@ import { IsolatedClient } from '../../src/vendor';
 import { quoteSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, probeConnection, schemaGap } from '../../src/db/migrate';
 import { getPool, toClientConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
-import { toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
+import { beginSql, toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
+import { assessReplication, readReplication, type ReplicationReport } from '../../src/db/replication';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
 import { loadLedgerCredential } from './credential';
 
@@ -65,8 +66,20 @@ export async function getLedgerConnection(fns: IExecuteFunctions): Promise<Ledge
 
 /**
  * The credential's "Test" button: connects with a fresh client (not the pool), reports a clear
- * reason when it cannot (bad password, missing database, unreachable host, SSL), and checks the
- * schema version when the nodes may not apply it themselves.
+ * reason when it cannot (bad password, missing database, unreachable host, SSL), checks the
+ * schema version when the nodes may not apply it themselves, and reads whether the promise
+ * survives a failover of this server (src/db/replication.ts).
+ *
+ * n8n's editor shows the message only when a test fails (a success is a fixed banner), so what an
+ * operator must hear is a failure, and everything else passes:
+ * - fails when the nodes cannot write here: a standby, a read-only role, or commits that wait for a
+ *   synchronous standby that is not connected (every write would hang until the nodes give up);
+ * - fails when standbys are connected and commits do not wait for them (asynchronous replication:
+ *   a failover may lose reported outcomes), unless the credential's Failover Check is "Report in
+ *   Health Only" (asynchronous replication chosen knowingly);
+ * - passes on a single server without replication (the common case), with synchronous standbys,
+ *   and when this role cannot see whether the connected standbys are the synchronous ones (Admin
+ *   Health says what is unknown and which grant would tell).
  */
 export async function ledgerConnectionTest(
 	this: ICredentialTestFunctions,
@@ -94,12 +107,34 @@ export async function ledgerConnectionTest(
 		if (gap === 'newer' || (gap === 'apply' && !config.autoApplySchema)) {
 			return { status: 'Error', message: `Connected, but: ${describeSchemaGap(config.schema, state)}` };
 		}
+		await c.query(beginSql(toBounds(config)));
+		let replication: ReplicationReport;
+		try {
+			replication = assessReplication(await readReplication(c));
+		} finally {
+			await c.query('ROLLBACK').catch(() => undefined);
+		}
+		const refusal = failoverRefusal(replication, credential?.data?.failoverCheck === 'report');
+		if (refusal) return { status: 'Error', message: refusal };
 		return { status: 'OK', message: 'Connection successful' };
 	} catch (e) {
 		return { status: 'Error', message: describeConnectError(e, config) };
 	} finally {
 		await client?.end().catch(() => undefined);
 	}
+}
+
+/**
+ * The credential test's answer to a replication report: a message when the test must fail, else
+ * undefined (see ledgerConnectionTest). `reportOnly`: asynchronous replication was chosen
+ * knowingly (Failover Check "Report in Health Only"), so only a server the nodes cannot write on fails.
+ */
+export function failoverRefusal(r: ReplicationReport, reportOnly: boolean): string | undefined {
+	const cannotWrite = r.verdict === 'standby' || r.verdict === 'read_only' || r.verdict === 'writes_blocked';
+	if (!cannotWrite && (r.verdict !== 'asynchronous' || reportOnly)) return undefined;
+	const head = cannotWrite ? 'Connected, but the nodes cannot write here' : 'Connected, and the nodes work, but the promise does not survive a failover';
+	const tail = cannotWrite ? '' : ' To accept that knowingly, set Failover Check to "Report in Health Only".';
+	return `${head}: ${r.message} What to change: ${r.advice.join(' ')}${tail}`;
 }
 
 /** Turns a pg/socket error into a sentence a user can act on. Never includes the password. */

@@ -14,6 +14,7 @@ import { InputError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
 import { SchemaNotReadyError } from '../../src/db/migrate';
 import { DeadlineError, OutcomeUnknownError } from '../../src/db/bounds';
+import { ReplicationUnconfirmedError } from '../../src/db/syncRep';
 import { getLedgerConnection, type LedgerConnection } from './connection';
 import { isCredentialLoadError } from './credential';
 
@@ -142,7 +143,7 @@ function spellOutCodes(text: string): string {
  */
 function isTransient(e: { code?: string; name?: string }): boolean {
 	if (e?.name === 'LedgerBusyError') return true;
-	return typeof e?.code === 'string' && /^(57014|55P03|40001|40P01|53...|57P0[1-3])$/.test(e.code);
+	return typeof e?.code === 'string' && /^(57014|55P03|40001|40P01|53...|57P0[1-3]|25006)$/.test(e.code);
 }
 
 /** True when sending the same thing again later can succeed unchanged (see errorItem's `retryable`). */
@@ -167,7 +168,11 @@ function isConnectionFailure(e: { code?: string; message?: string }): boolean {
  * recorded, whether the database connection was lost, and the database's reason (credentials
  * scrubbed). One exception (OutcomeUnknownError, src/db/bounds.ts): the connection was lost while
  * the batch's COMMIT was on its way, so the batch MAY have been recorded; the message says so, and
- * each item's `retryable` says whether sending it again is safe (see errorItem).
+ * each item's `retryable` says whether sending it again is safe (see errorItem). Another
+ * (ReplicationUnconfirmedError, src/db/syncRep.ts): the batch WAS committed on the server, but its
+ * wait for the synchronous standby was cancelled, so it may be lost if the database fails over; see
+ * replicationUnconfirmed(). SQLSTATE 25006 (read-only transaction: a standby, or a primary demoted
+ * by a failover) is retryable: once the credential leads to the current primary the item succeeds.
  */
 export function batchFailure(
 	fns: IExecuteFunctions,
@@ -188,6 +193,7 @@ export function batchFailure(
 		throw new NodeOperationError(fns.getNode(), message, { description: err.description ?? undefined });
 	}
 	if (err instanceof OutcomeUnknownError) return outcomeUnknown(fns, err, what, indexes);
+	if (err instanceof ReplicationUnconfirmedError) return replicationUnconfirmed(fns, err, what, indexes);
 	const cause = lost
 		? err.code && TLS_CODES.test(err.code)
 			? `the database connection failed: SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`
@@ -196,7 +202,9 @@ export function batchFailure(
 			? "the credential's schema setting is not usable"
 			: input
 				? 'the input is not valid'
-				: `the database refused the statement${err.code ? ` (SQLSTATE ${err.code})` : ''}`;
+				: err.code === '25006'
+					? 'the database is read-only here (SQLSTATE 25006: a standby, or a primary a failover demoted); the credential must lead to the current primary (its writer endpoint)'
+					: `the database refused the statement${err.code ? ` (SQLSTATE ${err.code})` : ''}`;
 	const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cause}: ${reason}`;
 	const retryable = !config && !input && (lost || isTransient(err));
 	if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i, retryable));
@@ -232,6 +240,30 @@ function outcomeUnknown(fns: IExecuteFunctions, err: OutcomeUnknownError, what: 
 		description: allSafe
 			? 'Running the execution again is safe: Reserve answers "in progress" for a key it did record, Confirm answers "repeated", an Enqueue with a dedupe key answers "deduplicated", and a claimed task or operation is handed out again when its lease or claim ends.'
 			: 'Do not simply run it again (nor let Retry On Fail do so): items without a key that deduplicates them (Enqueue without a Dedupe Key) may have been recorded and would be recorded twice. Check first, or give every task a dedupe key.',
+	});
+}
+
+/**
+ * The batch was committed on the database server, but the wait for its synchronous standby was
+ * cancelled (src/db/syncRep.ts): recorded here, possibly lost by a failover, so no item is a
+ * go-ahead. Per item: retryable when sending it again cannot record it twice (err.safeToRepeat, by
+ * the item's position in `indexes`): a Reserve of the same key then answers In Progress (its own
+ * reservation, which holds the lease until it ends and then needs reconcile), a Confirm answers
+ * Repeated, a claim is handed out again when its lease ends; an Enqueue without a dedupe key would
+ * enqueue the task a second time.
+ */
+function replicationUnconfirmed(fns: IExecuteFunctions, err: ReplicationUnconfirmedError, what: string, indexes: number[]): INodeExecutionData[] {
+	const head =
+		`${what} may have been recorded (${indexes.length} item(s)): ${err.message}. ` +
+		'Waiting for synchronous replication did not end: no synchronous standby confirmed the commit (is the standby down, or is this a promoted standby without one of its own? see docs/high-availability.md)';
+	const safe = `${head}. Sending this item again is safe: what was recorded answers it (it cannot be recorded twice).`;
+	const unsafe = `${head}. Sending this item again would record it a second time: check first, or give such items a dedupe key.`;
+	if (fns.continueOnFail()) return indexes.map((i, k) => (err.safeToRepeat(k) ? errorItem(fns, safe, i, true) : errorItem(fns, unsafe, i, false)));
+	const allSafe = indexes.every((_, k) => err.safeToRepeat(k));
+	throw new NodeOperationError(fns.getNode(), head, {
+		description: allSafe
+			? 'Running the execution again is safe: Reserve answers "in progress" for a key it recorded, Confirm answers "repeated", and a claimed task or operation is handed out again when its lease or claim ends. Writes keep failing this way until a synchronous standby is connected again (or synchronous_standby_names is changed).'
+			: 'Do not simply run it again: items without a dedupe key (Enqueue) were recorded and would be recorded twice. Check first, or give every task a dedupe key.',
 	});
 }
 

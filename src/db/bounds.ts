@@ -34,6 +34,13 @@
  *   DEFAULTS.serializationRetries times after a short random pause. A rolled-back attempt recorded
  *   nothing, so a retry can never hand out a second Proceed or claim a task twice. A connection
  *   error is never retried: the COMMIT may have happened.
+ * - A COMMIT that waits for a synchronous standby is not bounded by statement_timeout (Postgres
+ *   stops the timer before it commits). The round trip carrying the COMMIT is cancelled by the
+ *   client after Statement Timeout + DEFAULTS.syncRepCancelMarginMs (before the deadline above);
+ *   Postgres then answers it as committed locally with a WARNING, and the call throws
+ *   ReplicationUnconfirmedError (recorded here, not confirmed by the standby; the caller's
+ *   `repeatSafe` says whether each item may be sent again; src/db/syncRep.ts). The same when
+ *   someone else cancelled the wait. A connection that carried such a cancel is destroyed.
  * - With a client instead of a pool (a caller's own transaction), the statement runs as it is, with
  *   the caller's settings.
  *
@@ -45,9 +52,11 @@
 import type { Pool, PoolClient } from 'pg';
 import { checkedOut } from './checkout';
 import { DeadlineError } from './deadline';
+import { ReplicationUnconfirmedError, watchSyncRep } from './syncRep';
 import { escapeLiteral, prepareValue } from '../vendor';
 
 export { DeadlineError } from './deadline';
+export { ReplicationUnconfirmedError } from './syncRep';
 
 export const DEFAULTS = {
 	/** Longest a batch statement may run, in milliseconds. */
@@ -67,6 +76,12 @@ export const DEFAULTS = {
 	 * cancel; only a frozen server or a network that drops packets is slower.
 	 */
 	deadlineMarginMs: 2_000,
+	/**
+	 * Milliseconds beyond Statement Timeout the round trip carrying a COMMIT may run before the
+	 * client cancels it (a wait for a synchronous standby, which statement_timeout does not end;
+	 * src/db/syncRep.ts). Below deadlineMarginMs, so the server's answer to the cancel can arrive.
+	 */
+	syncRepCancelMarginMs: 1_000,
 	/**
 	 * Client deadline of one schema-migration statement (DDL on the package's own tables, which runs
 	 * without statement_timeout on the server: an index build on a large table may take minutes).
@@ -236,13 +251,33 @@ async function inTransaction<R>(pool: Pool, b: Bounds, options: CallOptions, bod
 	const RETRY = Symbol('retry');
 	const deadlineMs = roundTripDeadlineMs(b);
 	for (let attempt = 0; ; attempt++) {
-		const out = await checkedOut(pool, deadlineMs, async (client, markBroken): Promise<R | typeof RETRY> => {
+		const out = await checkedOut(pool, deadlineMs, async (client, markBroken, raw): Promise<R | typeof RETRY> => {
 			let aheadOfCommit: number | undefined;
+			// The COMMIT's wait for a synchronous standby (src/db/syncRep.ts).
+			const watch = watchSyncRep(raw as unknown as Parameters<typeof watchSyncRep>[0], b.statementTimeoutMs + DEFAULTS.syncRepCancelMarginMs, DEFAULTS.connectTimeoutMs);
+			const cancelled = () => markBroken(new Error('a cancel request was sent on this connection'));
 			try {
-				return await body(client, (before) => {
+				const result = await body(client, (before) => {
 					aheadOfCommit = before;
+					watch.arm();
 				});
+				watch.disarm();
+				if (watch.cancelSent) cancelled();
+				if (watch.unconfirmed()) {
+					markBroken(new Error('waiting for synchronous replication was cancelled on this connection'));
+					throw new ReplicationUnconfirmedError(watch.cancelSent ? watch.cancelAfterMs : null, false, options.repeatSafe ?? false);
+				}
+				return result;
 			} catch (e) {
+				watch.disarm();
+				if (e instanceof ReplicationUnconfirmedError) throw e;
+				if (watch.cancelSent) cancelled();
+				// The server ended the sync-rep wait and then the connection (a terminate): the commit
+				// record is on this server all the same.
+				if (watch.warned && isLostConnection(e)) {
+					markBroken(e as Error);
+					throw new ReplicationUnconfirmedError(watch.cancelSent ? watch.cancelAfterMs : null, true, options.repeatSafe ?? false);
+				}
 				if (isLostConnection(e)) {
 					markBroken(e as Error);
 					const commitCertainlyNotRun =
@@ -271,6 +306,8 @@ async function inTransaction<R>(pool: Pool, b: Bounds, options: CallOptions, bod
 					(e as Error).message = `${(e as Error).message} (still failing after ${DEFAULTS.serializationRetries} retries; nothing was recorded, running it again is safe)`;
 				}
 				throw e;
+			} finally {
+				watch.stop();
 			}
 		});
 		if (out !== RETRY) return out;

@@ -8,6 +8,8 @@
  * bounded by `deadlineMs`; when that passes, the connection is destroyed, the client is marked
  * broken (never returned to the pool) and the call rejects with DeadlineError. A client that still
  * has a query running when `fn` ends (e.g. `fn` gave up on it) is destroyed the same way.
+ * `raw` is the pg client itself, for listeners and its backend's cancel key (src/db/syncRep.ts);
+ * send no query through it (that would bypass the deadline).
  */
 import type { PoolClient } from 'pg';
 import { destroyConnection, withDeadline, type BoundedClient } from './deadline';
@@ -15,7 +17,7 @@ import { destroyConnection, withDeadline, type BoundedClient } from './deadline'
 export async function checkedOut<T>(
 	pool: { connect(): Promise<PoolClient> },
 	deadlineMs: number,
-	fn: (client: BoundedClient, markBroken: (e: Error) => void) => Promise<T>,
+	fn: (client: BoundedClient, markBroken: (e: Error) => void, raw: PoolClient) => Promise<T>,
 ): Promise<T> {
 	const client = await pool.connect();
 	let broken: Error | undefined;
@@ -27,9 +29,13 @@ export async function checkedOut<T>(
 		broken = e;
 	});
 	try {
-		return await fn(bounded, (e) => {
-			broken = e;
-		});
+		return await fn(
+			bounded,
+			(e) => {
+				broken = e;
+			},
+			client,
+		);
 	} finally {
 		client.removeListener('error', onError);
 		// A client with a query still on the wire must never serve the next caller.

