@@ -145,7 +145,7 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			typeOptions: { minValue: 100, maxValue: 600000 },
 			default: 30000,
 			description:
-				'Longest time one statement of these nodes may run in the database, in milliseconds (SET LOCAL statement_timeout): every ledger batch and every queue call, the trigger\'s included. When it fires the batch is rolled back: nothing of it was recorded and running it again is safe.',
+				'Longest time one statement of these nodes may run in the database, in milliseconds (SET LOCAL statement_timeout): every ledger batch and every queue call, the trigger\'s included. When it fires the batch is rolled back: nothing of it was recorded and running it again is safe. A COMMIT waiting for a synchronous standby is cancelled after this + 1 second; the batch is then recorded on the server but not confirmed by the standby (the error says so).',
 		},
 		{
 			displayName: 'Lock Timeout (Ms)',
