@@ -178,6 +178,8 @@ async function runCase(c: Case): Promise<Figures> {
 	const pool = new Pool({ connectionString: `postgres://postgres@127.0.0.1:${endpoint.port}/ledger`, max: 10, connectionTimeoutMillis: 2000 });
 	pool.on('error', () => undefined);
 	pool.on('connect', (cl) => cl.on('error', () => undefined));
+	// Ends every worker loop, also when the case fails midway.
+	let stopAll = () => undefined as void;
 	try {
 		const direct = new Pool({ connectionString: primary.url, max: 1 });
 		await migrate(direct, SCHEMA, true);
@@ -232,14 +234,14 @@ async function runCase(c: Case): Promise<Figures> {
 				await sleep(5);
 			}
 		};
-		let draining = false;
+		// Consumers run until the queue is drained (after the producers stopped), not until `stop`.
+		let consumersDone = false;
 		const consumer = async () => {
-			while (!stop || draining) {
+			while (!consumersDone) {
 				try {
 					const got = await dequeue(pool, SCHEMA, { queue: QUEUE, limit: 5, leaseSeconds: TASK_LEASE_S }, BOUNDS);
 					if (got.length === 0) {
 						await sleep(20);
-						if (stop && !draining) return;
 						continue;
 					}
 					for (const t of got) await outside.run((t.payload as { ref: string }).ref);
@@ -251,6 +253,10 @@ async function runCase(c: Case): Promise<Figures> {
 					await failed();
 				}
 			}
+		};
+		stopAll = () => {
+			stop = true;
+			consumersDone = true;
 		};
 		const workers = [...[0, 1, 2, 3].map(ledgerWorker), producer()];
 		const consumers = [consumer(), consumer(), consumer()];
@@ -299,7 +305,6 @@ async function runCase(c: Case): Promise<Figures> {
 		stop = true;
 		await Promise.all(workers);
 		// Drain: every task left (pending, or claimed on the old primary with its lease running out).
-		draining = true;
 		const drainUntil = Date.now() + 30_000;
 		for (;;) {
 			const [r] = await standby.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.queue_tasks WHERE queue = $1 AND status IN ('pending', 'processing')`, [QUEUE]);
@@ -307,7 +312,7 @@ async function runCase(c: Case): Promise<Figures> {
 			if (Date.now() > drainUntil) throw new Error(`queue not drained: ${r.n} left`);
 			await sleep(100);
 		}
-		draining = false;
+		consumersDone = true;
 		await Promise.all(consumers);
 
 		// Count on the new primary.
@@ -348,6 +353,7 @@ async function runCase(c: Case): Promise<Figures> {
 			errorsDuringFailover: errors,
 		};
 	} finally {
+		stopAll();
 		await pool.end().catch(() => undefined);
 		await endpoint.close();
 		await outside.close();
