@@ -19,7 +19,7 @@ describe('batchFailure after a failover', () => {
 	});
 
 	it('ReplicationUnconfirmedError: "may have been recorded", names the cause, per-item repeat safety', () => {
-		const e = new ReplicationUnconfirmedError(31_004).withRepeatSafety([true, false]);
+		const e = new ReplicationUnconfirmedError(31_004, false, [true, false]);
 		const items = batchFailure(fns(true), e, 'Enqueue', [3, 7]);
 		expect(items.map((i) => i.pairedItem)).toEqual([{ item: 3 }, { item: 7 }]);
 		for (const i of items) {
@@ -35,7 +35,7 @@ describe('batchFailure after a failover', () => {
 	it('without continueOnFail the node fails with the same head and says whether running it again is safe', () => {
 		const safe = (() => {
 			try {
-				batchFailure(fns(false), new ReplicationUnconfirmedError(null), 'Confirm Operation', [0]);
+				batchFailure(fns(false), new ReplicationUnconfirmedError(null, false, true), 'Confirm Operation', [0]);
 			} catch (e) {
 				return e as NodeOperationError;
 			}
@@ -46,7 +46,7 @@ describe('batchFailure after a failover', () => {
 		expect(safe.description).toMatch(/^Running the execution again is safe/);
 		let unsafe: NodeOperationError | undefined;
 		try {
-			batchFailure(fns(false), new ReplicationUnconfirmedError(2000).withRepeatSafety([false]), 'Enqueue', [0]);
+			batchFailure(fns(false), new ReplicationUnconfirmedError(2000, false, [false]), 'Enqueue', [0]);
 		} catch (e) {
 			unsafe = e as NodeOperationError;
 		}
