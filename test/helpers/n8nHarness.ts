@@ -50,13 +50,41 @@ export interface N8nInstance {
 	logTail(n?: number): string;
 }
 
+/** A package of the n8n runtime that node-gyp builds (scripts/lib/n8n.mjs nativeModules). */
+export interface NativeModule {
+	name: string;
+	version: string;
+	path: string;
+	dir: string;
+	optional: boolean;
+	loads?: boolean;
+	error?: string;
+}
+
+export interface RuntimeState {
+	installed: boolean;
+	recipe?: number;
+	native: NativeModule[];
+	missing: NativeModule[];
+	optionalMissing: NativeModule[];
+	ok: boolean;
+}
+
 export interface Harness {
 	/** The n8n version under test (N8N_VERSION, default the pinned one) and its major. */
 	N8N_VERSION: string;
 	N8N_MAJOR: number;
 	NODE_VERSION: string;
 	packPackage(): Promise<string>;
-	ensureN8n(): Promise<{ dir: string }>;
+	ensureN8n(opts?: { log?: (m: string) => void; dir?: string }): Promise<{ dir: string; nodeBin: string; binDir: string }>;
+	/** ~/.cache/n8n-nodes-operation-ledger/n8n-<version> (XDG_CACHE_HOME moves ~/.cache; read at each call). */
+	n8nRuntimeDir(): string;
+	/** The runtime check: loads every native module with the runtime's Node (see scripts/lib/n8n.mjs). */
+	inspectRuntime(dir: string): RuntimeState;
+	nativeModules(dir: string): NativeModule[];
+	runtimeNodeHeaders(dir: string): string | undefined;
+	RUNTIME_RECIPE: number;
+	RECIPE_FILE: string;
 	createN8nInstance(opts: Json): Promise<N8nInstance>;
 	outputItems(r: RunResult, node: string): Json[][] | undefined;
 	outputsTaken(r: RunResult, node: string): number[];
