@@ -3,7 +3,7 @@
 //
 //   1. A database: DATABASE_URL when set, otherwise an embedded Postgres (started here, in
 //      .cache/embedded-pg; nothing to install or configure).
-//   2. n8n 2.33.7 with Node 22 (installed once into ~/.cache/n8n-nodes-operation-ledger; the first
+//   2. n8n 2.33.7 with Node 22 (or N8N_VERSION / N8N_NODE_VERSION; installed once into ~/.cache/n8n-nodes-operation-ledger; the first
 //      time takes several minutes), this package built, packed and installed the way the Community
 //      Nodes UI does, n8n started.
 //   3. A fake payments provider on 127.0.0.1 (test/helpers/fakePaymentsApi.ts).
@@ -76,7 +76,7 @@ async function main() {
 		step('2. n8n with this package installed as a community node');
 		let t = Date.now();
 		const rt = await ensureN8n({ log: (m) => info(m) });
-		info(`n8n ${rt.version} with Node 22: ${rt.dir} (${secs(Date.now() - t)})`);
+		info(`n8n ${rt.version} with Node ${rt.nodeVersion.replace(/^v/, '')}: ${rt.dir} (${secs(Date.now() - t)})`);
 		t = Date.now();
 		const tarball = await packPackage();
 		info(`Built and packed this package: ${path.basename(tarball)} (${secs(Date.now() - t)})`);

@@ -2,23 +2,32 @@
 // `npm test`: every jest project (unit, integration, e2e with a real n8n) on a real Postgres.
 //
 // Database, first that applies:
+//   0. TEST_PG_VERSION=<major> (14, 15, 16, 17 or 18): an embedded Postgres of that major, started
+//      here and stopped at the end; the private clusters of the hardening tests use that major's
+//      binaries too (`TEST_PG_VERSION=14 npm test -- --selectProjects integration`);
 //   1. DATABASE_URL when set;
 //   2. postgres://postgres@127.0.0.1:5432/test when CI=true, or when that server answers;
-//   3. an embedded Postgres (scripts/lib/embedded-pg.mjs), started here and stopped at the end
-//      (TEST_DATABASE=embedded forces this one).
-// DATABASE_URL is exported to jest. Extra arguments go to jest (`npm test -- --selectProjects unit`).
+//   3. an embedded Postgres (scripts/lib/embedded-pg.mjs, PostgreSQL 18), started here and stopped
+//      at the end (TEST_DATABASE=embedded forces this one).
+// DATABASE_URL is exported to jest; the first line printed names the database and its server
+// version. Extra arguments go to jest (`npm test -- --selectProjects unit`).
 // jest writes its results as JSON to .cache/test-results/jest.json; the last line printed is
 // `N passed, N failed`, counted from those results (a suite that could not run counts as one
 // failed test); the same line goes to .cache/test-results/summary.txt. Exit status: non-zero when anything failed or jest itself failed.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { canConnect, repoRoot, startEmbeddedPostgres } from './lib/embedded-pg.mjs';
+import { canConnect, repoRoot, requestedPgMajor, startEmbeddedPostgres } from './lib/embedded-pg.mjs';
 
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const JEST_WATCHDOG_MS = 60 * 60_000;
 
 async function chooseDatabase() {
+	const major = requestedPgMajor();
+	if (major !== undefined) {
+		const db = await startEmbeddedPostgres({ major });
+		return { ...db, source: `embedded Postgres ${major} (TEST_PG_VERSION=${process.env.TEST_PG_VERSION}, ${db.dataDir})` };
+	}
 	if (process.env.TEST_DATABASE === 'embedded') {
 		const db = await startEmbeddedPostgres();
 		return { ...db, source: `embedded Postgres (TEST_DATABASE=embedded, ${db.dataDir})` };
@@ -28,6 +37,21 @@ async function chooseDatabase() {
 	if (await canConnect(LOCAL_URL, 2000)) return { url: LOCAL_URL, source: 'local server 127.0.0.1:5432', stop: async () => {} };
 	const db = await startEmbeddedPostgres();
 	return { ...db, source: `embedded Postgres (${db.dataDir})` };
+}
+
+/** `SHOW server_version` of the server at `url` (e.g. "14.23"), or "(version unknown: <why>)". */
+async function serverVersion(url) {
+	const { default: pg } = await import('pg');
+	const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, query_timeout: 5000 });
+	client.on('error', () => undefined);
+	try {
+		await client.connect();
+		return (await client.query('SHOW server_version')).rows[0].server_version;
+	} catch (e) {
+		return `(version unknown: ${e.message})`;
+	} finally {
+		await client.end().catch(() => undefined);
+	}
 }
 
 function redact(url) {
@@ -42,7 +66,7 @@ async function main() {
 	rmSync(path.join(resultsDir, 'summary.txt'), { force: true });
 
 	const db = await chooseDatabase();
-	console.log(`Database: ${db.source}: ${redact(db.url)}`);
+	console.log(`Database: ${db.source}: ${redact(db.url)}, PostgreSQL ${await serverVersion(db.url)}`);
 
 	const jestBin = path.join(repoRoot, 'node_modules', 'jest', 'bin', 'jest.js');
 	const args = [jestBin, '--ci', '--json', `--outputFile=${resultsFile}`, ...process.argv.slice(2)];

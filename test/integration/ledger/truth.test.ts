@@ -124,14 +124,16 @@ describe('serializable isolation', () => {
 		const role = `ol_ser_${randomBytes(4).toString('hex')}`;
 		const admin = new Client({ connectionString: DATABASE_URL });
 		await admin.connect();
-		await admin.query(`CREATE ROLE "${role}" LOGIN`);
+		// A password, for servers that ask for one (the embedded Postgres of a bare machine does).
+		const password = randomBytes(12).toString('hex');
+		await admin.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}'`);
 		await admin.query(`ALTER ROLE "${role}" SET default_transaction_isolation = 'serializable'`);
 		await admin.query(`GRANT USAGE ON SCHEMA ${db.schemaSql} TO "${role}"`);
 		await admin.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA ${db.schemaSql} TO "${role}"`);
 		await admin.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${db.schemaSql} TO "${role}"`);
 		const url = new URL(DATABASE_URL);
 		url.username = role;
-		url.password = '';
+		url.password = password;
 		const pool = new Pool({ connectionString: url.toString(), max: 24 });
 		try {
 			const { rows } = await pool.query('SHOW default_transaction_isolation');

@@ -384,11 +384,15 @@ async function freezableProxy(target: URL) {
 
 describe('the LISTEN connection', () => {
 	const url = new URL(DATABASE_URL);
-	const config = (port: number) => ({
-		connectionString: `postgres://${url.username || 'postgres'}@127.0.0.1:${port}${url.pathname}`,
-		schema: 'ol_any',
-		connectTimeoutMs: 500,
-	});
+	// The test server's URL (its password too: the embedded Postgres of a bare machine has one),
+	// pointed at the proxy.
+	const config = (port: number) => {
+		const through = new URL(DATABASE_URL);
+		through.hostname = '127.0.0.1';
+		through.port = String(port);
+		if (!through.username) through.username = 'postgres';
+		return { connectionString: through.toString(), schema: 'ol_any', connectTimeoutMs: 500 };
+	};
 
 	it('connecting to a server that never answers gives up within the connection timeout', async () => {
 		const proxy = await freezableProxy(url);

@@ -65,6 +65,13 @@ describe('nativeModules', () => {
 		expect(harness.nativeModules(dir)[0].dir).toBe(path.join(dir, 'node_modules/sqlite3'));
 	});
 
+	it('lets n8n run without some native modules, each with its reason, but never without sqlite3 or isolated-vm', () => {
+		const without = harness.NATIVE_MODULES_N8N_RUNS_WITHOUT;
+		expect(Object.keys(without)).not.toContain('sqlite3');
+		expect(Object.keys(without)).not.toContain('isolated-vm');
+		for (const why of Object.values(without)) expect(why.length).toBeGreaterThan(20);
+	});
+
 	it('finds nothing in a folder without a lockfile', () => {
 		expect(harness.nativeModules(path.join(dir, 'node_modules'))).toEqual([]);
 	});
