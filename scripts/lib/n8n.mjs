@@ -364,7 +364,7 @@ function runtimeInfo(dir) {
 
 /**
  * Returns the n8n runtime (N8N_VERSION on N8N_NODE_VERSION), installing it first when missing
- * (about 10 minutes and 3.3 GB on a bare machine, sqlite3's build included; a progress line every
+ * (10-15 minutes and 3.3 GB on a bare machine, the native modules' build included; a progress line every
  * 30 s) into n8nRuntimeDir() by the recipe above, and repairing it when it fails the check. A lock
  * folder keeps two processes from installing at once.
  * Options: `log` (one line at a time; default stderr), `dir` (the runtime folder; default
@@ -430,7 +430,7 @@ async function ensureRuntime(dir, log) {
 		if (state.ok) return runtimeInfo(dir);
 		let rebuild;
 		if (!state.installed) {
-			log(`Installing n8n ${N8N_VERSION} with Node ${NODE_VERSION} into ${dir} (first run only, about 10 minutes; progress every 30 s)...`);
+			log(`Installing n8n ${N8N_VERSION} with Node ${NODE_VERSION} into ${dir} (first run only, 10-15 minutes; progress every 30 s)...`);
 			phase = 'installing';
 			await installPackages(dir, installLog);
 			phase = 'building the native modules of';
