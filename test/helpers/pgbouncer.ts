@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chownSync }
 import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { freePort, repoRoot, sleep } from './privatePostgres';
+import { freePort, pgBinaries, repoRoot, sleep } from './privatePostgres';
 
 function findBinary(): string | undefined {
 	for (const p of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer']) if (existsSync(p)) return p;
@@ -71,7 +71,7 @@ function waitForPort(port: number, ms: number): Promise<boolean> {
 /** Starts PgBouncer in `poolMode` in front of 127.0.0.1:`pgPort`/ledger (trust auth as `postgres`). */
 export async function startPgbouncer(pgPort: number, poolMode: 'transaction' | 'session' = 'transaction', poolSize = 5): Promise<Bouncer> {
 	const bin = ensurePgbouncer();
-	const dir = path.join(repoRoot, '.cache', 'hardening', `pgbouncer-${randomBytes(4).toString('hex')}`);
+	const dir = path.join(pgBinaries.clusterBaseDir(repoRoot), 'hardening', `pgbouncer-${randomBytes(4).toString('hex')}`);
 	mkdirSync(dir, { recursive: true });
 	const port = await freePort();
 	const logFile = path.join(dir, 'pgbouncer.log');

