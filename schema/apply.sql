@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 7c13f30ea62a0b5fe798f4c025137e35a7d2c83cf151005bf0c7a7222b131dc1.
+-- Package version 0.1.0; function set SHA-256 160e9dd63944763cd8dbbf3a19f80926728609d076576e3b1b99a605de8849af.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 10 AS ol_newer_schema \gset
+SELECT :ol_version > 11 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (10): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (11): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -79,6 +79,10 @@ SELECT :ol_version < 9 AS ol_pending \gset
 SELECT :ol_version < 10 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0010_queue_aging_sweep.sql
+\endif
+SELECT :ol_version < 11 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0011_ledger_lease_execution.sql
 \endif
 
 -- Never replace the functions of a newer package version with these.
@@ -130,7 +134,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '7c13f30ea62a0b5fe798f4c025137e35a7d2c83cf151005bf0c7a7222b131dc1')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '160e9dd63944763cd8dbbf3a19f80926728609d076576e3b1b99a605de8849af')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

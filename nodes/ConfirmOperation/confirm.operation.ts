@@ -13,6 +13,7 @@ import { getLedgerConnection } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
+import { recordedNextStep } from '../../src/ledger/nextStep';
 import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import type { NodeOperation } from '../shared/router';
@@ -261,8 +262,18 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			possibleDuplicate: r.possibleDuplicate,
 			responseTruncated: p.item.responseTruncated,
 		};
+		const next = recordedNextStep(r.status, p.item.outcome === 'failed' ? p.item.retryable : null, r.result === 'stale');
+		if (next !== null) ledger.nextStep = next;
 		const out =
-			r.result === 'stale' ? OUT.stale : r.status === 'succeeded' ? OUT.succeeded : r.status === 'failed' ? OUT.failed : OUT.unknown;
+			r.result === 'stale'
+				? OUT.stale
+				: r.status === 'succeeded'
+					? OUT.succeeded
+					: r.status === 'failed'
+						? OUT.failed
+						: r.status === 'review'
+							? OUT.review
+							: OUT.unknown;
 		outputs[out].push({ json: { ...item.json, ledger }, binary: item.binary, pairedItem: { item: r.index } });
 	}
 	return outputs;

@@ -13,7 +13,12 @@ const description: INodeProperties[] = [
 		options: [
 			{ name: 'Expired Leases', value: 'expired_lease', description: 'Reserved, but the lease ended without a confirmation' },
 			{ name: 'Failed', value: 'failed', description: 'Confirmed failures, oldest first' },
-			{ name: 'Needs Review', value: 'review', description: 'Reconciliation gave up: a person must decide' },
+			{ name: 'Needs Review', value: 'review', description: 'Reconciliation gave up, or a possible duplicate: a person must decide' },
+			{
+				name: 'Possible Duplicates',
+				value: 'possible_duplicate',
+				description: 'Operations whose write may have taken effect more than once (e.g. it ran again in a retried execution), oldest mark first, any status',
+			},
 			{ name: 'Unknown', value: 'unknown', description: 'The outcome is not known yet' },
 		],
 		default: 'review',

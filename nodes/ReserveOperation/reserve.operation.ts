@@ -9,12 +9,15 @@ import {
 import { reserveOperations, prepareReserveItem, type ReserveResult } from '../../src/ledger/reserve';
 import { releaseUnsent } from '../../src/ledger/confirm';
 import { RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
-import { buildOperationKey } from '../../src/ledger/validate';
+import { businessRequest } from '../../src/ledger/businessRequest';
+import { reserveNextStep } from '../../src/ledger/nextStep';
+import { operationKeyParameter, operationKeyProperties } from '../shared/operationKey';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
 import { UNRECORDED, emptyOutputs } from '../shared/outputs';
+import { InputError } from '../../src/errors';
 import type { NodeOperation } from '../shared/router';
 
 /** Output index per outcome, in the order of RESERVE_OUTCOMES after Unrecorded (nodes/shared/outputs.ts). */
@@ -25,74 +28,15 @@ export const OUTPUT_NAMES = outputLabels(RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS
 const description: INodeProperties[] = [
 	{
 		displayName:
-			'Send the outside write only from the <b>Proceed</b> output, with <code>{{ $json.ledger.idempotencyKey }}</code> as its Idempotency-Key header, then record the result with Confirm Operation',
+			'Send the outside write only from <b>Proceed</b>, with <code>{{ $json.ledger.idempotencyKey }}</code> as its Idempotency-Key header, then record the result with Confirm Operation. ' +
+			'<b>For an HTTP write use Guarded HTTP Request instead</b>: it reserves, sends and records in one node, so n8n\'s Retry never sends it twice. ' +
+			'For any other write node, set its <b>Settings → On Error</b> to <b>Continue (using error output)</b> and connect both of its outputs to Confirm Operation: ' +
+			'then the write never fails the execution, and n8n\'s Retry, which starts again at the node that failed, never runs it a second time.',
 		name: 'notice',
 		type: 'notice',
 		default: '',
 	},
-	{
-		displayName: 'Operation Key',
-		name: 'keyMode',
-		type: 'options',
-		options: [
-			{
-				name: 'Build From Parts',
-				value: 'parts',
-				description: 'Resource:action:entity:version, e.g. payment:charge:order-1001:v1',
-			},
-			{ name: 'Custom Key', value: 'custom', description: 'Any key up to 512 bytes' },
-		],
-		default: 'parts',
-		description: 'The business intent this write carries out. The same intent must always give the same key; never use the execution ID.',
-	},
-	{
-		displayName: 'Resource',
-		name: 'resource',
-		type: 'string',
-		default: '',
-		placeholder: 'payment',
-		required: true,
-		description: 'What kind of thing the write creates or changes, e.g. payment, invoice, email',
-		displayOptions: { show: { keyMode: ['parts'] } },
-	},
-	{
-		displayName: 'Action',
-		name: 'action',
-		type: 'string',
-		default: '',
-		placeholder: 'charge',
-		required: true,
-		description: 'What the write does, e.g. charge, create, send',
-		displayOptions: { show: { keyMode: ['parts'] } },
-	},
-	{
-		displayName: 'Entity',
-		name: 'entity',
-		type: 'string',
-		default: '',
-		placeholder: 'e.g. {{ $json.orderId }}',
-		required: true,
-		description: 'The business identity the write is for, e.g. an order or customer ID',
-		displayOptions: { show: { keyMode: ['parts'] } },
-	},
-	{
-		displayName: 'Version',
-		name: 'version',
-		type: 'string',
-		default: 'v1',
-		description: 'Bump it when the same entity may legitimately get the write again (e.g. a second invoice run)',
-		displayOptions: { show: { keyMode: ['parts'] } },
-	},
-	{
-		displayName: 'Custom Key',
-		name: 'operationKey',
-		type: 'string',
-		default: '',
-		placeholder: 'e.g. invoice:create:{{ $json.customerId }}:v3',
-		required: true,
-		description: 'The operation key: 1 to 512 bytes, no control characters, no leading or trailing spaces',
-		displayOptions: { show: { keyMode: ['custom'] } },
-	},
+	...operationKeyProperties,
 	{
 		displayName: 'Target',
 		name: 'target',
@@ -103,11 +47,30 @@ const description: INodeProperties[] = [
 	},
 	{
 		displayName: 'Request',
+		name: 'requestSource',
+		type: 'options',
+		options: [
+			{
+				name: 'From the Input Item',
+				value: 'input',
+				description:
+					'After a Webhook node: its body (not its headers, query, URL or mode). After a Form Trigger: its fields, without submittedAt and formMode. Otherwise the whole item, without the ledger field of an earlier Reserve.',
+			},
+			{ name: 'Custom', value: 'custom', description: 'Set the fields that define the write yourself, e.g. { orderId, amount, currency }' },
+		],
+		default: 'input',
+		description:
+			'What is fingerprinted (SHA-256 over RFC 8785 canonical JSON): the same request again under the same key answers Done Before, a different one Conflict. It must name what the write does (amounts, recipients), not how it arrived (headers, timestamps, request IDs).',
+	},
+	{
+		displayName: 'Request Fields',
 		name: 'request',
 		type: 'json',
-		default: '={{ $json }}',
-		description:
-			'The request that will be sent. Its fingerprint (SHA-256 over RFC 8785 canonical JSON) tells a retry of this request from a different request under the same key (a conflict). Include what defines the write (amounts, recipients), not timestamps.',
+		default: '',
+		required: true,
+		placeholder: '={{ { orderId: $json.body.orderId, amount: $json.body.amount } }}',
+		description: 'The request that will be sent, as JSON: only what defines the write, not timestamps or delivery details',
+		displayOptions: { show: { requestSource: ['custom'] } },
 	},
 	{
 		displayName: 'Lease (Seconds)',
@@ -132,20 +95,15 @@ const description: INodeProperties[] = [
 async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
 	const outputs = emptyOutputs(1 + RESERVE_OUTCOMES.length);
-	const { prepared, errorItems } = prepareItems(this, items, (i) => {
-		const keyMode = this.getNodeParameter('keyMode', i) as string;
-		const operationKey =
-			keyMode === 'custom'
-				? this.getNodeParameter('operationKey', i)
-				: buildOperationKey({
-						resource: this.getNodeParameter('resource', i),
-						action: this.getNodeParameter('action', i),
-						entity: this.getNodeParameter('entity', i),
-						version: this.getNodeParameter('version', i),
-					});
+	const { prepared, errorItems } = prepareItems(this, items, (i, item) => {
+		const operationKey = operationKeyParameter(this, i);
+		const request =
+			this.getNodeParameter('requestSource', i, 'input') === 'custom'
+				? customRequest(this, i)
+				: businessRequest(item.json).request;
 		return prepareReserveItem(i, {
 			operationKey,
-			request: jsonParameter(this, this.getNodeParameter('request', i), 'The request', i, false),
+			request,
 			target: this.getNodeParameter('target', i, ''),
 			leaseSeconds: this.getNodeParameter('leaseSeconds', i),
 			settleSeconds: this.getNodeParameter('settleSeconds', i, 120),
@@ -230,6 +188,8 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			ledger.reason = r.reason;
 			ledger.repeatOfItem = r.repeatOfItem;
 		}
+		const next = reserveNextStep(r.outcome, r.status, r.leaseExpiresAt);
+		if (next !== null) ledger.nextStep = next;
 		outputs[OUTPUT[r.outcome]].push({
 			json: { ...item.json, ledger },
 			binary: item.binary,
@@ -237,6 +197,19 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 		});
 	}
 	return outputs;
+}
+
+/**
+ * Request: Custom. The fields must be given: an empty value would fingerprint every request of the
+ * key alike, so a different amount would answer Done Before instead of Conflict.
+ * @throws NodeOperationError (not JSON, a member name twice) or InputError (empty).
+ */
+function customRequest(fns: IExecuteFunctions, i: number): unknown {
+	const value = jsonParameter(fns, fns.getNodeParameter('request', i, ''), 'The request', i, false);
+	if (value === null || value === undefined || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0)) {
+		throw new InputError('Request Fields is empty: give the fields that define the write (e.g. { orderId, amount, currency }), or choose Request: From the Input Item');
+	}
+	return value;
 }
 
 /**

@@ -11,7 +11,13 @@ export function eventContext(fns: IExecuteFunctions): EventContext {
 	} catch {
 		workflowId = undefined;
 	}
-	return { executionId: fns.getExecutionId?.() ?? undefined, workflowId, nodeName: fns.getNode().name };
+	let executionMode: string | undefined;
+	try {
+		executionMode = fns.getMode?.() ?? undefined;
+	} catch {
+		executionMode = undefined;
+	}
+	return { executionId: fns.getExecutionId?.() ?? undefined, workflowId, nodeName: fns.getNode().name, executionMode };
 }
 
 /**

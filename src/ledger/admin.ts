@@ -24,7 +24,7 @@ import { eventContextJson, LIMITS, type EventContext, type OperationStatus } fro
 import { checkOperationKey, checkOptionalText } from './validate';
 
 /** What "List" can look for. */
-export const LIST_KINDS = ['unknown', 'review', 'expired_lease', 'failed'] as const;
+export const LIST_KINDS = ['unknown', 'review', 'expired_lease', 'failed', 'possible_duplicate'] as const;
 export type ListKind = (typeof LIST_KINDS)[number];
 
 /** A person's verdict on an operation whose outcome is unknown. */

@@ -44,15 +44,18 @@ export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveOutcome, string>> = {
 
 /**
  * Confirm Operation's outputs, in order: the status a recorded (or repeated) report left, or
- * `stale` for a report the lease no longer allowed (nothing recorded).
+ * `stale` for a report the lease no longer allowed (nothing recorded), then `review`: a success
+ * reported by another execution than the one the lease was granted to (n8n re-ran the write from a
+ * stored Proceed item), recorded as status review and flagged as a possible duplicate.
  */
-export const CONFIRM_OUTPUTS = ['succeeded', 'failed', 'unknown', 'stale'] as const;
+export const CONFIRM_OUTPUTS = ['succeeded', 'failed', 'unknown', 'stale', 'review'] as const;
 export type ConfirmOutput = (typeof CONFIRM_OUTPUTS)[number];
 export const CONFIRM_OUTPUT_LABELS: Readonly<Record<ConfirmOutput, string>> = {
 	succeeded: 'Succeeded',
 	failed: 'Failed',
 	unknown: 'Unknown',
 	stale: 'Stale',
+	review: 'To Review',
 };
 
 /** Reconcile Unknown (Claim)'s one output after Unrecorded. */
@@ -105,11 +108,17 @@ export const LIMITS = {
 	maxReferenceLength: 1000,
 } as const;
 
-/** Context recorded on every event: which execution, workflow and node caused it. */
+/**
+ * Context recorded on every event: which execution, workflow and node caused it. `executionId` is
+ * also what Reserve records as the lease's execution and what Confirm compares it with (a report
+ * from another execution is a possible duplicate; schema/functions/ledger/confirm_operations.sql).
+ * `executionMode` (n8n's mode: trigger, webhook, manual, retry, ...) is recorded in those events.
+ */
 export interface EventContext {
 	executionId?: string;
 	workflowId?: string;
 	nodeName?: string;
+	executionMode?: string;
 }
 
 /**

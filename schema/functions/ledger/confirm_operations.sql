@@ -6,7 +6,20 @@
 -- not_found | busy (the row stayed locked by another transaction for longer than lock_timeout;
 -- nothing was recorded for this item, the other items are unaffected, sending it again is safe).
 -- possible_duplicate is set when a stale report says the write succeeded but the row does not hold
--- that success. Tokens are compared by ledger_token_hash(); no event stores a token.
+-- that success (the row keeps the mark too: possible_duplicate_at, migration 0011), and when a
+-- success is reported by another execution than the one the lease was granted to. Tokens are
+-- compared by ledger_token_hash(); no event stores a token.
+-- Another execution (p_ctx executionId differs from the row's lease_execution_id; both known):
+-- n8n re-ran the write from a stored Proceed item (Retry from the failed node, a partial run in the
+-- editor), so the lease's own execution may have sent it too and its outcome was never reported.
+--   reported succeeded          -> review, flagged possible_duplicate_at, the reference and response
+--                                  kept; event 'possible_duplicate'. A person checks the target
+--                                  (Operation Ledger Admin: List Possible Duplicates, Settle by Hand).
+--   reported failed or unknown  -> unknown (as a report of unknown would; the first execution's
+--                                  write may have taken effect), event 'confirmed_unknown' with
+--                                  {"otherExecution": true, "reported": ...}; if the row is unknown
+--                                  already: result repeated, event 'other_execution_report'.
+-- p_ctx may carry "executionMode" (n8n's mode: retry, manual, ...), recorded in those events.
 -- Going unknown starts the operation's settle window: settle_until = now + settle_seconds, when
 -- the holder reports unknown while its lease is live. Reported after the lease ended, the row goes
 -- unknown through ledger_expire_lease (unknown_since = lease end, window from the lease end: the
@@ -25,6 +38,8 @@ DECLARE
     v_now timestamptz := ledger_now();
     v_from text;
     v_hash bytea;
+    v_other boolean;
+    v_exec text := p_ctx->>'executionId';
     v_done integer[] := '{}';
     v_first jsonb := '[]';
 BEGIN
@@ -43,6 +58,9 @@ BEGIN
         ), locked AS (
             SELECT o.operation_key FROM operations o JOIN items ON items.k = o.operation_key
              WHERE o.status = 'reserved' AND o.lease_token_hash = items.th AND o.lease_expires_at > v_now
+               -- A report from another execution than the lease's goes through phase 2.
+               AND NOT (o.lease_execution_id IS NOT NULL AND p_ctx->>'executionId' IS NOT NULL
+                        AND o.lease_execution_id <> p_ctx->>'executionId')
              ORDER BY o.operation_key
              FOR UPDATE OF o
         ), upd AS (
@@ -114,7 +132,52 @@ BEGIN
                 CONTINUE;
             END IF;
             v_from := op.status;
-            IF op.lease_token_hash = v_hash AND op.status IN ('reserved', 'unknown') THEN
+            v_other := op.lease_execution_id IS NOT NULL AND v_exec IS NOT NULL AND op.lease_execution_id <> v_exec;
+            IF op.lease_token_hash = v_hash AND op.status IN ('reserved', 'unknown') AND v_other THEN
+                -- The write ran again in another execution, on the Proceed item of the lease's own
+                -- execution, whose outcome was never reported: it may have been sent twice.
+                IF op.status = 'reserved' AND op.lease_expires_at <= v_now THEN
+                    op := ledger_expire_lease(op.operation_key, v_now, p_ctx, it.i);
+                    v_from := 'unknown';
+                    late := true;
+                END IF;
+                IF it.o = 'succeeded' THEN
+                    UPDATE operations o
+                       SET status = 'review', external_ref = it.ref, response = it.resp, response_truncated = it.trunc,
+                           reason = format('possible duplicate: execution %s (mode %s) reported the write succeeded on the lease granted to execution %s, which may have sent it too; check the target for more than one write, then settle by hand',
+                                           v_exec, coalesce(p_ctx->>'executionMode', 'unknown'), o.lease_execution_id),
+                           possible_duplicate_at = coalesce(o.possible_duplicate_at, v_now),
+                           unknown_since = coalesce(o.unknown_since, v_now), next_check_at = NULL,
+                           claim_token_hash = NULL, claim_expires_at = NULL, claimed_at = NULL, updated_at = v_now
+                     WHERE o.operation_key = op.operation_key
+                    RETURNING o.* INTO op;
+                    possible_duplicate := true;
+                    PERFORM append_event(op.operation_key, 'possible_duplicate', v_from, 'review', op.attempt, v_hash, p_ctx, it.i,
+                                         jsonb_build_object('reported', it.o, 'externalRef', it.ref, 'leaseExecutionId', op.lease_execution_id,
+                                                            'executionMode', p_ctx->>'executionMode', 'late', late,
+                                                            'responseTruncated', it.trunc));
+                    result := 'recorded';
+                ELSIF op.status = 'reserved' THEN
+                    UPDATE operations o
+                       SET status = 'unknown',
+                           reason = format('execution %s reported %s on the lease granted to execution %s, which may have sent the write: its outcome is unknown%s',
+                                           v_exec, it.o, o.lease_execution_id, coalesce(' (' || it.reason || ')', '')),
+                           unknown_since = v_now, settle_until = v_now + make_interval(secs => o.settle_seconds),
+                           next_check_at = v_now, updated_at = v_now
+                     WHERE o.operation_key = op.operation_key
+                    RETURNING o.* INTO op;
+                    PERFORM append_event(op.operation_key, 'confirmed_unknown', v_from, 'unknown', op.attempt, v_hash, p_ctx, it.i,
+                                         jsonb_build_object('reason', op.reason, 'settleUntil', op.settle_until, 'otherExecution', true,
+                                                            'reported', it.o, 'leaseExecutionId', op.lease_execution_id,
+                                                            'executionMode', p_ctx->>'executionMode'));
+                    result := 'recorded';
+                ELSE
+                    PERFORM append_event(op.operation_key, 'other_execution_report', op.status, op.status, op.attempt, v_hash, p_ctx, it.i,
+                                         jsonb_build_object('reported', it.o, 'reason', it.reason, 'leaseExecutionId', op.lease_execution_id,
+                                                            'executionMode', p_ctx->>'executionMode'));
+                    result := CASE WHEN late THEN 'recorded' ELSE 'repeated' END;
+                END IF;
+            ELSIF op.lease_token_hash = v_hash AND op.status IN ('reserved', 'unknown') THEN
                 IF it.o = 'unknown' THEN
                     IF op.status = 'unknown' THEN
                         result := 'repeated';
@@ -164,7 +227,13 @@ BEGIN
                 -- The event keeps the hash of the token that was presented, never the holder's token.
                 PERFORM append_event(op.operation_key, 'stale_confirmation', op.status, op.status, op.attempt, v_hash, p_ctx, it.i,
                                      jsonb_build_object('reported', it.o, 'externalRef', it.ref, 'reason', it.reason,
-                                                        'possibleDuplicate', possible_duplicate));
+                                                        'possibleDuplicate', possible_duplicate,
+                                                        'executionMode', p_ctx->>'executionMode'));
+                -- The row keeps the mark, so an operator can list it; its status stays as it was.
+                IF possible_duplicate AND op.possible_duplicate_at IS NULL THEN
+                    UPDATE operations o SET possible_duplicate_at = v_now WHERE o.operation_key = op.operation_key
+                    RETURNING o.* INTO op;
+                END IF;
                 result := 'stale';
             END IF;
         EXCEPTION WHEN lock_not_available THEN

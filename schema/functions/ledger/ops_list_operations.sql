@@ -1,7 +1,8 @@
 -- Operator list: operations that need a person, oldest first, paged by keyset.
 -- p_kind: 'unknown' (age from unknown_since), 'review' (age from updated_at, when it entered
 -- review), 'expired_lease' (reserved, lease ended; age from lease_expires_at), 'failed' (age from
--- settled_at). p_min_age_seconds: only operations at least this old (0: all). p_target: only this
+-- settled_at), 'possible_duplicate' (marked as possibly written more than once, any status; age
+-- from possible_duplicate_at, migration 0011). p_min_age_seconds: only operations at least this old (0: all). p_target: only this
 -- target (NULL: all). p_limit: page size. p_after_at / p_after_key: the "next" cursor of the
 -- previous page (NULL for the first page); the page holds rows strictly after it in
 -- (age, operation_key) order, so rows added meanwhile never shift or repeat a page.
@@ -31,6 +32,7 @@ BEGIN
         WHEN 'review' THEN v_col := 'updated_at'; v_where := $w$o.status = 'review'$w$;
         WHEN 'expired_lease' THEN v_col := 'lease_expires_at'; v_where := $w$o.status = 'reserved' AND o.lease_expires_at <= ledger_now()$w$;
         WHEN 'failed' THEN v_col := 'settled_at'; v_where := $w$o.status = 'failed'$w$;
+        WHEN 'possible_duplicate' THEN v_col := 'possible_duplicate_at'; v_where := $w$o.possible_duplicate_at IS NOT NULL$w$;
         ELSE RAISE EXCEPTION 'unknown list kind %', p_kind USING ERRCODE = '22023';
     END CASE;
     v_where := v_where || format(' AND o.%I <= ledger_now() - make_interval(secs => $1) AND ($2::text IS NULL OR o.target = $2)', v_col);

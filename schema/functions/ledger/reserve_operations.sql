@@ -8,6 +8,9 @@
 -- the caller's lock_timeout: nothing was changed for this item, the other items are unaffected;
 -- running the item again is safe).
 -- The lease token is returned to the new holder only; the row and the event log keep its hash.
+-- The row also keeps the execution id the lease was granted to (lease_execution_id, migration 0011),
+-- so confirm_operations can tell a write that ran again in another execution (n8n's Retry from the
+-- failed node, a partial run in the editor) from the holder's own report.
 CREATE OR REPLACE FUNCTION reserve_operations(p_items jsonb, p_ctx jsonb)
 RETURNS TABLE (
     idx integer, outcome text, status text, attempt integer, lease_token uuid,
@@ -43,9 +46,10 @@ BEGIN
             SELECT items.*, gen_random_uuid() AS tok FROM items
         ), ins AS (
             INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
-                                         attempt, idempotency_key, lease_token_hash, lease_expires_at, settle_seconds)
+                                         attempt, idempotency_key, lease_token_hash, lease_expires_at, settle_seconds,
+                                         lease_execution_id)
             SELECT toks.k, 'reserved', toks.f, toks.a, toks.t, toks.r, 1, downstream_idempotency_key(toks.k, 1),
-                   ledger_token_hash(toks.tok), v_now + make_interval(secs => toks.l), toks.s
+                   ledger_token_hash(toks.tok), v_now + make_interval(secs => toks.l), toks.s, p_ctx->>'executionId'
             FROM toks ORDER BY toks.k
             ON CONFLICT (operation_key) DO NOTHING
             RETURNING o.operation_key, o.lease_token_hash, o.lease_expires_at, o.idempotency_key, o.created_at, o.updated_at
@@ -109,9 +113,10 @@ BEGIN
                 -- The key may have vanished since phase 1 (a concurrent inserter rolled back): try again.
                 v_tok := gen_random_uuid();
                 INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
-                                             attempt, idempotency_key, lease_token_hash, lease_expires_at, settle_seconds)
+                                             attempt, idempotency_key, lease_token_hash, lease_expires_at, settle_seconds,
+                                             lease_execution_id)
                 VALUES (it.k, 'reserved', it.f, it.a, it.t, it.r, 1, downstream_idempotency_key(it.k, 1),
-                        ledger_token_hash(v_tok), v_now + make_interval(secs => it.l), it.s)
+                        ledger_token_hash(v_tok), v_now + make_interval(secs => it.l), it.s, p_ctx->>'executionId')
                 ON CONFLICT (operation_key) DO NOTHING
                 RETURNING o.* INTO op;
                 IF FOUND THEN
@@ -142,6 +147,7 @@ BEGIN
                            SET status = 'reserved', attempt = o.attempt + 1,
                                idempotency_key = downstream_idempotency_key(o.operation_key, o.attempt + 1),
                                lease_token_hash = ledger_token_hash(v_tok), lease_expires_at = v_now + make_interval(secs => it.l),
+                               lease_execution_id = p_ctx->>'executionId',
                                settle_seconds = it.s, settle_until = NULL, claimed_at = NULL,
                                external_ref = NULL, response = NULL, response_truncated = false, reason = NULL,
                                retryable = NULL, unknown_since = NULL, reconcile_checks = 0, next_check_at = NULL,

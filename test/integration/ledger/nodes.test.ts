@@ -26,6 +26,7 @@ const reserveParams = (extra: Record<string, unknown> = {}) => ({
 	entity: (i: number) => items[i]?.json.orderId,
 	version: 'v1',
 	target: 'payments-api',
+	requestSource: 'custom',
 	request: (i: number) => ({ amount: items[i]?.json.amount }),
 	leaseSeconds: 60,
 	...extra,
@@ -82,6 +83,7 @@ describe('Reserve Operation node', () => {
 			externalRef: null,
 			replay: false,
 			reason: expect.stringMatching(/^the operation key was already used with a different request/),
+			nextStep: expect.stringMatching(/nothing was sent\. Fix the key or the request/),
 		});
 	});
 
@@ -106,7 +108,7 @@ describe('Reserve Operation node', () => {
 
 	it('a request that is not JSON is an item-level error naming the value', async () => {
 		await expect(
-			runReserve([{ json: { orderId: 'g-1' } }], { params: { request: () => ({ when: new Date(0) }) } }),
+			runReserve([{ json: { orderId: 'g-1' } }], { params: { requestSource: 'custom', request: () => ({ when: new Date(0) }) } }),
 		).rejects.toMatchObject({ message: expect.stringMatching(/request\.when: is a Date/), context: { itemIndex: 0 } });
 		expect(await count('operations', 'payment:charge:g-%')).toBe(0);
 	});

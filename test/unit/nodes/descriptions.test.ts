@@ -34,7 +34,7 @@ describe('node descriptions', () => {
 
 	test('Unrecorded first, then the outcomes', () => {
 		expect(outputNames('reserveOperation')).toEqual(['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before']);
-		expect(outputNames('confirmOperation')).toEqual(['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale']);
+		expect(outputNames('confirmOperation')).toEqual(['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale', 'To Review']);
 		for (const operation of ['enqueue', 'dequeue', 'complete', 'stats']) expect(outputNames('priorityDequeue', { resource: 'task', operation })).toEqual(['Unrecorded', 'Result']);
 	});
 
