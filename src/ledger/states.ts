@@ -58,6 +58,37 @@ export const CONFIRM_OUTPUT_LABELS: Readonly<Record<ConfirmOutput, string>> = {
 	review: 'To Review',
 };
 
+/**
+ * Guarded HTTP Request's outputs after Unrecorded, in order. Sent in this run (the node reserved,
+ * sent and recorded it): succeeded, failed, unknown. Not sent (Reserve's answers): already
+ * succeeded, in progress, needs reconcile, conflict, failed permanently. Then `review`: sent, but
+ * the answer could not be recorded as this lease's (the lease was lost while the request ran:
+ * a stale report, possibly a duplicate).
+ */
+export const GUARDED_OUTPUTS = [
+	'succeeded',
+	'failed',
+	'unknown',
+	'already_succeeded',
+	'in_progress',
+	'needs_reconcile',
+	'conflict',
+	'failed_permanently',
+	'review',
+] as const;
+export type GuardedOutput = (typeof GUARDED_OUTPUTS)[number];
+export const GUARDED_OUTPUT_LABELS: Readonly<Record<GuardedOutput, string>> = {
+	succeeded: 'Succeeded',
+	failed: 'Failed',
+	unknown: 'Unknown',
+	already_succeeded: RESERVE_OUTPUT_LABELS.already_succeeded,
+	in_progress: RESERVE_OUTPUT_LABELS.in_progress,
+	needs_reconcile: RESERVE_OUTPUT_LABELS.needs_reconcile,
+	conflict: RESERVE_OUTPUT_LABELS.conflict,
+	failed_permanently: RESERVE_OUTPUT_LABELS.failed_permanently,
+	review: 'To Review',
+};
+
 /** Reconcile Unknown (Claim)'s one output after Unrecorded. */
 export const CLAIM_OUTPUT_LABEL = 'To Check';
 

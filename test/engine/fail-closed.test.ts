@@ -195,7 +195,7 @@ const scenarios: Scenario[] = [
 		name: 'Confirm',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,
-		outputs: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'],
+		outputs: ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale', 'To Review'],
 		goAhead: [1],
 		build: (id, mode, s) => ({
 			nodes: [

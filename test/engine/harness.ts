@@ -91,6 +91,53 @@ function sinkNode(received: Received): INodeType {
 	};
 }
 
+/**
+ * A write node like n8n's HTTP Request node with its default settings (it is not in this repo's
+ * dependencies): POSTs the item's JSON without `ledger` to `url`, with the item's
+ * ledger.idempotencyKey as Idempotency-Key, and emits the answer's JSON body; a non-2xx answer or
+ * a network error throws (On Error: Stop Workflow), or becomes `{ error }` under Continue.
+ */
+class WriterNode implements INodeType {
+	description = {
+		displayName: 'Test Writer',
+		name: 'writer',
+		group: ['output'],
+		version: 1,
+		description: 'POSTs each item',
+		defaults: { name: 'Writer' },
+		inputs: ['main'],
+		outputs: ['main'],
+		properties: [{ displayName: 'URL', name: 'url', type: 'string', default: '' }],
+	} as unknown as INodeType['description'];
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const out: INodeExecutionData[] = [];
+		const items = this.getInputData();
+		for (let i = 0; i < items.length; i++) {
+			const { ledger, ...body } = items[i].json as { ledger?: { idempotencyKey?: string } };
+			try {
+				const res = await fetch(this.getNodeParameter('url', i) as string, {
+					method: 'POST',
+					headers: { 'content-type': 'application/json', 'idempotency-key': ledger?.idempotencyKey ?? '' },
+					body: JSON.stringify(body),
+					signal: AbortSignal.timeout(2000),
+				});
+				const json = (await res.json().catch(() => ({}))) as INodeExecutionData['json'];
+				if (!res.ok) {
+					if (!this.continueOnFail()) throw new wf.NodeOperationError(this.getNode(), `${res.status} - the target answered ${res.status}`, { itemIndex: i });
+					out.push({ json: { error: { message: `${res.status} - the target answered ${res.status}`, httpCode: String(res.status) } }, pairedItem: { item: i } });
+					continue;
+				}
+				out.push({ json, pairedItem: { item: i } });
+			} catch (e) {
+				if (!this.continueOnFail()) throw e;
+				out.push({ json: { error: { message: (e as Error).message } }, pairedItem: { item: i } });
+			}
+		}
+		return [out];
+	}
+}
+
 export interface EngineOptions {
 	/** Credential data by credential id. */
 	credentials: Record<string, ICredentialDataDecryptedObject>;
@@ -110,8 +157,10 @@ export class Engine {
 			[`${PKG}.priorityDequeue`]: builtNode('PriorityDequeue', 'PriorityDequeue'),
 			[`${PKG}.operationLedgerAdmin`]: builtNode('OperationLedgerAdmin', 'OperationLedgerAdmin'),
 			[`${PKG}.priorityDequeueTrigger`]: builtNode('PriorityDequeueTrigger', 'PriorityDequeueTrigger'),
+			[`${PKG}.guardedHttpRequest`]: builtNode('GuardedHttpRequest', 'GuardedHttpRequest'),
 			'test.source': new SourceNode(),
 			'test.sink': sinkNode(this.received),
+			'test.writer': new WriterNode(),
 		};
 	}
 
@@ -237,6 +286,30 @@ export class Engine {
 		const we = new core.WorkflowExecute(additionalData, 'manual');
 		const run = await we.runPartialWorkflow2(workflow, earlier.data.resultData.runData, {}, dirty, { nodeName: destination, mode: 'inclusive' });
 		return { run, received: { ...this.received } };
+	}
+
+	/**
+	 * n8n's "Retry (from node with error)" of a failed run, as n8n 2.33's executions service and
+	 * workflow runner do it: a NEW execution (new id, mode 'retry') resumes the failed run's data,
+	 * the failed node's errored run removed, so the failed node runs again fed by the stored output
+	 * of every node before it; those nodes do not run again.
+	 */
+	async retry(nodes: INode[], connections: IConnections, failed: IRun): Promise<{ run: IRun; received: Received; executionId: string }> {
+		for (const k of Object.keys(this.received)) delete this.received[k];
+		const data = JSON.parse(JSON.stringify(failed.data)) as IRun['data'];
+		const last = data.resultData.lastNodeExecuted;
+		delete data.resultData.error;
+		if (last) {
+			const runs = data.resultData.runData[last];
+			if (runs?.length && runs[runs.length - 1].error !== undefined) runs.pop();
+		}
+		const id = `wf-engine-${++this.execCounter}`;
+		const workflow = new wf.Workflow({ id, name: id, nodes, connections, active: false, nodeTypes: this.nodeTypes(), staticData: {}, settings: { executionOrder: 'v1' } });
+		const executionId = `exec-${process.pid}-${this.execCounter}`;
+		const additionalData = this.additionalData(executionId, { id, name: id, nodes, connections }, 'retry');
+		const we = new core.WorkflowExecute(additionalData, 'retry', data as never);
+		const run = await we.processRunExecutionData(workflow);
+		return { run, received: { ...this.received }, executionId };
 	}
 
 	/**

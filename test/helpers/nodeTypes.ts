@@ -5,6 +5,7 @@ import { ConfirmOperation } from '../../nodes/ConfirmOperation/ConfirmOperation.
 import { ReconcileUnknown } from '../../nodes/ReconcileUnknown/ReconcileUnknown.node';
 import { PriorityDequeue } from '../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { OperationLedgerAdmin } from '../../nodes/OperationLedgerAdmin/OperationLedgerAdmin.node';
+import { GuardedHttpRequest } from '../../nodes/GuardedHttpRequest/GuardedHttpRequest.node';
 
 export const ACTION_NODES: Record<string, INodeType> = {
 	reserveOperation: new ReserveOperation(),
@@ -12,4 +13,5 @@ export const ACTION_NODES: Record<string, INodeType> = {
 	reconcileUnknown: new ReconcileUnknown(),
 	priorityDequeue: new PriorityDequeue(),
 	operationLedgerAdmin: new OperationLedgerAdmin(),
+	guardedHttpRequest: new GuardedHttpRequest(),
 };

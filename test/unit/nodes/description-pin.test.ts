@@ -11,8 +11,9 @@ import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnkno
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
 import { OperationLedgerAdmin } from '../../../nodes/OperationLedgerAdmin/OperationLedgerAdmin.node';
+import { GuardedHttpRequest } from '../../../nodes/GuardedHttpRequest/GuardedHttpRequest.node';
 
-const nodes: INodeType[] = [new ReserveOperation(), new ConfirmOperation(), new ReconcileUnknown(), new PriorityDequeue(), new PriorityDequeueTrigger(), new OperationLedgerAdmin()];
+const nodes: INodeType[] = [new ReserveOperation(), new ConfirmOperation(), new ReconcileUnknown(), new PriorityDequeue(), new PriorityDequeueTrigger(), new OperationLedgerAdmin(), new GuardedHttpRequest()];
 
 describe('node descriptions stay what saved workflows expect', () => {
 	for (const n of nodes) {

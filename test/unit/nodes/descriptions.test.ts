@@ -38,6 +38,27 @@ describe('node descriptions', () => {
 		for (const operation of ['enqueue', 'dequeue', 'complete', 'stats']) expect(outputNames('priorityDequeue', { resource: 'task', operation })).toEqual(['Unrecorded', 'Result']);
 	});
 
+	test('Guarded HTTP Request: one version, Unrecorded first, the sent results, then what Reserve would answer, then To Review', () => {
+		const d = nodes.guardedHttpRequest.description;
+		expect(d.version).toBe(1);
+		expect((d.outputs as Array<{ displayName: string }>).map((o) => o.displayName)).toEqual([
+			'Unrecorded',
+			'Succeeded',
+			'Failed',
+			'Unknown',
+			'Done Before',
+			'In Progress',
+			'Reconcile',
+			'Conflict',
+			'Failed Before',
+			'To Review',
+		]);
+		// The ledger's credential, plus one of n8n's own HTTP credentials per Authentication choice.
+		expect(d.credentials?.map((c) => c.name)).toEqual(['operationLedgerPostgresApi', 'httpBasicAuth', 'httpBearerAuth', 'httpHeaderAuth', 'httpQueryAuth', 'oAuth2Api']);
+		const timeout = d.properties.find((p) => p.name === 'timeoutMs');
+		expect(timeout).toMatchObject({ required: true, default: 10000, typeOptions: { minValue: 1, maxValue: 600000 } });
+	});
+
 	test('Reconcile Unknown: Claim and Resolve have the same outputs, so switching drops no connection', () => {
 		const all = ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
 		expect(outputNames('reconcileUnknown', { operation: 'claim' })).toEqual(all);
