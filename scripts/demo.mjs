@@ -22,9 +22,10 @@ import { createN8nInstance, ensureN8n, nodesRun, outputItems, outputsTaken, pack
 
 const keep = process.argv.includes('--keep');
 const WORKFLOW_ID = 'idempotent-payment';
-// The nodes' outputs as in workflows/idempotent-payment.json: output 0 is Unrecorded (issue 10).
-const RESERVE_OUTPUTS = ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
-const CONFIRM_OUTPUTS = ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'];
+// Charge Payment is a Guarded HTTP Request (workflows/idempotent-payment.json): it reserves, sends
+// and records in one node; output 0 is Unrecorded.
+const CHARGE = 'Charge Payment';
+const CHARGE_OUTPUTS = ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before', 'To Review'];
 
 const bold = (s) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const step = (s) => console.log(`\n${bold(`== ${s}`)}`);
@@ -33,7 +34,7 @@ const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
 
 function workflowFor(apiUrl, amount) {
 	const wf = JSON.parse(readFileSync(path.join(repoRoot, 'workflows/idempotent-payment.json'), 'utf8'));
-	wf.nodes.find((n) => n.type === 'n8n-nodes-base.httpRequest').parameters.url = `${apiUrl}/payments`;
+	wf.nodes.find((n) => n.name === CHARGE).parameters.url = `${apiUrl}/payments`;
 	const input = wf.nodes.find((n) => n.name === 'Business Input');
 	input.parameters.assignments.assignments.find((a) => a.name === 'amount').value = amount;
 	return wf;
@@ -116,22 +117,15 @@ async function main() {
 			if (run.amount !== 4200) await n8n.importWorkflow(workflowFor(api.url, run.amount));
 			const before = api.requests().filter((q) => q.method === 'POST').length;
 			const r = await n8n.execute(WORKFLOW_ID);
-			const reserveOut = outputsTaken(r, 'Reserve Operation');
-			const confirmOut = outputsTaken(r, 'Confirm Operation');
+			const chargeOut = outputsTaken(r, CHARGE);
 			const sent = api.requests().filter((q) => q.method === 'POST').length - before;
-			taken.push({ reserve: reserveOut.map((i) => RESERVE_OUTPUTS[i]), confirm: confirmOut.map((i) => CONFIRM_OUTPUTS[i]) });
+			taken.push({ charge: chargeOut.map((i) => CHARGE_OUTPUTS[i]) });
 			console.log(`\n   ${bold(run.label)}  (n8n execute: ${secs(r.__ms ?? 0)})`);
-			info(`  Reserve Operation → ${reserveOut.map((i) => RESERVE_OUTPUTS[i]).join(', ') || '(no output)'}`);
-			const reserved = outputItems(r, 'Reserve Operation')?.flat()[0];
-			if (reserved?.ledger) {
-				const l = reserved.ledger;
-				info(`  ledger: key ${l.operationKey}, status ${l.status}, attempt ${l.attempt}${l.externalRef ? `, external ref ${l.externalRef}` : ''}${l.replay ? ', replay' : ''}`);
-			}
-			if (nodesRun(r).includes('Charge Payment')) {
-				info(`  Charge Payment → sent ${sent} request(s) to the provider`);
-				info(`  Confirm Operation → ${confirmOut.map((i) => CONFIRM_OUTPUTS[i]).join(', ') || '(no output)'}`);
-			} else {
-				info(`  Charge Payment did not run: ${sent} request(s) sent to the provider`);
+			info(`  Charge Payment (Guarded HTTP Request) → ${chargeOut.map((i) => CHARGE_OUTPUTS[i]).join(', ') || '(no output)'}; sent ${sent} request(s) to the provider`);
+			const item = outputItems(r, CHARGE)?.flat()[0];
+			if (item?.ledger) {
+				const l = item.ledger;
+				info(`  ledger: key ${l.operationKey}, status ${l.status}, attempt ${l.attempt}${l.externalRef ? `, external ref ${l.externalRef}` : ''}${l.replay ? ', replay' : ''}${l.sent ? ', sent now' : ', not sent'}`);
 			}
 			info(`  path: ${nodesRun(r).join(' → ')}`);
 		}
@@ -154,17 +148,13 @@ async function main() {
 		console.log(`\n   ${bold('Event log')} (${schema}.operation_events, never pruned)`);
 		for (const l of table(events.rows, ['event_id', 'event', 'from_status', 'to_status', 'attempt', 'execution_id', 'node_name', 'created_at'])) info(l);
 
-		const expected = [
-			{ reserve: ['Proceed'], confirm: ['Succeeded'] },
-			{ reserve: ['Done Before'], confirm: [] },
-			{ reserve: ['Conflict'], confirm: [] },
-		];
+		const expected = [{ charge: ['Succeeded'] }, { charge: ['Done Before'] }, { charge: ['Conflict'] }];
 		const pathsOk = JSON.stringify(taken) === JSON.stringify(expected);
 		const row = ops.rows[0];
 		const ledgerOk = ops.rows.length === 1 && row.status === 'succeeded' && row.external_ref === payments[0]?.id;
 		holds = payments.length === 1 && posts.length === 1 && pathsOk && ledgerOk;
 		console.log(`\n   ${bold('Outputs taken')}`);
-		taken.forEach((x, i) => info(`run ${i + 1}: Reserve → ${x.reserve.join(', ')}${x.confirm.length ? `; Confirm → ${x.confirm.join(', ')}` : ''}`));
+		taken.forEach((x, i) => info(`run ${i + 1}: Charge Payment → ${x.charge.join(', ')}`));
 		console.log('');
 		if (holds) {
 			console.log(

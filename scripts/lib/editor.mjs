@@ -24,8 +24,9 @@
 // - probe "admin switch": Operation Ledger Admin as Settle by Hand with Settled and Refused
 //   connected; switched Settle by Hand -> Get -> Settle by Hand and saved: both connections must
 //   still be there (one output list for every operation);
-// - the Reserve Operation panel and the Priority Dequeue (Dequeue) panel: no placeholder; the
-//   Dequeue panel shows the Priority Groups list;
+// - the Reserve Operation panel (its notice names Guarded HTTP Request and the On Error setting),
+//   the Guarded HTTP Request panel (the payment example's Charge Payment) and the Priority Dequeue
+//   (Dequeue) panel: no placeholder; the Dequeue panel shows the Priority Groups list;
 // - the credential test passing and failing.
 //
 // Database: DATABASE_URL, else an embedded Postgres. Bounded: every wait has a timeout; a run takes
@@ -82,6 +83,7 @@ const FRESH = {
 		pkgNode('f4', 'Priority Dequeue', 'priorityDequeue', 1, [0, 400]),
 		pkgNode('f5', 'Operation Ledger Admin', 'operationLedgerAdmin', 1, [300, 400], { operation: 'settle' }),
 		pkgNode('f6', 'Priority Dequeue Trigger', 'priorityDequeueTrigger', 1, [600, 400]),
+		pkgNode('f7', 'Guarded HTTP Request', 'guardedHttpRequest', 1, [900, 0]),
 	],
 	connections: {},
 	settings: {},
@@ -313,11 +315,21 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 					: '',
 		);
 
-		// 5. The Reserve Operation panel (the payment example) and the Dequeue panel (the consumer).
-		await openCanvas('idempotent-payment');
+		// 5. The Reserve Operation panel (a fresh node), the Guarded HTTP Request panel (the payment
+		// example's Charge Payment) and the Dequeue panel (the consumer).
+		await openCanvas(FRESH.id);
 		await openNode('Reserve Operation');
+		const reservePanel = await page.locator('[data-test-id="ndv"]').innerText();
+		check('Reserve panel: the notice names Guarded HTTP Request and On Error: Continue (using error output)', /Guarded HTTP Request/.test(reservePanel) && /Continue \(using error output\)/.test(reservePanel) ? '' : 'notice text missing');
 		await shot('reserve-operation-panel');
 		await noPlaceholder('Reserve panel');
+		await closePanel();
+		await openCanvas('idempotent-payment');
+		await openNode('Charge Payment');
+		const guardedPanel = await page.locator('[data-test-id="ndv"]').innerText();
+		check('Guarded HTTP Request panel: shows its notice and Timeout (ms)', /all in this node/.test(guardedPanel) && /Timeout/.test(guardedPanel) ? '' : 'notice or Timeout missing');
+		await shot('guarded-http-request-panel');
+		await noPlaceholder('Guarded HTTP Request panel');
 		await closeModals();
 		const consumer = examples.find((e) => e.file === 'priority-consumer');
 		if (consumer) {

@@ -81,12 +81,11 @@ function paymentWorkflow(apiUrl: string, id: string, webhookPath: string): Json 
 	});
 	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
 	for (const a of input.parameters.assignments.assignments) a.value = `={{ $json.body.${a.name} }}`;
-	const reserveNode = wf.nodes.find((n: Json) => n.type.endsWith('.reserveOperation'));
-	reserveNode.parameters.leaseSeconds = LEASE_SECONDS;
-	reserveNode.parameters.settleSeconds = SETTLE_SECONDS;
-	const http = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.httpRequest');
-	http.parameters.url = `${apiUrl}/payments`;
-	http.parameters.options.timeout = HTTP_TIMEOUT_MS;
+	const charge = wf.nodes.find((n: Json) => n.type.endsWith('.guardedHttpRequest'));
+	charge.parameters.leaseSeconds = LEASE_SECONDS;
+	charge.parameters.settleSeconds = SETTLE_SECONDS;
+	charge.parameters.url = `${apiUrl}/payments`;
+	charge.parameters.timeoutMs = HTTP_TIMEOUT_MS;
 	return wf;
 }
 

@@ -1,12 +1,13 @@
 /**
  * The riskiest fail-closed combinations (issue 10) in a real n8n 2.33.7 process, with the package
- * installed the way users install it. Each is workflows/idempotent-payment.json (Unrecorded first)
- * with Reserve's settings changed; the provider is a local fake that records every POST:
+ * installed the way users install it. Each is workflows/idempotent-payment.json with the settings
+ * of its Charge Payment node (a Guarded HTTP Request: reserve, send, record) changed; the provider
+ * is a local fake that records every POST:
  *   - On Error "Continue (regular output)" + Always Output Data, credential on a closed port: the
- *     error item goes to Unrecorded, the payment node never runs;
+ *     error item goes to Unrecorded, nothing is sent;
  *   - the same with an empty key part (bad input);
  *   - Always Output Data, same order twice: run 2 answers Done Before and n8n's empty item
- *     goes to Unrecorded, not to Proceed; exactly one payment.
+ *     goes to Unrecorded, not to Succeeded; exactly one payment.
  * test/engine/ covers the whole matrix in n8n-core's engine; this proves the layout in n8n itself.
  */
 import { randomBytes } from 'node:crypto';
@@ -30,7 +31,7 @@ async function closedPort(): Promise<number> {
 	});
 }
 
-/** idempotent-payment.json as workflow `id`, Reserve with `reserve` settings, Unrecorded → a No Op node. */
+/** idempotent-payment.json as workflow `id`, Charge Payment with `reserve` settings, Unrecorded → a No Op node. */
 function variant(id: string, apiUrl: string, opts: { credential: string; orderId: string; reserve: Json }): Json {
 	const wf = JSON.parse(readFileSync(path.join(ROOT, 'workflows/idempotent-payment.json'), 'utf8'));
 	wf.id = id;
@@ -39,12 +40,12 @@ function variant(id: string, apiUrl: string, opts: { credential: string; orderId
 	byName('Charge Payment').parameters.url = `${apiUrl}/payments`;
 	const order = byName('Business Input').parameters.assignments.assignments.find((a: Json) => a.name === 'orderId');
 	order.value = opts.orderId;
-	const reserve = byName('Reserve Operation');
-	expect(reserve.typeVersion).toBe(1);
+	const reserve = byName('Charge Payment');
+	expect(reserve.type).toBe('n8n-nodes-operation-ledger.guardedHttpRequest');
 	Object.assign(reserve, opts.reserve);
 	for (const n of wf.nodes) if (n.credentials?.operationLedgerPostgresApi) n.credentials.operationLedgerPostgresApi = { id: opts.credential, name: opts.credential };
 	wf.nodes.push({ id: `${id}-nr`, name: 'Unrecorded', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [400, 400], parameters: {} });
-	wf.connections['Reserve Operation'].main[0] = [{ node: 'Unrecorded', type: 'main', index: 0 }];
+	wf.connections['Charge Payment'].main[0] = [{ node: 'Unrecorded', type: 'main', index: 0 }];
 	return wf;
 }
 
@@ -98,30 +99,30 @@ describe('fail-closed outputs in a real n8n', () => {
 
 	test('database down under Continue (regular output) + Always Output Data: Unrecorded, no payment', async () => {
 		const r = await execute('fc-down');
-		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([0]);
-		expect(String(harness.outputItems(r, 'Reserve Operation')![0][0].error)).toMatch(/nothing of this batch was recorded.*database connection failed/);
+		expect(harness.outputsTaken(r, 'Charge Payment')).toEqual([0]);
+		expect(String(harness.outputItems(r, 'Charge Payment')![0][0].error)).toMatch(/nothing of this batch was recorded.*database connection failed/);
 		expect(harness.nodesRun(r)).toContain('Unrecorded');
-		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
+		expect(harness.nodesRun(r)).not.toContain('Paid');
 		expect(posts()).toBe(0);
 	}, 5 * 60_000);
 
 	test('an empty key part under Continue (regular output): Unrecorded, no payment, nothing written', async () => {
 		const r = await execute('fc-invalid');
-		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([0]);
-		expect(String(harness.outputItems(r, 'Reserve Operation')![0][0].error)).toMatch(/entity/);
-		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
+		expect(harness.outputsTaken(r, 'Charge Payment')).toEqual([0]);
+		expect(String(harness.outputItems(r, 'Charge Payment')![0][0].error)).toMatch(/entity/);
+		expect(harness.nodesRun(r)).not.toContain('Paid');
 		expect(posts()).toBe(0);
 	}, 5 * 60_000);
 
-	test('Always Output Data, same order twice: one payment; run 2 sends the empty item to Unrecorded', async () => {
+	test('Always Output Data, same order twice: one payment; run 2 sends the empty item to Unrecorded, not to Succeeded', async () => {
 		const r1 = await execute('fc-aod');
-		expect(harness.nodesRun(r1)).toContain('Charge Payment');
+		expect(harness.nodesRun(r1)).toContain('Paid');
 		expect(posts()).toBe(1);
 		const r2 = await execute('fc-aod');
-		// Done Before (2) holds the replay; n8n's empty item is on output 0, Unrecorded.
-		expect(harness.outputsTaken(r2, 'Reserve Operation').sort()).toEqual([0, 2]);
-		expect(harness.outputItems(r2, 'Reserve Operation')![0]).toEqual([{}]);
-		expect(harness.nodesRun(r2)).not.toContain('Charge Payment');
+		// Done Before (4) holds the replay; n8n's empty item is on output 0, Unrecorded.
+		expect(harness.outputsTaken(r2, 'Charge Payment').sort()).toEqual([0, 4]);
+		expect(harness.outputItems(r2, 'Charge Payment')![0]).toEqual([{}]);
+		expect(harness.nodesRun(r2)).not.toContain('Paid');
 		expect(posts()).toBe(1);
 		const { rows } = await pg.query(`SELECT count(*)::int AS n FROM "${schema}".operations`);
 		expect(rows).toEqual([{ n: 1 }]);

@@ -7,8 +7,9 @@
  * order key with a different amount:
  *   - the provider holds exactly one payment, and received exactly one POST;
  *   - the ledger row is succeeded with the provider's reference;
- *   - run 1: Reserve → Proceed, Confirm → Succeeded; run 2: Reserve → Done Before (replay of
- *     pay_1, nothing sent); run 3: Reserve → Conflict (nothing sent, not answered with pay_1).
+ *   - run 1: Charge Payment (a Guarded HTTP Request: reserve, send, record in one node) →
+ *     Succeeded; run 2: Done Before (replay of pay_1, nothing sent); run 3: Conflict (nothing sent,
+ *     not answered with pay_1).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -20,17 +21,16 @@ import { embedded, harness, type Json, type N8nInstance, type RunResult } from '
 const ROOT = path.resolve(__dirname, '../..');
 const WORKFLOW_ID = 'idempotent-payment';
 const OPERATION_KEY = 'payment:charge:order-1001:v1';
-// Reserve Operation's outputs, in order; Confirm Operation's outputs, in order (output 0 is
-// Unrecorded).
-const RESERVE = { notRecorded: 0, proceed: 1, alreadySucceeded: 2, inProgress: 3, needsReconcile: 4, conflict: 5, failedPermanently: 6 };
-const CONFIRM = { notRecorded: 0, succeeded: 1, failed: 2, unknown: 3, stale: 4 };
+// Guarded HTTP Request's outputs, in order (output 0 is Unrecorded).
+const CHARGE = { notRecorded: 0, succeeded: 1, failed: 2, unknown: 3, alreadySucceeded: 4, inProgress: 5, needsReconcile: 6, conflict: 7, failedPermanently: 8, review: 9 };
+const NODE = 'Charge Payment';
 
 /** The example workflow with its HTTP Request pointed at `apiUrl` and the business amount set. */
 function workflowFor(apiUrl: string, amount: number): Json {
 	const wf = JSON.parse(readFileSync(path.join(ROOT, 'workflows/idempotent-payment.json'), 'utf8'));
-	const http = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.httpRequest');
+	const http = wf.nodes.find((n: Json) => n.name === NODE && n.type === 'n8n-nodes-operation-ledger.guardedHttpRequest');
 	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
-	if (!http || !input) throw new Error('workflows/idempotent-payment.json lacks its HTTP Request or Business Input node');
+	if (!http || !input) throw new Error('workflows/idempotent-payment.json lacks its Guarded HTTP Request or Business Input node');
 	http.parameters.url = `${apiUrl}/payments`;
 	const amountField = input.parameters.assignments.assignments.find((a: Json) => a.name === 'amount');
 	amountField.value = amount;
@@ -102,18 +102,14 @@ describe('idempotent payment in a real n8n', () => {
 		return r;
 	}
 
-	test('run 1: Reserve proceeds, the payment is sent once, Confirm records success', async () => {
+	test('run 1: Charge Payment reserves, sends the payment once and records success', async () => {
 		const r = await execute('run 1 (amount 4200)');
-		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.proceed]);
-		const reserved = harness.outputItems(r, 'Reserve Operation')![RESERVE.proceed][0];
-		expect(reserved.ledger).toMatchObject({ operationKey: OPERATION_KEY, attempt: 1 });
+		expect(harness.outputsTaken(r, NODE)).toEqual([CHARGE.succeeded]);
+		const reserved = harness.outputItems(r, NODE)![CHARGE.succeeded][0];
+		expect(reserved.ledger).toMatchObject({ operationKey: OPERATION_KEY, attempt: 1, sent: true, status: 'succeeded', externalRef: 'pay_1' });
 		expect(typeof reserved.ledger.idempotencyKey).toBe('string');
 		expect(reserved.ledger.idempotencyKey.length).toBeGreaterThan(0);
-
-		expect(harness.outputsTaken(r, 'Charge Payment')).toEqual([0]);
-		expect(harness.outputsTaken(r, 'Confirm Operation')).toEqual([CONFIRM.succeeded]);
-		const confirmed = harness.outputItems(r, 'Confirm Operation')![CONFIRM.succeeded][0];
-		expect(confirmed.ledger).toMatchObject({ operationKey: OPERATION_KEY, status: 'succeeded', externalRef: 'pay_1' });
+		expect(reserved.response).toMatchObject({ statusCode: 201, body: { id: 'pay_1' } });
 		expect(harness.nodesRun(r)).toContain('Paid');
 
 		// The provider saw the ledger's downstream key in the Idempotency-Key header.
@@ -123,27 +119,27 @@ describe('idempotent payment in a real n8n', () => {
 		expect(posts[0].body).toEqual({ customerId: 'cus_42', amount: 4200, currency: 'EUR' });
 	}, 5 * 60_000);
 
-	test('run 2, same input: Reserve answers Done Before with pay_1 and nothing is sent', async () => {
+	test('run 2, same input: Done Before with pay_1 and nothing is sent', async () => {
 		const r = await execute('run 2 (amount 4200 again)');
-		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.alreadySucceeded]);
-		const replay = harness.outputItems(r, 'Reserve Operation')![RESERVE.alreadySucceeded][0];
-		expect(replay.ledger).toMatchObject({ operationKey: OPERATION_KEY, status: 'succeeded', externalRef: 'pay_1', replay: true });
+		expect(harness.outputsTaken(r, NODE)).toEqual([CHARGE.alreadySucceeded]);
+		const replay = harness.outputItems(r, NODE)![CHARGE.alreadySucceeded][0];
+		expect(replay.ledger).toMatchObject({ operationKey: OPERATION_KEY, status: 'succeeded', externalRef: 'pay_1', replay: true, sent: false });
+		// The stored answer comes back: the client gets what it got the first time.
+		expect(replay.response).toMatchObject({ statusCode: 201, body: { id: 'pay_1' } });
 		expect(harness.nodesRun(r)).toContain('Already Paid');
-		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
-		expect(harness.nodesRun(r)).not.toContain('Confirm Operation');
+		expect(harness.nodesRun(r)).not.toContain('Paid');
 		expect(api.requests().filter((q) => q.method === 'POST')).toHaveLength(1);
 	}, 5 * 60_000);
 
 	test('run 3, same order key with a different amount: Conflict, nothing sent, not answered with pay_1', async () => {
 		await n8n!.importWorkflow(workflowFor(api.url, 9900));
 		const r = await execute('run 3 (amount 9900)');
-		expect(harness.outputsTaken(r, 'Reserve Operation')).toEqual([RESERVE.conflict]);
-		const conflict = harness.outputItems(r, 'Reserve Operation')![RESERVE.conflict][0];
+		expect(harness.outputsTaken(r, NODE)).toEqual([CHARGE.conflict]);
+		const conflict = harness.outputItems(r, NODE)![CHARGE.conflict][0];
 		expect(conflict.amount).toBe(9900);
 		expect(conflict.ledger).toMatchObject({ operationKey: OPERATION_KEY });
 		expect(JSON.stringify(conflict.ledger)).not.toContain('pay_1');
 		expect(harness.nodesRun(r)).toContain('Conflict: Different Request');
-		expect(harness.nodesRun(r)).not.toContain('Charge Payment');
 		expect(api.requests().filter((q) => q.method === 'POST')).toHaveLength(1);
 	}, 5 * 60_000);
 
