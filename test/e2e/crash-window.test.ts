@@ -16,6 +16,11 @@
  * succeeded ledger row holding the provider's reference. A table of the cases is printed.
  *
  * Then a Wait node whose resume URL is called twice at once: at most one payment.
+ *
+ * The payment workflow is workflows/idempotent-payment.json, whose Charge Payment is a Guarded
+ * HTTP Request (reserve, send, record in one node). After the SIGKILL the test also presses both
+ * of n8n's Retry buttons (POST /rest/executions/:id/retry, loadWorkflow true and false) on the dead
+ * execution, as an operator would, and logs what n8n did: neither may send the charge again.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -24,6 +29,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
 import { harness, sleep, until, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { ownerSession, type N8nRest } from '../helpers/n8nRest';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -210,6 +216,9 @@ describe('the crash window in a real n8n', () => {
 	const workers: Array<{ instance: N8nInstance; proc: N8nProcess }> = [];
 	let mainProc: N8nProcess;
 	let queueMode = false;
+	let rest: N8nRest;
+	/** What n8n's two Retry buttons did with the killed execution (issue 24), for the log and the README. */
+	const retrySeen: string[] = [];
 	const schema = `crash_${randomBytes(5).toString('hex')}`;
 	const table: CaseRow[] = [];
 
@@ -247,6 +256,7 @@ describe('the crash window in a real n8n', () => {
 		await main.waitForWebhooks([{ path: 'crash-pay' }]);
 		n8nDb = new Client({ connectionString: main.database.url });
 		await n8nDb.connect();
+		rest = await ownerSession(main.url);
 		if (queueMode) {
 			for (let i = 0; i < 2; i++) {
 				const instance = await harness.createN8nInstance({
@@ -276,6 +286,7 @@ describe('the crash window in a real n8n', () => {
 				),
 			];
 			log(`results (${queueMode ? 'queue mode' : 'regular mode'}):\n${lines.join('\n')}`);
+			if (retrySeen.length) log(`n8n's Retry of the killed execution (${queueMode ? 'queue mode' : 'regular mode'}):\n  ${retrySeen.join('\n  ')}`);
 		}
 		for (const w of workers) await w.instance.cleanup().catch(() => undefined);
 		await n8nDb?.end().catch(() => undefined);
@@ -453,6 +464,21 @@ describe('the crash window in a real n8n', () => {
 			expect(accepted).toContain(rows[0].status);
 			expect(paymentsOf(order)).toHaveLength(1);
 			if (i === 0) log(`killed pid ${victim}; n8n marked the execution "${rows[0].status}"`);
+			if (i === 0) {
+				// The operator's first idea: n8n's Retry, as the editor's Executions list offers it.
+				// Neither button may send the charge again, whatever n8n makes of the dead execution.
+				const { rows: dead } = await n8nDb.query(`SELECT id FROM execution_entity WHERE "workflowId" = 'crash-payment' ORDER BY id DESC LIMIT 1`);
+				for (const loadWorkflow of [true, false]) {
+					const r = await rest.retry(String(dead[0].id), loadWorkflow);
+					const retried = r.status === 200 ? await rest.finished(String(r.body.data.id)).catch(() => undefined) : undefined;
+					const seen = `Retry with ${loadWorkflow ? 'currently saved' : 'original'} workflow: HTTP ${r.status}${
+						retried ? `, execution ${retried.id} ${retried.status}, nodes run: ${Object.keys(retried.runData).join(', ') || 'none'}${retried.error?.message ? `, error "${retried.error.message}"` : ''}` : `: ${String(r.body.message ?? '').slice(0, 200)}`
+					}`;
+					retrySeen.push(seen);
+					log(seen);
+					expect(paymentsOf(order)).toHaveLength(1);
+				}
+			}
 		}
 		// The leases run out (they were never confirmed); the operator retries; reconcile; retry.
 		await until('the leases to expire', async () => {
