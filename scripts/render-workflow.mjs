@@ -28,7 +28,8 @@ function outputNames(node) {
 	const t = node.type;
 	// The package's nodes: Unrecorded first, one list per node (nodes/shared/outputs.ts).
 	if (t.endsWith('.reserveOperation')) return ['Unrecorded', 'Proceed', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before'];
-	if (t.endsWith('.confirmOperation')) return ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale'];
+	if (t.endsWith('.confirmOperation')) return ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Stale', 'To Review'];
+	if (t.endsWith('.guardedHttpRequest')) return ['Unrecorded', 'Succeeded', 'Failed', 'Unknown', 'Done Before', 'In Progress', 'Reconcile', 'Conflict', 'Failed Before', 'To Review'];
 	if (t.endsWith('.operationLedgerAdmin')) return ['Unrecorded', 'Result', 'Settled', 'Refused'];
 	if (t.endsWith('.reconcileUnknown')) return ['Unrecorded', 'To Check', 'Succeeded', 'Failed', 'Unknown', 'To Review', 'Claim Lost'];
 	if (t.endsWith('.priorityDequeue')) return ['Unrecorded', 'Result'];

@@ -355,8 +355,14 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 
 	const concurrency = Math.min(50, Math.max(1, Math.trunc(Number((this.getNodeParameter('options', 0, {}) as IDataObject).concurrency ?? 5)) || 5));
 	let done = 0;
+	const cancel = this.getExecutionCancelSignal?.();
 	for (let start = 0; start < plans.length; start += concurrency) {
 		const group = plans.slice(start, start + concurrency);
+		if (cancel?.aborted) {
+			// n8n's Stop: the items of the groups not started yet are neither reserved nor sent.
+			for (const p of plans.slice(start)) outputs[UNRECORDED].push(errorItem(this, 'The execution was cancelled before this item was reserved; nothing was sent', p.index, true));
+			break;
+		}
 		await runGroup(this, connection, items, group, authentication, outputs, done, plans.length);
 		done += group.length;
 	}
