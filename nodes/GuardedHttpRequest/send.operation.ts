@@ -38,6 +38,7 @@ import {
 } from '../../src/ledger/guardedHttp';
 import { recordedNextStep, reserveNextStep } from '../../src/ledger/nextStep';
 import { InputError } from '../../src/errors';
+import { OutcomeUnknownError } from '../../src/db/bounds';
 import { cutText } from '../../src/text';
 import { getLedgerConnection, type LedgerConnection } from '../shared/connection';
 import { eventContext, jsonParameter } from '../shared/context';
@@ -483,7 +484,9 @@ async function runGroup(
 	try {
 		confirmed = await confirmOperations(conn.pool, conn.schema, records.map((r) => r.confirm), ctx, conn.bounds);
 	} catch (e) {
-		notRecorded(fns, records, scrubSecrets(String((e as Error)?.message ?? e)), outputs, earlier);
+		// A connection lost during the COMMIT (OutcomeUnknownError): the answers may have been recorded.
+		const maybe = e instanceof OutcomeUnknownError;
+		notRecorded(fns, records, `${maybe ? 'the database connection was lost during the COMMIT, so they may have been recorded, or not: ' : ''}${scrubSecrets(String((e as Error)?.message ?? e))}`, outputs, earlier);
 		return;
 	}
 	const stuck: typeof records = [];
@@ -634,7 +637,7 @@ function notRecorded(fns: IExecuteFunctions, records: Array<{ plan: Planned; ver
 	const what = (r: { plan: Planned; verdict: ReturnType<typeof classifySend> }) =>
 		`item ${r.plan.index} ("${cutText(r.plan.reserve.operationKey, 120)}"): ${r.verdict.statusCode !== null ? `HTTP ${r.verdict.statusCode}` : cutText(r.verdict.reason ?? 'no answer', 200)}`;
 	const after =
-		'The operation stays reserved until its lease ends, then becomes unknown: run the reconcile workflow (Reconcile Unknown) for it. Running this node or execution again does not send it again (it answers In Progress, then Reconcile).';
+		'Unless it was recorded after all, the operation stays reserved until its lease ends, then becomes unknown: run the reconcile workflow (Reconcile Unknown) for it. Running this node or execution again does not send it again (it answers Done Before if it was recorded, else In Progress, then Reconcile).';
 	if (fns.continueOnFail()) {
 		for (const r of records) {
 			outputs[UNRECORDED].push(errorItem(fns, `The request was sent but its answer could not be recorded (${why}): ${what(r)}. ${after}`, r.plan.index, false));

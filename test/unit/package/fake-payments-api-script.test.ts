@@ -54,7 +54,9 @@ describe('npm run fake-payments-api', () => {
 		expect(pkg.scripts['fake-payments-api']).toBe('node scripts/fake-payments-api.mjs');
 		for (const file of ['idempotent-payment.json', 'reconcile-payments.json']) {
 			const wf = JSON.parse(readFileSync(path.join(root, 'workflows', file), 'utf8'));
-			const urls = wf.nodes.filter((n: { type: string }) => n.type === 'n8n-nodes-base.httpRequest').map((n: { parameters: { url: string } }) => n.parameters.url);
+			// The payment is a Guarded HTTP Request, the reconcile lookup n8n's HTTP Request node.
+			const http = (t: string) => t === 'n8n-nodes-base.httpRequest' || t === 'n8n-nodes-operation-ledger.guardedHttpRequest';
+			const urls = wf.nodes.filter((n: { type: string }) => http(n.type)).map((n: { parameters: { url: string } }) => n.parameters.url);
 			expect(urls).toEqual(['http://127.0.0.1:4010/payments']);
 		}
 	});
