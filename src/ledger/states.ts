@@ -159,7 +159,7 @@ export interface EventContext {
  */
 export function eventContextJson(ctx: EventContext = {}): string {
 	const out: Record<string, string> = {};
-	for (const k of ['executionId', 'workflowId', 'nodeName'] as const) {
+	for (const k of ['executionId', 'workflowId', 'nodeName', 'executionMode'] as const) {
 		const v = ctx[k];
 		if (typeof v === 'string') out[k] = storableText(v, 1000);
 	}

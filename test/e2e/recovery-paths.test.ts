@@ -40,7 +40,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const PKG = 'n8n-nodes-operation-ledger';
 /** The type version of Reserve and Confirm in the workflows this test builds. */
-const LEDGER_VERSION = 2;
+const LEDGER_VERSION = 1;
 /** Guarded HTTP Request's outputs. */
 const G = { unrecorded: 0, succeeded: 1, failed: 2, unknown: 3, doneBefore: 4, inProgress: 5, reconcile: 6, conflict: 7, failedBefore: 8, review: 9 };
 /** Reserve's outputs (Unrecorded first). */

@@ -403,9 +403,9 @@ describe("n8n's Retry (from node with error): a new execution resuming the faile
 	const separate = (key: string, writerOnError: OnError) => {
 		const nodes = [
 			source([{ k: key, amount: 9 }]),
-			node('Reserve', `${PKG}.reserveOperation`, { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 'payments', requestSource: 'input', leaseSeconds: 300 }, { typeVersion: 2, credentials: { operationLedgerPostgresApi: OK } }),
+			node('Reserve', `${PKG}.reserveOperation`, { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 'payments', requestSource: 'input', leaseSeconds: 300 }, { typeVersion: 1, credentials: { operationLedgerPostgresApi: OK } }),
 			node('Write', 'test.writer', { url: `${target.url}/payments` }, { onError: writerOnError }),
-			node('Confirm', `${PKG}.confirmOperation`, { outcomeSource: 'httpResult', externalReference: '={{ $json.id }}', lineage: 'auto', options: {} }, { typeVersion: 2, credentials: { operationLedgerPostgresApi: FAST_LOCK } }),
+			node('Confirm', `${PKG}.confirmOperation`, { outcomeSource: 'httpResult', externalReference: '={{ $json.id }}', lineage: 'auto', options: {} }, { typeVersion: 1, credentials: { operationLedgerPostgresApi: FAST_LOCK } }),
 			...['Succeeded', 'Failed', 'Unknown', 'Stale', 'To Review'].map(sink),
 		];
 		const writeOuts = writerOnError === 'continueErrorOutput' ? [['Confirm'], ['Confirm']] : [['Confirm']];
@@ -491,9 +491,9 @@ describe('the editor', () => {
 		const writes = () => target.writesWhere('k', key);
 		const nodes = [
 			source([{ k: key, amount: 4 }]),
-			node('Reserve', `${PKG}.reserveOperation`, { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 'payments', leaseSeconds: 300 }, { typeVersion: 2, credentials: { operationLedgerPostgresApi: OK } }),
+			node('Reserve', `${PKG}.reserveOperation`, { keyMode: 'custom', operationKey: '={{ $json.k }}', target: 'payments', leaseSeconds: 300 }, { typeVersion: 1, credentials: { operationLedgerPostgresApi: OK } }),
 			node('Write', 'test.writer', { url: `${target.url}/payments` }),
-			node('Confirm', `${PKG}.confirmOperation`, { outcomeSource: 'httpResult', externalReference: '={{ $json.id }}', lineage: 'auto', options: {} }, { typeVersion: 2, credentials: { operationLedgerPostgresApi: OK } }),
+			node('Confirm', `${PKG}.confirmOperation`, { outcomeSource: 'httpResult', externalReference: '={{ $json.id }}', lineage: 'auto', options: {} }, { typeVersion: 1, credentials: { operationLedgerPostgresApi: OK } }),
 			...['Succeeded', 'To Review'].map(sink),
 		];
 		const connections = connect({ Source: [['Reserve']], Reserve: [[], ['Write']], Write: [['Confirm']], Confirm: [[], ['Succeeded'], [], [], [], ['To Review']] });
