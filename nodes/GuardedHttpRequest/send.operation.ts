@@ -364,7 +364,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 			for (const p of plans.slice(start)) outputs[UNRECORDED].push(errorItem(this, 'The execution was cancelled before this item was reserved; nothing was sent', p.index, true));
 			break;
 		}
-		await runGroup(this, connection, items, group, authentication, outputs, done, plans.length);
+		await runGroup(this, connection, items, group, authentication, outputs, done);
 		done += group.length;
 	}
 	return outputs;
@@ -393,7 +393,6 @@ async function runGroup(
 	authentication: string,
 	outputs: Outputs,
 	doneBefore: number,
-	total: number,
 ): Promise<void> {
 	const ctx = eventContext(fns);
 	const earlier = doneBefore > 0 ? ` ${doneBefore} earlier item(s) of this batch were already decided, sent where they got a lease, and recorded: running the node again answers them from the ledger.` : '';
@@ -520,7 +519,6 @@ async function runGroup(
 		outputs[out].push(itemOut(items[rec.plan.index], responseOf(rec.outcome, rec.plan.includeHeaders), ledger, rec.plan.index));
 	});
 	if (stuck.length > 0) notRecorded(fns, stuck, 'the operation stayed locked by another transaction beyond the lock timeout, or was deleted meanwhile', outputs, earlier);
-	void total;
 }
 
 /** The confirmation for one answer; an answer that cannot be stored is recorded as unknown rather than lost. */

@@ -4,7 +4,7 @@
  * exports one NodeOperation: the entry in the node's Operation list, the operation's own
  * parameters (description) and its execute. The router derives the Operation list and the
  * parameter list from the map, and dispatches on the `operation` parameter. A node with a single
- * operation (Reserve, Confirm) has a map of one and no Operation parameter. CONTRIBUTING.md has the
+ * operation (Reserve, Confirm, Guarded HTTP Request) has a map of one and no Operation parameter. CONTRIBUTING.md has the
  * recipe for a new operation.
  */
 import {
