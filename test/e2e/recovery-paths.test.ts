@@ -91,6 +91,23 @@ function paymentWebhookWorkflow(targetUrl: string): Json {
 }
 
 /**
+ * The payment webhook whose Charge Payment sends with one of n8n's own credentials (Header Auth),
+ * at POST /webhook/rp-auth.
+ */
+function paymentAuthWorkflow(targetUrl: string): Json {
+	const wf = paymentWebhookWorkflow(targetUrl);
+	wf.id = 'payment-auth';
+	wf.name = 'Recovery: payment with an n8n credential';
+	const trigger = byName(wf, 'Payment Request');
+	trigger.webhookId = randomUUID();
+	trigger.parameters.path = 'rp-auth';
+	const charge = byName(wf, 'Charge Payment');
+	charge.parameters.authentication = 'httpHeaderAuth';
+	charge.credentials = { ...charge.credentials, httpHeaderAuth: { id: 'target-header', name: 'Target API key' } };
+	return wf;
+}
+
+/**
  * The payment behind a second step: Webhook → answer with the Wait node's resume URL → Wait
  * (resumed by a POST to that URL) → Business Input → Charge Payment.
  */
@@ -270,19 +287,21 @@ describe('recovery paths in a real n8n: every write once', () => {
 				data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5, lockTimeoutMs: 1000 },
 			},
 			{ id: 'openai-api', name: 'OpenAI', type: 'openAiApi', data: { apiKey: 'sk-fake-test-key', url: model.baseUrl, header: false } },
+			{ id: 'target-header', name: 'Target API key', type: 'httpHeaderAuth', data: { name: 'X-Api-Key', value: 'target-secret-1' } },
 		]);
 		await n8n.importWorkflow([
 			paymentWorkflow(target.url),
 			paymentWebhookWorkflow(target.url),
 			paymentWaitWorkflow(target.url),
+			paymentAuthWorkflow(target.url),
 			reserveWebhookWorkflow(),
 			separateWriteWorkflow(target.url, 'separate-write', 'rp-separate'),
 			separateWriteWorkflow(target.url, 'separate-write-continue', 'rp-separate-continue', 'continueErrorOutput'),
 			...agentWorkflows(target.url),
 		]);
-		for (const id of ['payment-webhook', 'payment-wait', 'reserve-webhook', 'separate-write', 'separate-write-continue', 'agent-approval', 'agent-policy-ledger']) await n8n.publishWorkflow(id);
+		for (const id of ['payment-webhook', 'payment-wait', 'payment-auth', 'reserve-webhook', 'separate-write', 'separate-write-continue', 'agent-approval', 'agent-policy-ledger']) await n8n.publishWorkflow(id);
 		await n8n.start();
-		await n8n.waitForWebhooks([{ path: 'rp-pay' }, { path: 'rp-wait' }, { path: 'rp-reserve' }, { path: 'rp-separate' }, { path: 'rp-separate-continue' }, { path: 'agent-refund' }]);
+		await n8n.waitForWebhooks([{ path: 'rp-pay' }, { path: 'rp-wait' }, { path: 'rp-auth' }, { path: 'rp-reserve' }, { path: 'rp-separate' }, { path: 'rp-separate-continue' }, { path: 'agent-refund' }]);
 		rest = await ownerSession(n8n.url);
 		n8nDb = new Client({ connectionString: n8n.database.url });
 		await n8nDb.connect();
@@ -470,6 +489,23 @@ describe('recovery paths in a real n8n: every write once', () => {
 		expect(failed.lastNodeExecuted).toBe('Charge Payment');
 		await sleep(2700);
 		for (const retried of await retryBoth(failed)) expect(takenOf(retried, 'Charge Payment')).toEqual([G.inProgress]);
+		expect(writesOf(o)).toHaveLength(1);
+	}, 5 * 60_000);
+
+	test("payment webhook with one of n8n's credentials (Header Auth): the header reaches the target with the idempotency key; resent → Done Before; one write", async () => {
+		const o = order('auth');
+		const body = { orderId: o, customerId: `cus_${o}`, amount: 1234, currency: 'EUR' };
+		const first = await hook('rp-auth', body, {}, 'payment-auth');
+		expect(takenOf(first, 'Charge Payment')).toEqual([G.succeeded]);
+		const [w] = writesOf(o);
+		expect(w.headers['x-api-key']).toBe('target-secret-1');
+		expect(w.idempotencyKey).toBe(outputsOf(first, 'Charge Payment')[G.succeeded][0].ledger.idempotencyKey);
+		// The credential's secret is in neither the item nor the ledger.
+		expect(JSON.stringify(outputsOf(first, 'Charge Payment'))).not.toContain('target-secret-1');
+		const { rows } = await pg.query(`SELECT request::text AS r FROM "${schema}".operations WHERE operation_key = $1`, [`payment:charge:${o}:v1`]);
+		expect(rows[0].r).not.toContain('target-secret-1');
+		const again = await hook('rp-auth', body, { 'x-request-id': randomUUID() }, 'payment-auth');
+		expect(takenOf(again, 'Charge Payment')).toEqual([G.doneBefore]);
 		expect(writesOf(o)).toHaveLength(1);
 	}, 5 * 60_000);
 
