@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 160e9dd63944763cd8dbbf3a19f80926728609d076576e3b1b99a605de8849af.
+-- Package version 0.1.0; function set SHA-256 1431e78cece5c6749f52165d8c7658b6959574d2ed829fba5167b722165da027.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 11 AS ol_newer_schema \gset
+SELECT :ol_version > 12 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (11): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (12): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -84,6 +84,10 @@ SELECT :ol_version < 11 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0011_ledger_lease_execution.sql
 \endif
+SELECT :ol_version < 12 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0012_roles_and_bounds.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -93,6 +97,11 @@ DO $$ BEGIN RAISE EXCEPTION 'a newer n8n-nodes-operation-ledger installed its fu
 \endif
 
 SET LOCAL check_function_bodies = off;
+\ir functions/common/ol_check_numbers.sql
+\ir functions/common/ol_check_texts.sql
+\ir functions/common/ol_lock_budget.sql
+\ir functions/common/ol_lock_deadline.sql
+\ir functions/common/ol_refused_chars.sql
 \ir functions/ledger/append_event.sql
 \ir functions/ledger/confirm_operations.sql
 \ir functions/ledger/downstream_idempotency_key.sql
@@ -134,7 +143,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '160e9dd63944763cd8dbbf3a19f80926728609d076576e3b1b99a605de8849af')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1431e78cece5c6749f52165d8c7658b6959574d2ed829fba5167b722165da027')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -4,6 +4,7 @@ import { prepareSettleItem, refusalMessage, settleByHand, type SettleResultRow }
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
+import { cutText } from '../../src/text';
 import { type NodeOperation, showFor } from '../shared/router';
 
 
@@ -47,12 +48,21 @@ const description: INodeProperties[] = [
 		description: 'The person who decides (stored on the operation and in the event log)',
 		displayOptions: showFor('settle'),
 	},
+	{
+		displayName: 'Decide Before the Settle Window Ends',
+		name: 'beforeSettleWindowEnd',
+		type: 'boolean',
+		default: false,
+		description:
+			"Whether to accept Did Not Happen while the operation's settle window still runs (Reserve's Settle Window, from when it went unknown). Off: refused until the window ends, as Reconcile Unknown refuses it, because the write may still land at the target. On: only with evidence that it cannot land; the event log records the override.",
+		displayOptions: { show: { operation: ['settle'], decision: ['not_happened'] } },
+	},
 ];
 
 /**
  * Settle by Hand: every item validated first (bad input writes nothing), then one statement for
  * all. Only items the database settled in this call reach "Settled"; refusals go to "Refused"
- * with who decided; bad input, a missing key or a failed batch go to Unrecorded (or throw
+ * with who decided (or, for Did Not Happen inside the settle window, when it ends); bad input, a missing key or a failed batch go to Unrecorded (or throw
  * without continueOnFail), never to Settled. Returns [Unrecorded, Settled, Refused].
  */
 async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData[][]> {
@@ -68,6 +78,7 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 			externalRef: fns.getNodeParameter('externalReference', i, ''),
 			reason: fns.getNodeParameter('reason', i, ''),
 			decidedBy: fns.getNodeParameter('decidedBy', i, ''),
+			beforeSettleWindowEnd: fns.getNodeParameter('decision', i) === 'not_happened' && fns.getNodeParameter('beforeSettleWindowEnd', i, false) === true,
 		}),
 	);
 	notRecorded.push(...errorItems);
@@ -84,7 +95,7 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 		const r = results[k];
 		const p = prepared[k].value;
 		if (r.result === 'not_found') {
-			const message = `No operation exists for key "${p.operationKey.slice(0, 200)}": nothing was settled`;
+			const message = `No operation exists for key "${cutText(p.operationKey, 200)}": nothing was settled`;
 			if (fns.continueOnFail()) {
 				notRecorded.push(errorItem(fns, message, r.index));
 				continue;
@@ -101,7 +112,8 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 			retryable: r.retryable,
 			decidedBy: r.decidedBy,
 			decidedAt: r.decidedAt,
-			...(r.result === 'refused' ? { refusal: refusalMessage(r), requestedBy: p.decidedBy, requestedDecision: p.decision } : {}),
+			...(r.result === 'refused_early' ? { settleUntil: r.settleUntil } : {}),
+			...(r.result !== 'settled' ? { refusal: refusalMessage(r), requestedBy: p.decidedBy, requestedDecision: p.decision } : {}),
 		};
 		(r.result === 'settled' ? settled : refused).push({ json: { ...items[r.index].json, ledger }, pairedItem: { item: r.index } });
 	}

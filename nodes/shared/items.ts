@@ -139,7 +139,9 @@ function spellOutCodes(text: string): string {
  * A refusal that passes by itself: a bound that fired (LedgerBusyError; SQLSTATE 57014 statement
  * timeout, 55P03 lock not available), a serialization failure or deadlock that outlived the retries
  * (40001, 40P01), too many connections or out of resources (53xxx), a server shutting down or
- * restarting (57P01 to 57P03). Other SQLSTATEs (permission, syntax, constraint) need a change first.
+ * restarting (57P01 to 57P03), a read-only database (25006: a standby, e.g. the old primary after a
+ * failover, which the connection still reaches; writes succeed again once it reaches the
+ * primary). Other SQLSTATEs (permission, syntax, constraint) need a change first.
  */
 function isTransient(e: { code?: string; name?: string }): boolean {
 	if (e?.name === 'LedgerBusyError') return true;

@@ -10,9 +10,10 @@
 -- keep_public_temp=1 to leave TEMPORARY on this database granted to PUBLIC (see below).
 -- Then point the n8n credential at `role` with "Apply Schema Automatically" switched OFF.
 --
--- What the nodes' role can do: call the entry-point functions (the one list is in
--- schema/security/function_security.sql: exactly the SECURITY DEFINER functions of the schema)
--- and read the two version tables (ol_schema_migrations, function_set) to check the schema.
+-- What the nodes' role can do: call the nodes' entry-point functions (the one list is
+-- ol_entry_points() in schema/security/function_security.sql, audience 'nodes'; each is SECURITY
+-- DEFINER) and read the two version tables (ol_schema_migrations, function_set) to check the
+-- schema. The Admin node's functions are not granted to it (schema/security/operator_role.sql).
 -- What it cannot do: read or write any table directly (no SELECT/INSERT/UPDATE/DELETE/TRUNCATE),
 -- call the internal functions (e.g. append_event), alter, disable triggers on or drop anything
 -- (it owns nothing), create objects in the schema, or create temporary tables in this database.
@@ -108,13 +109,19 @@ BEGIN
     EXECUTE format('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA %I FROM PUBLIC, %I', v_schema, v_role);
 
     -- What the nodes need: the schema (to name its functions), the version tables (read only)
-    -- and EXECUTE on the entry points = the SECURITY DEFINER functions (function_security.sql).
+    -- and EXECUTE on the nodes' entry points (ol_entry_points(), function_security.sql: SECURITY
+    -- DEFINER functions; the Admin node's are for the operator role, operator_role.sql).
+    IF to_regprocedure(format('%I.ol_entry_points()', v_schema)) IS NULL THEN
+        RAISE EXCEPTION 'schema % has no ol_entry_points(): apply schema/apply.sql of this package first', v_schema;
+    END IF;
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', v_schema, v_role);
     FOR r IN SELECT c.oid::regclass AS rel FROM pg_class c
               WHERE c.relnamespace = v_ns AND c.relname IN ('ol_schema_migrations', 'function_set') LOOP
         EXECUTE format('GRANT SELECT ON %s TO %I', r.rel, v_role);
     END LOOP;
-    FOR r IN SELECT p.oid::regprocedure AS fn FROM pg_proc p WHERE p.pronamespace = v_ns AND p.prokind = 'f' AND p.prosecdef LOOP
+    FOR r IN EXECUTE format('SELECT p.oid::regprocedure AS fn FROM pg_proc p JOIN %I.ol_entry_points() e ON e.function_name = p.proname
+                              WHERE p.pronamespace = $1 AND p.prokind = %L AND p.prosecdef AND e.audience = %L', v_schema, 'f', 'nodes')
+             USING v_ns LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r.fn, v_role);
     END LOOP;
 

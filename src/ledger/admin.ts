@@ -56,6 +56,12 @@ export interface LedgerEvent {
 	workflowId: string | null;
 	nodeName: string | null;
 	itemIndex: number | null;
+	/**
+	 * The database login role of the session that wrote the event (session_user): what the database
+	 * knows, whereas executionId, workflowId, nodeName (and a decision's decidedBy) are what the
+	 * caller said. Null for events written before migration 0011.
+	 */
+	dbRole: string | null;
 	detail: unknown;
 	at: string;
 }
@@ -172,10 +178,19 @@ export interface SettleItem {
 	externalRef: string | null;
 	reason: string;
 	decidedBy: string;
+	/**
+	 * Decide "not_happened" before the operation's settle window ends (an override, recorded in the
+	 * event as beforeSettleWindowEnd). Without it such a decision is refused (refused_early).
+	 */
+	beforeSettleWindowEnd: boolean;
 }
 
-/** settled: this call decided. refused: already settled (decidedBy names by whom). */
-export type SettleResult = 'settled' | 'refused' | 'not_found';
+/**
+ * settled: this call decided. refused: already settled (decidedBy names by whom). refused_early:
+ * "not_happened" while the operation's settle window runs (settleUntil says until when), without
+ * the override; nothing changed.
+ */
+export type SettleResult = 'settled' | 'refused' | 'refused_early' | 'not_found';
 
 export interface SettleResultRow {
 	index: number;
@@ -189,16 +204,18 @@ export interface SettleResultRow {
 	decidedAt: string | null;
 	/** happened / not_happened for a person's decision, else the event that settled it. */
 	decision: string | null;
+	/** For refused_early: when the operation's settle window ends (ISO-8601, database clock). */
+	settleUntil: string | null;
 }
 
 /**
  * Validates one decision. Throws InputError before anything is written: the key, who
  * decides (1..200 characters), a reason (1..2000), happened/not_happened, and for happened the
- * target's reference as evidence.
+ * target's reference as evidence. `beforeSettleWindowEnd` (default false) must be a boolean.
  */
 export function prepareSettleItem(
 	index: number,
-	input: { operationKey: unknown; decision: unknown; externalRef?: unknown; reason: unknown; decidedBy: unknown },
+	input: { operationKey: unknown; decision: unknown; externalRef?: unknown; reason: unknown; decidedBy: unknown; beforeSettleWindowEnd?: unknown },
 ): SettleItem {
 	const operationKey = checkOperationKey(input.operationKey);
 	if (!SETTLE_DECISIONS.includes(input.decision as SettleDecision)) {
@@ -213,7 +230,9 @@ export function prepareSettleItem(
 	if (decision === 'happened' && externalRef === null) {
 		throw new InputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
 	}
-	return { index, operationKey, decision, externalRef: decision === 'happened' ? externalRef : null, reason, decidedBy };
+	const early = input.beforeSettleWindowEnd ?? false;
+	if (typeof early !== 'boolean') throw new InputError(`"Decide Before the Settle Window Ends" must be true or false; got ${cutAny(JSON.stringify(early) ?? String(early), 40)}`);
+	return { index, operationKey, decision, externalRef: decision === 'happened' ? externalRef : null, reason, decidedBy, beforeSettleWindowEnd: early };
 }
 
 /** Applies decisions in one round trip and one transaction; one result per item, in order. */
@@ -225,7 +244,9 @@ export async function settleByHand(
 	bounds?: Bounds,
 ): Promise<SettleResultRow[]> {
 	if (items.length === 0) return [];
-	const doc = JSON.stringify(items.map((it) => ({ i: it.index, k: it.operationKey, d: it.decision, ref: it.externalRef, reason: it.reason, by: it.decidedBy })));
+	const doc = JSON.stringify(
+		items.map((it) => ({ i: it.index, k: it.operationKey, d: it.decision, ref: it.externalRef, reason: it.reason, by: it.decidedBy, early: it.beforeSettleWindowEnd === true })),
+	);
 	const rows = await boundedQuery<{
 		idx: number;
 		result: SettleResult;
@@ -236,8 +257,10 @@ export async function settleByHand(
 		decided_by: string | null;
 		decided_at: Date | null;
 		decision: string | null;
+		settle_until: Date | null;
 	}>(db, `SELECT * FROM ${sqlFunction(schema, 'ops_settle_by_hand')}($1::jsonb, $2::jsonb)`, [doc, eventContextJson(ctx)], bounds, {
-		// A decision already recorded answers refused (naming who decided), never a second decision.
+		// A decision already recorded answers refused (naming who decided), never a second decision;
+		// one refused early is refused early again (nothing changed).
 		repeatSafe: true,
 	});
 	return resultsByItem('ops_settle_by_hand', items, rows, (r) => ({
@@ -245,11 +268,19 @@ export async function settleByHand(
 		decidedBy: r.decided_by,
 		decidedAt: r.decided_at ? new Date(r.decided_at).toISOString() : null,
 		decision: r.decision,
+		settleUntil: r.settle_until ? new Date(r.settle_until).toISOString() : null,
 	}));
 }
 
-/** A sentence for a refused decision, naming who decided. */
+/** A sentence for a refused decision, naming who decided (or, refused_early, when the window ends). */
 export function refusalMessage(r: SettleResultRow): string {
+	if (r.result === 'refused_early') {
+		return (
+			`"Did Not Happen" is refused until the operation's settle window ends${r.settleUntil ? ` at ${r.settleUntil}` : ''}: the write may still be landing at the target, ` +
+			'and a Reserve that proceeded now would send it again (Reconcile Unknown refuses the same decision). Decide again after that time, ' +
+			'or switch on "Decide Before the Settle Window Ends" if you have evidence that it cannot land; nothing was changed'
+		);
+	}
 	if (r.status === 'succeeded' || r.status === 'failed') {
 		return `Already settled as ${r.status}${r.decision ? ` (${r.decision})` : ''} by ${r.decidedBy ?? 'a workflow'}${r.decidedAt ? ` at ${r.decidedAt}` : ''}; only unknown or review operations can be settled by hand`;
 	}

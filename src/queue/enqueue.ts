@@ -144,9 +144,13 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		notBefore: null,
 	};
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
-		if (typeof input.dedupeKey !== 'string' || Buffer.byteLength(input.dedupeKey, 'utf8') > 512)
-			throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
-		out.dedupeKey = checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
+		if (typeof input.dedupeKey !== 'string') throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
+		checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
+		// Normalization Form C (UAX #15), as operation keys: "é" as one code point or as "e" plus a
+		// combining accent is the same key (src/ledger/validate.ts, checkOperationKey).
+		const nfc = input.dedupeKey.normalize('NFC');
+		if (Buffer.byteLength(nfc, 'utf8') > 512) throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
+		out.dedupeKey = nfc;
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
 		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);

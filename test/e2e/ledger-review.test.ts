@@ -58,6 +58,9 @@ describe('ledger review: a person settles operations in review through n8n forms
 			{ maxChecks: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 1 },
 		);
 		expect(res.result).toBe('review');
+		// The claim ran 600 s ahead, past the settle window; outside that moment the clock is real, so
+		// the window is put where it would be by then (Settle by Hand's Did Not Happen respects it).
+		await admin.query(`UPDATE ${q}.operations SET settle_until = now() - interval '1 second' WHERE operation_key = $1`, [k]);
 	}
 	const reserveAgain = async (k: string) =>
 		(await reserveOperations(admin, q, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, target: 'payments-api' })]))[0];
@@ -66,6 +69,13 @@ describe('ledger review: a person settles operations in review through n8n forms
 	beforeAll(async () => {
 		admin = new Pool({ connectionString: DATABASE_URL, max: 3 });
 		await migrate(admin, schema, true);
+		// The split setup: a NOLOGIN owner first (the operator's functions run as their owner, never
+		// as a superuser), then the operator role.
+		execFileSync(
+			'psql',
+			[DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-v', `role=${schema}_nodes`, '-v', 'password=review-nodes-secret', '-v', 'keep_public_temp=1', '-f', 'schema/security/least_privilege_role.sql'],
+			{ stdio: 'pipe', cwd: ROOT },
+		);
 		execFileSync(
 			'psql',
 			[DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-v', `role=${role}`, '-v', 'password=review-op-secret', '-f', 'schema/security/operator_role.sql'],
@@ -97,8 +107,10 @@ describe('ledger review: a person settles operations in review through n8n forms
 	afterAll(async () => {
 		await n8n?.cleanup().catch(() => undefined);
 		await admin?.query(`DROP SCHEMA IF EXISTS ${q} CASCADE`).catch(() => undefined);
-		await admin?.query(`DROP OWNED BY "${role}"`).catch(() => undefined);
-		await admin?.query(`DROP ROLE IF EXISTS "${role}"`).catch(() => undefined);
+		for (const r of [role, `${schema}_nodes`, `${schema}_owner`]) {
+			await admin?.query(`DROP OWNED BY "${r}"`).catch(() => undefined);
+			await admin?.query(`DROP ROLE IF EXISTS "${r}"`).catch(() => undefined);
+		}
 		await admin?.end().catch(() => undefined);
 	}, 5 * 60_000);
 

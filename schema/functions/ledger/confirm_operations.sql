@@ -24,6 +24,12 @@
 -- the holder reports unknown while its lease is live. Reported after the lease ended, the row goes
 -- unknown through ledger_expire_lease (unknown_since = lease end, window from the lease end: the
 -- same row as when Reserve or a reconcile claim sees the expiry first) and the report is an event.
+-- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it for the
+-- item: a key outside the node's rules, an outcome other than the three, a reference over 1000 or
+-- a reason over 2000 characters (UTF-16 code units).
+-- Lock waits: phase 1 skips rows another transaction holds (they go to phase 2), and phase 2 has
+-- one budget for the batch (ol_lock_deadline), so held keys answer busy within about one
+-- lock_timeout in all and the other keys are decided.
 CREATE OR REPLACE FUNCTION confirm_operations(p_items jsonb, p_ctx jsonb)
 RETURNS TABLE (
     idx integer, result text, status text, attempt integer, external_ref text, late boolean,
@@ -42,10 +48,24 @@ DECLARE
     v_exec text := p_ctx->>'executionId';
     v_done integer[] := '{}';
     v_first jsonb := '[]';
+    v_lock_timeout text := current_setting('lock_timeout');
+    v_deadline timestamptz := ol_lock_deadline();
 BEGIN
+    -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
+    PERFORM ol_check_texts('the operation key', x.i, x.k, 'operation_key', 512),
+            ol_check_texts('the external reference', x.i, x.ref, 'text', 1000),
+            ol_check_texts('the reason', x.i, x.why, 'text', 2000)
+      FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(e->>'k') AS k, array_agg(e->>'ref') AS ref,
+                   array_agg(e->>'reason') AS why
+              FROM jsonb_array_elements(p_items) AS e) x;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e WHERE coalesce(e->>'o', '') NOT IN ('succeeded', 'failed', 'unknown')) THEN
+        RAISE EXCEPTION 'confirm_operations: every item''s outcome "o" must be succeeded, failed or unknown' USING ERRCODE = '22023';
+    END IF;
     -- Phase 1, the common case: the holder of a live lease reports an outcome. All such items are
-    -- applied in one statement; rows are locked in key order first. If a lock wait outlasts
-    -- lock_timeout, phase 1 is undone as a whole and every item goes through phase 2.
+    -- applied in one statement; rows are locked in key order first, skipping rows another
+    -- transaction holds (never waited for here: those items go through phase 2, which waits for
+    -- them within the batch's budget). Should a lock wait still time out (a table lock), phase 1 is
+    -- undone as a whole and every item goes through phase 2.
     BEGIN
         WITH items AS MATERIALIZED (
             SELECT DISTINCT ON (e->>'k') (e->>'i')::integer AS i, e->>'k' AS k, (e->>'tok')::uuid AS tok,
@@ -62,7 +82,7 @@ BEGIN
                AND NOT (o.lease_execution_id IS NOT NULL AND p_ctx->>'executionId' IS NOT NULL
                         AND o.lease_execution_id <> p_ctx->>'executionId')
              ORDER BY o.operation_key
-             FOR UPDATE OF o
+             FOR UPDATE OF o SKIP LOCKED
         ), upd AS (
             UPDATE operations o
                SET status = items.o,
@@ -124,6 +144,7 @@ BEGIN
         possible_duplicate := false;
         v_hash := ledger_token_hash(it.tok);
         BEGIN
+            PERFORM ol_lock_budget(v_deadline);
             SELECT * INTO op FROM operations o WHERE o.operation_key = it.k FOR UPDATE;
             IF NOT FOUND THEN
                 result := 'not_found';
@@ -246,4 +267,5 @@ BEGIN
         SELECT op.status, op.attempt, op.external_ref, op.updated_at INTO status, attempt, external_ref, updated_at;
         RETURN NEXT;
     END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END $$;

@@ -7,18 +7,20 @@
 -- late retry is answered from the ledger: Already Succeeded, or Conflict for another request.
 -- Call it repeatedly (each call its own short transaction) until "compacted" < p_limit.
 -- Returns one row: compacted (operations), events_deleted, oldest_settled_at (of this batch).
+-- p_older_than_days: 1 .. 36500; p_limit: 1 .. 10000 (SQLSTATE 22023 otherwise, as the node).
 CREATE OR REPLACE FUNCTION ops_compact_batch(p_older_than_days integer, p_limit integer, p_ctx jsonb)
 RETURNS TABLE (compacted integer, events_deleted bigint, oldest_settled_at timestamptz)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_cut timestamptz := ledger_now() - make_interval(days => p_older_than_days);
+    v_cut timestamptz;
     v_keys text[];
 BEGIN
-    IF p_older_than_days IS NULL OR p_older_than_days < 0 OR p_limit IS NULL OR p_limit < 1 THEN
-        RAISE EXCEPTION 'ops_compact_batch needs p_older_than_days >= 0 and p_limit >= 1' USING ERRCODE = '22023';
-    END IF;
+    -- The node's bounds (src/ledger/admin.ts, checkRetentionOptions).
+    PERFORM ol_check_numbers('older than (days)', NULL, ARRAY[p_older_than_days::double precision], 1, 36500, true),
+            ol_check_numbers('the batch size', NULL, ARRAY[p_limit::double precision], 1, 10000, true);
+    v_cut := ledger_now() - make_interval(days => p_older_than_days);
     WITH picked AS (
         SELECT o.operation_key FROM operations o
          WHERE o.status IN ('succeeded', 'failed') AND o.compacted_attempt IS DISTINCT FROM o.attempt
@@ -42,7 +44,9 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    -- The append-only trigger lets this DELETE through (migration 0008), and only this one.
+    -- The append-only trigger lets this DELETE through, and only DELETEs of this kind: the setting
+    -- below and current_user being the table's owner, which it is only inside this SECURITY
+    -- DEFINER function (and Hard Delete's), never for a caller (migration 0011).
     PERFORM set_config('n8n_operation_ledger.retention', 'on', true);
     DELETE FROM operation_events e WHERE e.operation_key = ANY (v_keys) AND e.created_at < v_cut;
     GET DIAGNOSTICS events_deleted = ROW_COUNT;

@@ -4,22 +4,28 @@
 -- operation and the write runs AGAIN. p_acknowledge must be the exact text
 -- 'forget these keys: a retry will run the write again', so no call deletes by accident.
 -- Rows another transaction holds are skipped. Returns one row: deleted, events_deleted.
+-- p_older_than_days: 1 .. 36500; p_limit: 1 .. 10000 (SQLSTATE 22023 otherwise, as the node).
+-- Not granted to the operator role unless chosen (schema/security/operator_role.sql -v hard_delete=1).
 CREATE OR REPLACE FUNCTION ops_hard_delete_batch(p_older_than_days integer, p_limit integer, p_acknowledge text, p_ctx jsonb)
 RETURNS TABLE (deleted integer, events_deleted bigint)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_cut timestamptz := ledger_now() - make_interval(days => p_older_than_days);
+    v_cut timestamptz;
     v_keys text[];
 BEGIN
     IF p_acknowledge IS DISTINCT FROM 'forget these keys: a retry will run the write again' THEN
         RAISE EXCEPTION 'hard delete refused: it needs the acknowledgement text (a deleted key that is retried runs its write again)'
             USING ERRCODE = '22023';
     END IF;
-    IF p_older_than_days IS NULL OR p_older_than_days < 0 OR p_limit IS NULL OR p_limit < 1 THEN
-        RAISE EXCEPTION 'ops_hard_delete_batch needs p_older_than_days >= 0 and p_limit >= 1' USING ERRCODE = '22023';
-    END IF;
+    -- The node's bounds (src/ledger/admin.ts, checkRetentionOptions).
+    PERFORM ol_check_numbers('older than (days)', NULL, ARRAY[p_older_than_days::double precision], 1, 36500, true),
+            ol_check_numbers('the batch size', NULL, ARRAY[p_limit::double precision], 1, 10000, true);
+    v_cut := ledger_now() - make_interval(days => p_older_than_days);
+    -- The guard on both tables (migration 0011) lets these DELETEs through only with this setting
+    -- and current_user the tables' owner: inside this SECURITY DEFINER function, never for a caller.
+    PERFORM set_config('n8n_operation_ledger.retention', 'on', true);
     -- No order: hard delete is rare, and "any p_limit eligible rows" stops the scan early instead of
     -- sorting the table (compacted rows are in no settled_at index).
     WITH picked AS (
@@ -34,11 +40,11 @@ BEGIN
     )
     SELECT coalesce(array_agg(del.operation_key), '{}'), count(*)::integer INTO v_keys, deleted FROM del;
     IF deleted = 0 THEN
+        PERFORM set_config('n8n_operation_ledger.retention', 'off', true);
         events_deleted := 0;
         RETURN NEXT;
         RETURN;
     END IF;
-    PERFORM set_config('n8n_operation_ledger.retention', 'on', true);
     DELETE FROM operation_events e WHERE e.operation_key = ANY (v_keys);
     GET DIAGNOSTICS events_deleted = ROW_COUNT;
     PERFORM set_config('n8n_operation_ledger.retention', 'off', true);

@@ -4,13 +4,16 @@
 -- count, "eventsPerDay": [{"day": "YYYY-MM-DD" (UTC), "events": n}] (oldest first),
 -- "sizes": {"operationsBytes", "operationEventsBytes"} (pg_total_relation_size: heap, indexes,
 -- TOAST)}. Counting by status reads the whole operations table: schedule it, do not poll it.
+-- p_days outside 1 .. 366 is refused (SQLSTATE 22023), as the node refuses it.
 CREATE OR REPLACE FUNCTION ops_health(p_days integer)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path FROM CURRENT
 AS $$
-    SELECT jsonb_build_object(
+BEGIN
+    PERFORM ol_check_numbers('days of events', NULL, ARRAY[p_days::double precision], 1, 366, true);
+    RETURN (SELECT jsonb_build_object(
         'now', ledger_now(),
         'byStatus', (SELECT coalesce(jsonb_object_agg(s.status, s.n), '{}'::jsonb)
                        FROM (SELECT o.status, count(*) AS n FROM operations o GROUP BY o.status) s),
@@ -29,5 +32,5 @@ AS $$
                                                         - make_interval(days => p_days - 1)
                                   GROUP BY 1) d),
         'sizes', jsonb_build_object('operationsBytes', pg_total_relation_size('operations'::regclass),
-                                    'operationEventsBytes', pg_total_relation_size('operation_events'::regclass)))
-$$;
+                                    'operationEventsBytes', pg_total_relation_size('operation_events'::regclass))));
+END $$;

@@ -8,6 +8,7 @@
 -- (age, operation_key) order, so rows added meanwhile never shift or repeat a page.
 -- Returns {"total": rows matching kind, age and target (all pages), "items": [...rows without
 -- tokens and bodies, plus "ageSince"], "next": {"at", "key"} or null on the last page}.
+-- p_min_age_seconds 0 .. 316224000 (10 years of 366 days), p_limit 1 .. 1000, as the node.
 CREATE OR REPLACE FUNCTION ops_list_operations(
     p_kind text, p_min_age_seconds integer, p_target text, p_limit integer,
     p_after_at timestamptz, p_after_key text
@@ -26,6 +27,10 @@ DECLARE
     v_last_at text;
     v_last_key text;
 BEGIN
+    -- The node's bounds (src/ledger/admin.ts, checkListOptions); SQLSTATE 22023 otherwise.
+    PERFORM ol_check_numbers('the minimum age (seconds)', NULL, ARRAY[p_min_age_seconds::double precision], 0, 316224000, true),
+            ol_check_numbers('the page size', NULL, ARRAY[p_limit::double precision], 1, 1000, true),
+            ol_check_texts('the target', NULL, ARRAY[p_target], 'target', 200);
     -- Column and predicate come from this fixed list, never from the caller's text.
     CASE p_kind
         WHEN 'unknown' THEN v_col := 'unknown_since'; v_where := $w$o.status = 'unknown'$w$;

@@ -4,6 +4,10 @@
 -- other reconcilers away. p_target: only operations for this target (NULL: all).
 -- The claim token is returned once; the row keeps its hash (ledger_token_hash) and claimed_at,
 -- which reconcile_resolve() compares with settle_until.
+-- Refused (SQLSTATE 22023, nothing claimed), as the node refuses it (src/ledger/reconcile.ts): a
+-- limit outside 1 .. 1000, an extra settle delay outside 0 .. 2592000 or a claim outside 1 .. 86400
+-- whole seconds, a target outside the rules of key-like text. Row locks are never waited for
+-- (SKIP LOCKED).
 CREATE OR REPLACE FUNCTION reconcile_claim(
     p_limit integer, p_settle_seconds integer, p_claim_seconds integer, p_target text, p_ctx jsonb
 )
@@ -21,6 +25,10 @@ DECLARE
     v_token uuid := gen_random_uuid();
     r record;
 BEGIN
+    PERFORM ol_check_numbers('the batch size', NULL, ARRAY[p_limit::double precision], 1, 1000, true),
+            ol_check_numbers('the extra settle delay (seconds)', NULL, ARRAY[p_settle_seconds::double precision], 0, 2592000, true),
+            ol_check_numbers('the claim duration (seconds)', NULL, ARRAY[p_claim_seconds::double precision], 1, 86400, true),
+            ol_check_texts('the target', NULL, ARRAY[p_target], 'target', 200);
     -- 1. Leases that expired without a confirmation become unknown (ledger_expire_lease, as Reserve
     --    would do); their settle window runs from the end of the lease.
     FOR r IN

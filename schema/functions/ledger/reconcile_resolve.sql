@@ -9,6 +9,12 @@
 -- released and it is due again at settle_until) | busy (the row stayed locked for longer than
 -- lock_timeout; nothing changed for this item).
 -- Claim tokens are compared by ledger_token_hash().
+-- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it: a key
+-- outside the node's rules, a resolution other than the three, a reference over 1000 or a reason
+-- over 2000 characters, max checks outside 1 .. 1000, a backoff base outside 1 .. 86400 or a
+-- ceiling outside 1 .. 2592000 whole seconds (src/ledger/reconcile.ts).
+-- Lock waits: one budget for the batch (ol_lock_deadline), so held keys answer busy within about
+-- one lock_timeout in all.
 CREATE OR REPLACE FUNCTION reconcile_resolve(
     p_items jsonb, p_max_checks integer, p_backoff_base_seconds double precision,
     p_backoff_max_seconds double precision, p_ctx jsonb
@@ -26,7 +32,23 @@ DECLARE
     v_checks integer;
     v_now timestamptz := ledger_now();
     v_settle timestamptz;
+    v_lock_timeout text := current_setting('lock_timeout');
+    v_deadline timestamptz := ol_lock_deadline();
 BEGIN
+    -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
+    PERFORM ol_check_numbers('max checks', NULL, ARRAY[p_max_checks::double precision], 1, 1000, true),
+            ol_check_numbers('the backoff base (seconds)', NULL, ARRAY[p_backoff_base_seconds], 1, 86400, true),
+            ol_check_numbers('the backoff ceiling (seconds)', NULL, ARRAY[p_backoff_max_seconds], 1, 2592000, true);
+    PERFORM ol_check_texts('the operation key', x.i, x.k, 'operation_key', 512),
+            ol_check_texts('the external reference', x.i, x.ref, 'text', 1000),
+            ol_check_texts('the reason', x.i, x.why, 'text', 2000)
+      FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(e->>'k') AS k, array_agg(e->>'ref') AS ref,
+                   array_agg(e->>'reason') AS why
+              FROM jsonb_array_elements(p_items) AS e) x;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
+                WHERE coalesce(e->>'r', '') NOT IN ('happened', 'not_happened', 'still_unknown')) THEN
+        RAISE EXCEPTION 'reconcile_resolve: every item''s resolution "r" must be happened, not_happened or still_unknown' USING ERRCODE = '22023';
+    END IF;
     FOR it IN
         SELECT (e->>'i')::integer AS i, e->>'k' AS k, (e->>'claim')::uuid AS claim, e->>'r' AS r,
                e->>'ref' AS ref, e->'resp' AS resp, e->>'reason' AS reason
@@ -35,6 +57,7 @@ BEGIN
     LOOP
         idx := it.i;
         BEGIN
+        PERFORM ol_lock_budget(v_deadline);
         SELECT * INTO op FROM operations o WHERE o.operation_key = it.k FOR UPDATE;
         IF NOT FOUND THEN
             result := 'not_found'; status := NULL; attempt := NULL; external_ref := NULL;
@@ -114,4 +137,5 @@ BEGIN
           INTO status, attempt, external_ref, reconcile_checks, next_check_at;
         RETURN NEXT;
     END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END $$;

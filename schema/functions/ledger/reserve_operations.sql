@@ -11,6 +11,13 @@
 -- The row also keeps the execution id the lease was granted to (lease_execution_id, migration 0011),
 -- so confirm_operations can tell a write that ran again in another execution (n8n's Retry from the
 -- failed node, a partial run in the editor) from the holder's own report.
+-- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it for the
+-- item: a key, target, lease (whole seconds, 1 .. 604800) or settle window outside the node's rules
+-- (src/ledger/validate.ts; ol_check_texts, ol_check_numbers), a fingerprint that is not 64 hex
+-- digits.
+-- Lock waits: one budget for the batch (ol_lock_deadline: about one lock_timeout in all, not one
+-- per key), so keys held by other transactions answer busy within about one lock_timeout and the
+-- other keys are still decided.
 CREATE OR REPLACE FUNCTION reserve_operations(p_items jsonb, p_ctx jsonb)
 RETURNS TABLE (
     idx integer, outcome text, status text, attempt integer, lease_token uuid,
@@ -28,7 +35,22 @@ DECLARE
     v_done integer[] := '{}';
     v_first jsonb := '[]';
     v_tok uuid;
+    v_lock_timeout text := current_setting('lock_timeout');
+    v_deadline timestamptz := ol_lock_deadline();
 BEGIN
+    -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
+    PERFORM ol_check_texts('the operation key', x.i, x.k, 'operation_key', 512),
+            ol_check_texts('the target', x.i, x.t, 'target', 200),
+            ol_check_numbers('the lease (seconds)', x.i, x.l, 1, 604800, true),
+            ol_check_numbers('the settle window (seconds)', x.i, x.s, 1, 2592000, true)
+      FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(e->>'k') AS k, array_agg(e->>'t') AS t,
+                   array_agg((e->>'l')::double precision) AS l, array_agg(coalesce((e->>'s')::double precision, 120)) AS s
+              FROM jsonb_array_elements(p_items) AS e) x;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
+                WHERE coalesce(e->>'f', '') !~ '^[0-9a-f]{64}$' OR coalesce(e->>'a', '') !~ '^[a-z0-9-]{1,100}$') THEN
+        RAISE EXCEPTION 'reserve_operations: every item needs "f", the SHA-256 fingerprint as 64 lowercase hex digits, and "a", its algorithm'
+            USING ERRCODE = '22023';
+    END IF;
     -- Phase 1, the common case: the first item of every key this batch names is inserted in one
     -- statement, in key order. INSERT ... ON CONFLICT DO NOTHING is the atomic decision: of any
     -- number of concurrent batches naming a new key, exactly one inserts it; the others wait for
@@ -111,6 +133,9 @@ BEGIN
                 END IF;
             ELSE
                 -- The key may have vanished since phase 1 (a concurrent inserter rolled back): try again.
+                -- Either statement below may wait (for an uncommitted insert of the key, or its row
+                -- lock): each gets what is left of the batch's lock budget.
+                PERFORM ol_lock_budget(v_deadline);
                 v_tok := gen_random_uuid();
                 INSERT INTO operations AS o (operation_key, status, fingerprint, fingerprint_alg, target, request,
                                              attempt, idempotency_key, lease_token_hash, lease_expires_at, settle_seconds,
@@ -126,6 +151,7 @@ BEGIN
                     v_tok := NULL;
                     -- The row exists (possibly committed by a concurrent batch a moment ago: this statement
                     -- runs with a fresh snapshot). Lock it and decide from its current state.
+                    PERFORM ol_lock_budget(v_deadline);
                     SELECT * INTO op FROM operations o WHERE o.operation_key = it.k FOR UPDATE;
                     IF op.fingerprint <> it.f THEN
                         outcome := 'conflict';
@@ -194,4 +220,5 @@ BEGIN
         updated_at := CASE WHEN outcome = 'conflict' THEN NULL ELSE op.updated_at END;
         RETURN NEXT;
     END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END $$;

@@ -1,13 +1,17 @@
 -- Claim up to p_limit ready tasks of p_queue, in fair-queuing tag order (docs/queue.md, "Scheduling").
 --   p_groups / p_weights: the groups (any order) and their weights (1 to 1000). The weights are
 --   recorded for the queue (queue_group_weights) when they differ from the recorded ones, and enqueue
---   tags later tasks with them. p_limit: 1 to 10,000 tasks. p_lease_secs: lease (visibility timeout)
---   in seconds, above 0 and at most 31,536,000. p_aging_secs: aging interval in seconds, 0 or null =
---   no aging, else 0.001 to 31,536,000. Tasks of groups not listed are not claimed. Bad arguments:
---   SQLSTATE 22023, nothing claimed.
+--   tags later tasks with them; 1 to 20 groups, names as the node takes them (ol_check_texts, 'name').
+--   p_limit: 1 to 10,000 tasks. p_lease_secs: lease (visibility timeout) in seconds, 1 to 86,400
+--   (the node's bound, src/queue/dequeue.ts; queue_extend_lease takes the same). p_aging_secs:
+--   aging interval in seconds, 0 or null = no aging, else 0.001 to 31,536,000. Tasks of groups not
+--   listed are not claimed (nor tagged: a claim tags the due untagged tasks of its own groups only,
+--   so another group's backlog never leaves it empty-handed). Bad arguments: SQLSTATE 22023,
+--   nothing claimed.
 -- Two paths, the same result:
 --   Fast path, one statement with a plan cached per connection: when nothing of the queue needs the
---   full path's steps (no expired lease, no untagged task that is due, the weights as recorded, and
+--   full path's steps (no expired lease, no untagged task of a listed group that is due, the weights
+--   as recorded, and
 --   with aging on no listed group due for an aging sweep: one whose oldest task waited past the
 --   interval while its tag is behind the head tag and that was not swept within the sweep gap, a
 --   tenth of the interval but at most 1 s (queue_age): four index probes of the same statement, the
@@ -61,17 +65,28 @@ DECLARE
     gi integer;
     c integer;
 BEGIN
+    -- Names: a plain-ASCII test here (the common case costs nothing more), and the full rule
+    -- (ol_check_texts) for any name it does not pass.
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+        PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    IF k > 20 THEN
+        RAISE EXCEPTION 'queue_claim: give 1 to 20 priority groups, got %', k USING ERRCODE = '22023';
+    END IF;
     IF k = 0 OR k <> coalesce(array_length(p_weights, 1), 0) THEN
         RAISE EXCEPTION 'queue_claim: give one weight per group (% groups, % weights)', k, coalesce(array_length(p_weights, 1), 0)
             USING ERRCODE = '22023';
     END IF;
     FOR gi IN 1..k LOOP
-        IF p_groups[gi] IS NULL OR p_weights[gi] IS NULL OR p_weights[gi] < 1 THEN
-            RAISE EXCEPTION 'queue_claim: group names must be distinct and weights at least 1' USING ERRCODE = '22023';
+        IF p_groups[gi] IS NULL OR p_groups[gi] !~ '^[ -~]{1,100}$' OR p_groups[gi] !~ '[^ ]' THEN
+            PERFORM ol_check_texts('priority group', NULL, ARRAY[p_groups[gi]], 'name', 100);
+        END IF;
+        IF p_weights[gi] IS NULL OR p_weights[gi] < 1 OR p_weights[gi] > 1000 THEN
+            RAISE EXCEPTION 'queue_claim: group names must be distinct and weights from 1 to 1000' USING ERRCODE = '22023';
         END IF;
         FOR c IN 1..gi - 1 LOOP
             IF p_groups[c] = p_groups[gi] THEN
-                RAISE EXCEPTION 'queue_claim: group names must be distinct and weights at least 1' USING ERRCODE = '22023';
+                RAISE EXCEPTION 'queue_claim: group names must be distinct and weights from 1 to 1000' USING ERRCODE = '22023';
             END IF;
         END LOOP;
     END LOOP;
@@ -79,11 +94,11 @@ BEGIN
         RAISE EXCEPTION 'queue_claim: limit must be between 1 and 10000, got %', p_limit USING ERRCODE = '22023';
     END IF;
     -- Bounds that keep every expression inside its type (no 22003 / 22008 for any value): now() +
-    -- lease fits a timestamptz. NaN is refused (NaN > 0 is true in SQL).
-    IF p_lease_secs IS NULL OR p_lease_secs <= 0 OR p_lease_secs > 31536000 OR p_lease_secs <> p_lease_secs THEN
-        RAISE EXCEPTION 'queue_claim: lease seconds must be above 0 and at most 31536000, got %', p_lease_secs USING ERRCODE = '22023';
+    -- lease fits a timestamptz. NaN is refused: PostgreSQL sorts it above every number.
+    IF p_lease_secs IS NULL OR p_lease_secs < 1 OR p_lease_secs > 86400 THEN
+        RAISE EXCEPTION 'queue_claim: lease seconds must be from 1 to 86400, got %', p_lease_secs USING ERRCODE = '22023';
     END IF;
-    IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR p_aging_secs <> p_aging_secs OR (p_aging_secs > 0 AND p_aging_secs < 0.001) THEN
+    IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR (p_aging_secs > 0 AND p_aging_secs < 0.001) THEN
         RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
     END IF;
 
@@ -99,8 +114,11 @@ BEGIN
     WITH gate AS MATERIALIZED (
         SELECT NOT EXISTS (SELECT 1 FROM queue_tasks x
                             WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= v_now)
-           AND NOT EXISTS (SELECT 1 FROM queue_tasks u
-                            WHERE u.queue = p_queue AND u.status = 'pending' AND u.vtag IS NULL AND u.run_at <= v_now)
+           AND NOT EXISTS (SELECT 1 FROM unnest(p_groups) AS ug(g)
+                            CROSS JOIN LATERAL (SELECT 1 FROM queue_tasks u
+                                                 WHERE u.queue = p_queue AND u.priority_group = ug.g AND u.status = 'pending'
+                                                   AND u.vtag IS NULL AND u.run_at <= v_now
+                                                 LIMIT 1) un)
            AND NOT EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
                              LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
                             WHERE w.weight IS DISTINCT FROM u.w)

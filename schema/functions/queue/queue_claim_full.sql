@@ -5,11 +5,14 @@
 -- Claims up to p_limit ready tasks of p_queue, in fair-queuing tag order (docs/queue.md, "Scheduling").
 -- Steps (no shared row is locked or written on the common path, so claims of a queue overlap):
 --   1. One statement of probes: an expired lease of the queue? a ready task of a listed group? an
---      untagged pending task that is due? Expired leases are swept (queue_expire_leases); with no
---      ready task and nothing expired, return at once (no lock, no write).
+--      untagged pending task of a listed group that is due? Expired leases are swept
+--      (queue_expire_leases); with no ready task and nothing expired, return at once (no lock, no
+--      write).
 --   2. Weights differing from the recorded ones: recorded, and the backlog of those groups re-tagged
 --      to them (queue_set_weights; rare, never waits).
---   3. Untagged due tasks: tagged now (queue_tag_due; never waits).
+--   3. Untagged due tasks of the listed groups: tagged now (queue_tag_due; never waits). Other groups'
+--      are left to their own consumers' claims: tagging them here (FIFO across every group, 10,000 at
+--      a time) used to leave this claim empty while its own tasks waited behind another group's backlog.
 --   4. Aging (p_aging_secs > 0): the sweep, queue_age: a listed group whose oldest task waited longer
 --      than the interval and is behind the head tag, and that was not swept within the sweep gap (a
 --      tenth of the interval, at most 1 s), has its oldest aged tasks (up to max(p_limit, 1000)
@@ -63,7 +66,7 @@ DECLARE
     v_all_seq bigint[] := '{}';
 BEGIN
     -- 1. Probes, in one statement: an expired lease (queue_tasks_lease_idx), a listed group's ready
-    -- head (queue_tasks_ready_idx), an untagged due task (queue_tasks_untagged_idx), weights that
+    -- head (queue_tasks_ready_idx), an untagged due task of a listed group (queue_tasks_untagged_group_idx), weights that
     -- differ from the recorded ones, a listed group's head older than the aging interval.
     v_now := clock_timestamp();
     v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
@@ -72,8 +75,11 @@ BEGIN
            EXISTS (SELECT 1 FROM queue_tasks t
                     WHERE t.queue = p_queue AND t.priority_group = ANY (p_groups)
                       AND t.status = 'pending' AND t.run_at <= v_now),
-           EXISTS (SELECT 1 FROM queue_tasks u
-                    WHERE u.queue = p_queue AND u.status = 'pending' AND u.vtag IS NULL AND u.run_at <= v_now),
+           EXISTS (SELECT 1 FROM unnest(p_groups) AS ug(g)
+                    CROSS JOIN LATERAL (SELECT 1 FROM queue_tasks u
+                                         WHERE u.queue = p_queue AND u.priority_group = ug.g AND u.status = 'pending'
+                                           AND u.vtag IS NULL AND u.run_at <= v_now
+                                         LIMIT 1) un),
            EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
                      LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
                     WHERE w.weight IS DISTINCT FROM u.w),
@@ -94,9 +100,9 @@ BEGIN
         PERFORM queue_set_weights(p_queue, p_groups, p_weights);
     END IF;
 
-    -- 3. Due tasks without a tag get theirs (never waits).
+    -- 3. Due tasks of the listed groups without a tag get theirs (never waits).
     IF v_untagged THEN
-        PERFORM queue_tag_due(p_queue, v_now);
+        PERFORM queue_tag_due(p_queue, p_groups, v_now);
     END IF;
 
     -- 4. Aging: the sweep (queue_age) moves the oldest aged tasks of groups not swept within the

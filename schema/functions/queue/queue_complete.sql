@@ -8,6 +8,9 @@
 -- consumer that claims one task at a time) takes none of that: one DELETE … RETURNING into the
 -- archive INSERT by primary key, and queue_settle_miss when it did not apply (the same two steps
 -- the item-by-item path takes for each item), so the common call is a single statement.
+-- Lock waits: the batch statement skips rows another transaction holds (SKIP LOCKED); those go
+-- through the item-by-item path, whose waits share one budget (ol_lock_deadline): a task held past
+-- about one lock_timeout in all fails the call (SQLSTATE 55P03), nothing completed.
 CREATE OR REPLACE FUNCTION queue_complete(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, attempts integer, finished_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -31,6 +34,8 @@ DECLARE
     v_ids bigint[];
     v_tid bigint;
     v_tok uuid;
+    v_lock_timeout text;
+    v_deadline timestamptz;
 BEGIN
     IF jsonb_array_length(p_items) = 1 THEN
         idx := (p_items->0->>'i')::integer;
@@ -68,8 +73,11 @@ BEGIN
                    e->>'tok' AS tok, e->'res' AS res
               FROM jsonb_array_elements(p_items) AS e
              ORDER BY (e->>'id')::bigint, (e->>'i')::integer) f;
+    v_lock_timeout := current_setting('lock_timeout');
+    v_deadline := ol_lock_deadline();
     -- Rows are found by id (primary key) and locked in id order first (the one global lock order of
-    -- every statement that locks several task rows); the lease test is written so that the planner
+    -- every statement that locks several task rows), rows another transaction holds skipped (they
+    -- are completed one by one below, within the lock budget); the lease test is written so that the planner
     -- never scans the lease index instead, and the status test is written (status || '') so that it
     -- does not match the lease index's predicate (status = 'processing'): with statistics taken while
     -- few tasks were processing, the planner read that whole index (every processing task of every
@@ -81,7 +89,7 @@ BEGIN
                          WHERE y.id = ANY (v_ids) AND y.status || '' = 'processing'
                            AND y.lease_token = (v_map->(y.id::text)->>'tok')::uuid
                            AND y.lease_expires_at - now() > interval '0'
-                         ORDER BY y.id FOR UPDATE)
+                         ORDER BY y.id FOR UPDATE SKIP LOCKED)
            AND x.status || '' = 'processing'
            AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
            AND x.lease_expires_at - now() > interval '0'
@@ -103,9 +111,11 @@ BEGIN
       FROM unnest(v_i, v_id, v_att, v_fin) AS u(i, tid, att, fin);
 
     IF cardinality(v_i) = jsonb_array_length(p_items) THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
         RETURN;
     END IF;
-    -- The rest, one by one: lost leases (say why) and repeated ids (the first item already decided).
+    -- The rest, one by one: lost leases (say why), tasks another transaction held above, and
+    -- repeated ids (the first item already decided).
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok, e->'res' AS res
           FROM jsonb_array_elements(p_items) AS e
@@ -116,6 +126,7 @@ BEGIN
         id := it.tid;
         detail := NULL;
         finished_at := NULL;
+        PERFORM ol_lock_budget(v_deadline);
         WITH gone AS (
             DELETE FROM queue_tasks x
              WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
@@ -139,4 +150,5 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END $$;

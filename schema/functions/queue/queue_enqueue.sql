@@ -28,6 +28,16 @@
 -- queue name when a task that is claimable now was added, '' when only delayed tasks were (a
 -- listener then only needs to re-read the due time). Like the rows, it is delivered only on commit.
 -- Items with "n": false ask for no notification: a queue all of whose items say so is not notified.
+-- A dedupe key never joins a task that can no longer run (docs/queue.md, "Dedupe keys"): before the
+-- keyed items are inserted, a live task of their key whose attempts are used up (pending, or
+-- processing with an expired lease) is sent dead first, as the next claim or lease sweep would
+-- send it (dead_reason attempts_exhausted or lease_expired_at_max, its last_error saying an
+-- enqueue of its key found it), and the new item becomes a new task (deduplicated = false).
+-- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it for the
+-- item (src/queue/enqueue.ts): a queue name, group or dedupe key outside the rules of key-like
+-- text, max attempts outside 1 .. 1000, a delay outside 0 .. 31536000 seconds.
+-- Lock waits (a concurrent enqueue's uncommitted task with the same dedupe key, a task row another
+-- transaction holds): one budget for the call (ol_lock_deadline), about one lock_timeout in all.
 CREATE OR REPLACE FUNCTION queue_enqueue(p_items jsonb)
 RETURNS TABLE (
     idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
@@ -62,7 +72,18 @@ DECLARE
     t_base double precision[] := '{}'; t_step double precision[] := '{}';
     v_base double precision; v_step double precision; v_j integer; v_tag boolean;
     t_ids jsonb[];
+    v_lock_timeout text := current_setting('lock_timeout');
+    v_deadline timestamptz;
 BEGIN
+    -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
+    PERFORM ol_check_texts('queue name', x.i, x.q, 'name', 200), ol_check_texts('priority group', x.i, x.g, 'name', 100),
+            ol_check_texts('dedupe key', x.i, x.k, 'dedupe_key', 512),
+            ol_check_numbers('max attempts', x.i, x.m, 1, 1000, true),
+            ol_check_numbers('the delay (seconds)', x.i, x.d, 0, 31536000, false)
+      FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(e->>'q') AS q, array_agg(e->>'g') AS g, array_agg(e->>'k') AS k,
+                   array_agg(coalesce((e->>'m')::double precision, 5)) AS m,
+                   array_agg(coalesce((e->>'d')::double precision, 0)) AS d
+              FROM jsonb_array_elements(p_items) AS e) x;
     -- The fast path: no dedupe key, no "t": false (see the header). ids are drawn per item first, so
     -- each answer is the item's own values with its id (nothing is read back).
     IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
@@ -195,8 +216,34 @@ BEGIN
       INTO w_i, w_q, w_g, w_p, w_k, w_at, w_m
       FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
      WHERE x.k IS NOT NULL;
+    -- A live task of one of these keys that can no longer run is sent dead first (see the header),
+    -- locked in id order (the global lock order) within the call's lock budget; the lock re-checks
+    -- it, so a task a concurrent claim or sweep just changed is judged as it is now.
+    IF w_i IS NOT NULL THEN
+        v_deadline := ol_lock_deadline();
+        WITH stale AS (
+            SELECT t.id FROM queue_tasks t
+             WHERE (t.queue, t.dedupe_key) IN (SELECT DISTINCT x.q, x.k FROM unnest(w_q, w_k) AS x(q, k))
+               AND t.status IN ('pending', 'processing') AND t.attempts >= t.max_attempts
+               AND (t.status = 'pending' OR t.lease_expires_at <= now())
+             ORDER BY t.id
+               FOR UPDATE
+        )
+        UPDATE queue_tasks t
+           SET status = 'dead', dead_at = now(), updated_at = now(), lease_expires_at = NULL,
+               dead_reason = CASE WHEN t.status = 'pending' THEN 'attempts_exhausted' ELSE 'lease_expired_at_max' END,
+               lease_end = CASE WHEN t.status = 'pending' THEN t.lease_end ELSE 'expired' END,
+               last_error = CASE WHEN t.status = 'pending'
+                                 THEN 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
+                                      || coalesce('; last error: ' || t.last_error, '')
+                                 ELSE 'lease expired at max attempts (' || t.attempts || ' of ' || t.max_attempts || ')' END
+                            || '; found by an enqueue of its dedupe key, which became a new task'
+          FROM stale
+         WHERE t.id = stale.id;
+    END IF;
     WHILE w_i IS NOT NULL LOOP
         v_rounds := v_rounds + 1;
+        PERFORM ol_lock_budget(v_deadline);
         IF v_rounds > 100 THEN
             RAISE EXCEPTION 'queue_enqueue: dedupe keys kept settling during the call (100 rounds)';
         END IF;
@@ -293,4 +340,7 @@ BEGIN
             PERFORM pg_notify(queue_channel(v_q), '');
         END IF;
     END LOOP;
+    IF v_deadline IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    END IF;
 END $$;

@@ -1,8 +1,13 @@
 -- Expired leases of one queue (at most p_limit, oldest first): back to pending, or dead when the
 -- attempts are used up (dead_reason 'lease_expired_at_max'). lease_end becomes 'expired', so a late
 -- settle from that lease is told it expired (queue_settle_verdict). p_now: the time to judge expiry
--- by (default: the current clock, not the transaction start). The rows are locked in id order (the
--- global lock order) with SKIP LOCKED. Returns how many rows changed.
+-- by (default: the current clock, not the transaction start). The rows are chosen and locked in
+-- one scan of the lease index (queue_tasks_lease_idx, oldest expiry first) with SKIP LOCKED: a row
+-- another transaction holds is passed over while choosing, so the p_limit rows are the oldest
+-- expired ones nobody holds. (Choosing the p_limit oldest first and locking them after left
+-- nothing to sweep while those rows were held elsewhere, and every later expired task stayed
+-- expired.) SKIP LOCKED never waits, so the order rows are locked in cannot deadlock.
+-- Returns how many rows changed.
 CREATE OR REPLACE FUNCTION queue_expire_leases(p_queue text, p_limit integer DEFAULT 1000, p_now timestamptz DEFAULT clock_timestamp())
 RETURNS integer
 LANGUAGE plpgsql
@@ -21,14 +26,11 @@ BEGIN
            lease_end = 'expired',
            lease_expires_at = NULL,
            updated_at = p_now
-     WHERE t.id IN (SELECT y.id FROM queue_tasks y
-                     WHERE y.id IN (SELECT x.id FROM queue_tasks x
-                                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
-                                     ORDER BY x.lease_expires_at
-                                     LIMIT greatest(coalesce(p_limit, 1000), 0))
-                       AND y.status = 'processing' AND y.lease_expires_at <= p_now
-                     ORDER BY y.id
-                     FOR UPDATE SKIP LOCKED)
+     WHERE t.id IN (SELECT x.id FROM queue_tasks x
+                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
+                     ORDER BY x.lease_expires_at
+                     LIMIT greatest(coalesce(p_limit, 1000), 0)
+                       FOR UPDATE SKIP LOCKED)
        AND t.status = 'processing' AND t.lease_expires_at <= p_now;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;

@@ -1,6 +1,10 @@
 -- Extend leases (heartbeat). p_items: [{"i", "id", "tok", "secs": new lease length from now, seconds}].
 -- Outcomes: extended | lease_lost | not_found (misses: queue_settle_miss; a settled lease cannot be
 -- extended, so there is no already_settled here).
+-- "secs" outside 1 .. 86400 (the same lease bound as queue_claim and the node, src/queue/dequeue.ts
+-- and src/queue/extendLease.ts) is refused (SQLSTATE 22023, nothing extended). Lock waits: a batch
+-- of several items shares one budget (ol_lock_deadline): a task held past about one lock_timeout
+-- in all fails the call (55P03).
 CREATE OR REPLACE FUNCTION queue_extend_lease(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, lease_expires_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -10,17 +14,26 @@ AS $$
 DECLARE
     it record;
     t queue_tasks%ROWTYPE;
+    v_lock_timeout text;
+    v_deadline timestamptz;
 BEGIN
+    PERFORM ol_check_numbers('the lease (seconds)', x.i, x.secs, 1, 86400, false)
+      FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg((e->>'secs')::double precision) AS secs
+              FROM jsonb_array_elements(p_items) AS e) x;
+    IF jsonb_array_length(p_items) > 1 THEN
+        v_lock_timeout := current_setting('lock_timeout');
+        v_deadline := ol_lock_deadline();
+    END IF;
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok,
                (e->>'secs')::double precision AS secs
         FROM jsonb_array_elements(p_items) AS e
         ORDER BY (e->>'id')::bigint, (e->>'i')::integer
     LOOP
-        IF it.secs IS NULL OR it.secs <= 0 OR it.secs > 31536000 OR it.secs <> it.secs THEN
-            RAISE EXCEPTION 'queue_extend_lease: lease seconds must be above 0 and at most 31536000 (item %)', it.i USING ERRCODE = '22023';
-        END IF;
         idx := it.i;
+        IF v_deadline IS NOT NULL THEN
+            PERFORM ol_lock_budget(v_deadline);
+        END IF;
         id := it.tid;
         detail := NULL;
         UPDATE queue_tasks x
@@ -40,4 +53,7 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    IF v_deadline IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    END IF;
 END $$;

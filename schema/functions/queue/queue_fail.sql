@@ -5,6 +5,8 @@
 -- needs the live lease that it ends.
 -- Outcomes: retry_scheduled | dead | already_settled | lease_lost | not_found (misses decided by
 -- queue_settle_miss / queue_settle_verdict, the table in docs/queue.md).
+-- Lock waits: a batch of several items shares one budget (ol_lock_deadline): a task held past about
+-- one lock_timeout in all fails the call (SQLSTATE 55P03), nothing recorded.
 CREATE OR REPLACE FUNCTION queue_fail(p_items jsonb, p_base_secs double precision, p_cap_secs double precision)
 RETURNS TABLE (
     idx integer, id bigint, outcome text, status text, attempts integer, max_attempts integer,
@@ -19,13 +21,20 @@ DECLARE
     t queue_tasks%ROWTYPE;
     a queue_tasks_archive%ROWTYPE;
     b double precision;
+    v_lock_timeout text;
+    v_deadline timestamptz;
 BEGIN
-    -- Bounded so that now() + backoff always fits a timestamptz (no 22008) and 2^(attempts-1) never
-    -- overflows (no 22003): base and cap 0 to 31,536,000 s (one year), the exponent capped at 60.
+    -- The node's bounds (src/queue/fail.ts, prepareBackoff): base 0 to 86,400 s, cap 0 to 31,536,000 s
+    -- (one year), so now() + backoff always fits a timestamptz (no 22008); the exponent is capped
+    -- at 60, so 2^(attempts-1) never overflows (no 22003).
     IF p_base_secs IS NULL OR p_base_secs < 0 OR p_cap_secs IS NULL OR p_cap_secs < 0
-       OR p_base_secs > 31536000 OR p_cap_secs > 31536000 OR p_base_secs <> p_base_secs OR p_cap_secs <> p_cap_secs THEN
-        RAISE EXCEPTION 'queue_fail: backoff seconds must be from 0 to 31536000, got base % and cap %', p_base_secs, p_cap_secs
+       OR p_base_secs > 86400 OR p_cap_secs > 31536000 THEN
+        RAISE EXCEPTION 'queue_fail: the backoff base must be from 0 to 86400 seconds and the cap from 0 to 31536000, got base % and cap %', p_base_secs, p_cap_secs
             USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_array_length(p_items) > 1 THEN
+        v_lock_timeout := current_setting('lock_timeout');
+        v_deadline := ol_lock_deadline();
     END IF;
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok,
@@ -37,6 +46,9 @@ BEGIN
         id := it.tid;
         retry_at := NULL;
         detail := NULL;
+        IF v_deadline IS NOT NULL THEN
+            PERFORM ol_lock_budget(v_deadline);
+        END IF;
         SELECT * INTO t FROM queue_tasks x
          -- status || '': does not match the lease index's predicate, so the row is found by primary
          -- key even when the statistics say few tasks are processing (see queue_complete).
@@ -75,4 +87,7 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    IF v_deadline IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    END IF;
 END $$;

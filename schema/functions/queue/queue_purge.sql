@@ -1,8 +1,12 @@
 -- Retention. Dead tasks older than p_dead_after_secs move to the archive (status dead); archive
 -- rows older than p_archive_after_secs are deleted. p_queue null = every queue; null ages = skip
--- that step. At most p_limit rows per step. Dead rows are locked in id order (the global lock order)
--- with SKIP LOCKED: a dead task a requeue holds is left for the next run; archive rows likewise (two
--- purges at once never wait on each other). Returns the counts.
+-- that step. At most p_limit rows per step. Rows are chosen and locked in one scan with SKIP
+-- LOCKED: a dead task a requeue holds is passed over (left for the next run) and the next oldest
+-- taken instead; archive rows likewise (two purges at once never wait on each other, and rows held
+-- elsewhere never stop older-than-retention rows behind them from going). Returns the counts.
+-- Refused (SQLSTATE 22023), as the node refuses it (src/queue/purge.ts): a queue name outside the
+-- rules (null = every queue), retentions outside 0 .. 3153600000 seconds, a limit outside
+-- 1 .. 100000.
 CREATE OR REPLACE FUNCTION queue_purge(p_queue text, p_dead_after_secs double precision, p_archive_after_secs double precision, p_limit integer)
 RETURNS TABLE (dead_archived integer, archive_deleted integer)
 LANGUAGE plpgsql
@@ -10,23 +14,27 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
-    -- Ages beyond 100 years are clamped (now() - a larger interval could leave the timestamp range).
-    v_dead double precision := least(p_dead_after_secs, 3153600000);
-    v_arch double precision := least(p_archive_after_secs, 3153600000);
-    v_limit integer := least(greatest(coalesce(p_limit, 10000), 0), 1000000);
+    v_dead double precision := p_dead_after_secs;
+    v_arch double precision := p_archive_after_secs;
+    v_limit integer := coalesce(p_limit, 10000);
 BEGIN
+    IF p_queue IS NOT NULL THEN
+        PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    -- At most 100 years (3153600000 s): now() minus a larger age could leave the timestamp range.
+    PERFORM ol_check_numbers('the dead retention (seconds)', NULL, ARRAY[coalesce(p_dead_after_secs, 0)], 0, 3153600000, false),
+            ol_check_numbers('the archive retention (seconds)', NULL, ARRAY[coalesce(p_archive_after_secs, 0)], 0, 3153600000, false),
+            ol_check_numbers('the purge limit', NULL, ARRAY[v_limit::double precision], 1, 100000, true);
     dead_archived := 0;
     archive_deleted := 0;
     IF p_dead_after_secs IS NOT NULL THEN
         WITH gone AS (
             DELETE FROM queue_tasks x
-             WHERE x.id IN (SELECT y.id FROM queue_tasks y
-                             WHERE y.id IN (SELECT d.id FROM queue_tasks d
-                                             WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
-                                               AND d.dead_at <= now() - make_interval(secs => greatest(v_dead, 0))
-                                             ORDER BY d.dead_at LIMIT v_limit)
-                               AND y.status = 'dead'
-                             ORDER BY y.id FOR UPDATE SKIP LOCKED)
+             WHERE x.id IN (SELECT d.id FROM queue_tasks d
+                             WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
+                               AND d.dead_at <= now() - make_interval(secs => greatest(v_dead, 0))
+                             ORDER BY d.dead_at LIMIT v_limit
+                               FOR UPDATE SKIP LOCKED)
                AND x.status = 'dead'
             RETURNING x.*
         ), moved AS (
@@ -43,12 +51,11 @@ BEGIN
     IF p_archive_after_secs IS NOT NULL THEN
         WITH gone AS (
             DELETE FROM queue_tasks_archive x
-             WHERE x.id IN (SELECT b.id FROM queue_tasks_archive b
-                             WHERE b.id IN (SELECT a.id FROM queue_tasks_archive a
-                                             WHERE (p_queue IS NULL OR a.queue = p_queue)
-                                               AND a.archived_at <= now() - make_interval(secs => greatest(v_arch, 0))
-                                             ORDER BY a.archived_at LIMIT v_limit)
-                             ORDER BY b.id FOR UPDATE SKIP LOCKED)
+             WHERE x.id IN (SELECT a.id FROM queue_tasks_archive a
+                             WHERE (p_queue IS NULL OR a.queue = p_queue)
+                               AND a.archived_at <= now() - make_interval(secs => greatest(v_arch, 0))
+                             ORDER BY a.archived_at LIMIT v_limit
+                               FOR UPDATE SKIP LOCKED)
             RETURNING 1
         )
         SELECT count(*)::integer INTO archive_deleted FROM gone;

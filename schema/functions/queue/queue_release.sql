@@ -4,6 +4,9 @@
 -- Outcomes: released | already_settled | lease_lost | not_found (misses: queue_settle_miss).
 -- A release that counts the attempt at max attempts leaves the task pending with its attempts used
 -- up: the next claim sends it dead ('attempts_exhausted') instead of handing it out.
+-- A delay outside 0 .. 31536000 seconds (the node's bound, src/queue/release.ts) is refused
+-- (SQLSTATE 22023, nothing released). Lock waits: a batch of several items shares one budget
+-- (ol_lock_deadline): a task held past about one lock_timeout in all fails the call (55P03).
 CREATE OR REPLACE FUNCTION queue_release(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, attempts integer, run_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -13,11 +16,20 @@ AS $$
 DECLARE
     it record;
     t queue_tasks%ROWTYPE;
+    v_lock_timeout text;
+    v_deadline timestamptz;
 BEGIN
+    -- 0 to one year (a larger delay would overflow now() + delay).
+    PERFORM ol_check_numbers('the release delay (seconds)', x.i, x.d, 0, 31536000, false)
+      FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(coalesce((e->>'delay')::double precision, 0)) AS d
+              FROM jsonb_array_elements(p_items) AS e) x;
+    IF jsonb_array_length(p_items) > 1 THEN
+        v_lock_timeout := current_setting('lock_timeout');
+        v_deadline := ol_lock_deadline();
+    END IF;
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok,
-               -- 0 to one year (a larger delay would overflow now() + delay).
-               least(greatest(coalesce((e->>'delay')::double precision, 0), 0), 31536000) AS delay,
+               coalesce((e->>'delay')::double precision, 0) AS delay,
                coalesce((e->>'count')::boolean, false) AS count_attempt
         FROM jsonb_array_elements(p_items) AS e
         ORDER BY (e->>'id')::bigint, (e->>'i')::integer
@@ -25,6 +37,9 @@ BEGIN
         idx := it.i;
         id := it.tid;
         detail := NULL;
+        IF v_deadline IS NOT NULL THEN
+            PERFORM ol_lock_budget(v_deadline);
+        END IF;
         UPDATE queue_tasks x
            SET status = 'pending', lease_expires_at = NULL, updated_at = now(), lease_end = 'released',
                attempts = CASE WHEN it.count_attempt THEN x.attempts ELSE greatest(x.attempts - 1, 0) END,
@@ -47,4 +62,7 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    IF v_deadline IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    END IF;
 END $$;

@@ -10,7 +10,11 @@
 -- Locks: all the tasks are locked in one statement in id order (the global lock order of every
 -- statement that locks several task rows), then handled in id order, so concurrent requeues (by id
 -- or oldest), settles, expiry sweeps and purges cannot deadlock. Updates then go in (queue, dedupe key,
--- id) order, like enqueue's keyed inserts. Rows come back in id order.
+-- id) order, like enqueue's keyed inserts. Rows come back in id order. All the lock waits of a call
+-- share one budget (ol_lock_deadline): a task held past about one lock_timeout in all fails the
+-- call (SQLSTATE 55P03), nothing requeued.
+-- Refused (SQLSTATE 22023), as the node refuses it (src/queue/requeueDead.ts): a queue or group name
+-- outside the rules, a limit outside 1 .. 10000.
 CREATE OR REPLACE FUNCTION queue_requeue_dead(p_queue text, p_ids bigint[], p_group text, p_limit integer)
 RETURNS TABLE (id bigint, outcome text, queue text, priority_group text, status text, last_error text, requeues integer)
 LANGUAGE plpgsql
@@ -31,7 +35,16 @@ DECLARE
     o_st text[] := '{}';
     o_err text[] := '{}';
     o_req integer[] := '{}';
+    v_lock_timeout text := current_setting('lock_timeout');
+    v_deadline timestamptz := ol_lock_deadline();
 BEGIN
+    PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    IF p_group IS NOT NULL THEN
+        PERFORM ol_check_texts('priority group', NULL, ARRAY[p_group], 'name', 100);
+    END IF;
+    IF p_ids IS NULL THEN
+        PERFORM ol_check_numbers('the limit', NULL, ARRAY[coalesce(p_limit, 100)::double precision], 1, 10000, true);
+    END IF;
     IF p_ids IS NOT NULL THEN
         IF cardinality(p_ids) > 10000 THEN
             RAISE EXCEPTION 'queue_requeue_dead: at most 10000 ids, got %', cardinality(p_ids) USING ERRCODE = '22023';
@@ -43,7 +56,7 @@ BEGIN
                            WHERE x.queue = p_queue AND x.status = 'dead'
                              AND (p_group IS NULL OR x.priority_group = p_group)
                            ORDER BY x.dead_at, x.id
-                           LIMIT least(greatest(coalesce(p_limit, 100), 0), 10000)) s
+                           LIMIT coalesce(p_limit, 100)) s
                         ORDER BY s.id);
     END IF;
     -- Lock every task of the batch at once, in id order.
@@ -70,6 +83,7 @@ BEGIN
             outcome := 'skipped_live_duplicate';
         ELSE
             BEGIN
+                PERFORM ol_lock_budget(v_deadline);
                 -- A subtransaction: a unique violation (a live task with the key committed or in
                 -- flight elsewhere) undoes only this task's update.
                 UPDATE queue_tasks x
@@ -92,4 +106,5 @@ BEGIN
     FOREACH v_q IN ARRAY v_notify LOOP
         PERFORM pg_notify(queue_channel(v_q), v_q);
     END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END $$;

@@ -57,8 +57,17 @@ async function makeReview(key: string) {
 	);
 	expect(res.result).toBe('review');
 }
-const settle = (key: string, decision: string, by = 'alice', ref: string | null = 'pay_1', reason = 'checked the dashboard') =>
-	settleByHand(db.pool, db.schemaSql, [prepareSettleItem(0, { operationKey: key, decision, externalRef: ref, reason, decidedBy: by })], ctx).then((r) => r[0]);
+const settle = (key: string, decision: string, by = 'alice', ref: string | null = 'pay_1', reason = 'checked the dashboard', beforeSettleWindowEnd = false) =>
+	settleByHand(db.pool, db.schemaSql, [prepareSettleItem(0, { operationKey: key, decision, externalRef: ref, reason, decidedBy: by, beforeSettleWindowEnd })], ctx).then((r) => r[0]);
+/** Runs `fn` with the ledger clock 600 s ahead: past every default settle window (120 s) of operations made now. */
+async function afterTheWindow<T>(fn: () => Promise<T>): Promise<T> {
+	await setLedgerClock(db.pool, db.schema, 600);
+	try {
+		return await fn();
+	} finally {
+		await setLedgerClock(db.pool, db.schema, 0);
+	}
+}
 const row = async (key: string) => (await db.pool.query(`SELECT * FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [key])).rows[0];
 const eventCount = async (key: string) =>
 	Number((await db.pool.query(`SELECT count(*) FROM ${db.schemaSql}.operation_events WHERE operation_key = $1`, [key])).rows[0].count);
@@ -140,7 +149,8 @@ describe('Settle by hand', () => {
 
 	it('did not happen (from review): a retryable failure, so the next Reserve proceeds with attempt 2', async () => {
 		await makeReview('s:nothappened');
-		const r = await settle('s:nothappened', 'not_happened', 'bob', null, 'no such charge at the bank');
+		// (Its reconciliation ran with the clock moved past the settle window; so does this decision.)
+		const r = await afterTheWindow(() => settle('s:nothappened', 'not_happened', 'bob', null, 'no such charge at the bank'));
 		expect(r).toMatchObject({ result: 'settled', status: 'failed', retryable: true, decidedBy: 'bob' });
 		const again = await reserve('s:nothappened');
 		expect(again).toMatchObject({ outcome: 'proceed', attempt: 2 });
@@ -153,7 +163,7 @@ describe('Settle by hand', () => {
 	it('the first decision wins; later ones are refused naming who decided, and are recorded', async () => {
 		await makeUnknown('s:race');
 		const people = ['ann', 'ben', 'cat', 'dan', 'eve', 'fay'];
-		const results = await Promise.all(people.map((p, n) => settle('s:race', n % 2 ? 'happened' : 'not_happened', p, `pay_${p}`)));
+		const results = await afterTheWindow(() => Promise.all(people.map((p, n) => settle('s:race', n % 2 ? 'happened' : 'not_happened', p, `pay_${p}`))));
 		const winners = results.filter((r) => r.result === 'settled');
 		expect(winners).toHaveLength(1);
 		const who = winners[0].decidedBy;
@@ -194,10 +204,56 @@ describe('Settle by hand', () => {
 
 	it("a late Confirm from the original holder cannot overwrite a person's decision, and a contradicting success is flagged", async () => {
 		const r = await makeUnknown('s:late');
-		await settle('s:late', 'not_happened', 'dora', null, 'nothing at the provider');
+		await afterTheWindow(() => settle('s:late', 'not_happened', 'dora', null, 'nothing at the provider'));
 		const late = await confirm('s:late', r.leaseToken, 'succeeded', { externalRef: 'pay_late' });
 		expect(late).toMatchObject({ result: 'stale', possibleDuplicate: true, status: 'failed' });
 		expect(await row('s:late')).toMatchObject({ status: 'failed', retryable: true, settled_by: 'dora', external_ref: null });
+	});
+
+	it('respects the settle window: "did not happen" 0.02 s after the operation went unknown (window 120 s) is refused, as Reconcile refuses it', async () => {
+		await makeUnknown('s:early');
+		await new Promise((r) => setTimeout(r, 20));
+		const r = await settle('s:early', 'not_happened', 'erin', null, 'not in the dashboard yet');
+		expect(r).toMatchObject({ result: 'refused_early', status: 'unknown', decidedBy: null });
+		const until = (await row('s:early')).settle_until as Date;
+		expect(r.settleUntil).toBe(until.toISOString());
+		expect(refusalMessage(r)).toMatch(/refused until the operation's settle window ends at .*Decide Before the Settle Window Ends/);
+		// Nothing changed: the next Reserve is still told to reconcile (not a second write as attempt 2).
+		expect(await row('s:early')).toMatchObject({ status: 'unknown', settled_by: null });
+		expect(await reserve('s:early')).toMatchObject({ outcome: 'needs_reconcile', attempt: 1 });
+		const events = (await getOperation(db.pool, db.schemaSql, 's:early'))!.events;
+		expect(events[events.length - 1]).toMatchObject({ event: 'settle_by_hand_refused_early', detail: { decidedBy: 'erin', decision: 'not_happened' } });
+		// Reconcile Unknown refuses the same decision: its claim is not even due yet.
+		expect(await claimUnknown(db.pool, db.schemaSql, { limit: 10, settleSeconds: 0, claimSeconds: 60, target: 'pay' })).toEqual([]);
+		// "Happened" brings the reference as evidence and is taken inside the window.
+		await makeUnknown('s:early-happened');
+		expect(await settle('s:early-happened', 'happened', 'erin', 'pay_77')).toMatchObject({ result: 'settled', status: 'succeeded' });
+	});
+
+	it('after the settle window ends, "did not happen" is taken; before it only with the explicit override, which the event records', async () => {
+		await makeUnknown('s:window');
+		expect(await afterTheWindow(() => settle('s:window', 'not_happened', 'finn', null, 'no charge'))).toMatchObject({ result: 'settled', status: 'failed' });
+		let ev = (await getOperation(db.pool, db.schemaSql, 's:window'))!.events.find((e) => e.event === 'settled_by_hand');
+		expect(ev?.detail).not.toHaveProperty('beforeSettleWindowEnd');
+
+		await makeUnknown('s:override');
+		const r = await settle('s:override', 'not_happened', 'gwen', null, 'the provider was down the whole time (status page)', true);
+		expect(r).toMatchObject({ result: 'settled', status: 'failed', retryable: true, decidedBy: 'gwen' });
+		ev = (await getOperation(db.pool, db.schemaSql, 's:override'))!.events.find((e) => e.event === 'settled_by_hand');
+		const until = (await row('s:override')).settle_until as Date;
+		expect(ev?.detail).toMatchObject({ decidedBy: 'gwen', beforeSettleWindowEnd: true });
+		expect(new Date((ev?.detail as { settleUntil: string }).settleUntil).getTime()).toBe(until.getTime());
+		expect(await reserve('s:override')).toMatchObject({ outcome: 'proceed', attempt: 2 });
+		expect(() => prepareSettleItem(0, { operationKey: 'k', decision: 'not_happened', reason: 'r', decidedBy: 'x', beforeSettleWindowEnd: 'yes' })).toThrow(/must be true or false/);
+	});
+
+	it('records which database role wrote each event (db_role), whatever the caller names as the person', async () => {
+		await makeUnknown('s:role');
+		await settle('s:role', 'happened', 'the CFO', 'pay_cfo');
+		const { rows } = await db.pool.query(`SELECT current_user AS me`);
+		const events = (await getOperation(db.pool, db.schemaSql, 's:role'))!.events;
+		expect(events.length).toBeGreaterThan(2);
+		for (const e of events) expect(e.dbRole).toBe(rows[0].me);
 	});
 
 	it('waits for a row another transaction holds no longer than the lock timeout, and records nothing then', async () => {

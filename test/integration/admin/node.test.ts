@@ -114,9 +114,39 @@ describe('Operation Ledger Admin node', () => {
 		expect(left.rows.map((r) => r.operation_key)).toEqual(['n:2', 'n:3']);
 	});
 
+	it('Settle by Hand inside the settle window: Did Not Happen goes to Refused with when the window ends; with the override, to Settled', async () => {
+		await makeUnknown('w:1');
+		const params = { operation: 'settle', operationKey: 'w:1', decision: 'not_happened', externalReference: '', reason: 'nothing at the bank', decidedBy: 'hana' };
+		const early = await run(params, [{ json: {} }], true);
+		expect(early.map((o) => o.length)).toEqual([0, 0, 0, 1]);
+		const ledger = early[3][0].json.ledger as Record<string, unknown>;
+		expect(ledger).toMatchObject({ operationKey: 'w:1', result: 'refused_early', status: 'unknown', requestedBy: 'hana', requestedDecision: 'not_happened' });
+		expect(String(ledger.refusal)).toMatch(/settle window ends at /);
+		expect(Date.parse(String(ledger.settleUntil))).toBeGreaterThan(Date.now());
+		const now = await run({ ...params, beforeSettleWindowEnd: true }, [{ json: {} }], true);
+		expect(now.map((o) => o.length)).toEqual([0, 0, 1, 0]);
+		expect(now[2][0].json.ledger).toMatchObject({ result: 'settled', status: 'failed', decidedBy: 'hana' });
+	});
+
+	it('a missing key\'s error never cuts the key inside a surrogate pair', async () => {
+		const key = `${'k'.repeat(199)}\u{1F600}tail`;
+		const [unrecorded] = await run({ operation: 'settle', operationKey: key, decision: 'happened', externalReference: 'pay', reason: 'r', decidedBy: 'x' }, [{ json: {} }], true);
+		const message = String(unrecorded[0].json.error);
+		expect(message).toContain(`"${'k'.repeat(199)}"`);
+		expect(message).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+	});
+
 	it('the fixed outputs [Unrecorded, Result, Settled, Refused]: each operation fills only its own', async () => {
 		await makeUnknown('fx:1');
-		const params = { operation: 'settle', operationKey: 'fx:1', decision: 'not_happened', externalReference: '', reason: 'no charge in the dashboard', decidedBy: 'carol' };
+		const params = {
+			operation: 'settle',
+			operationKey: 'fx:1',
+			decision: 'not_happened',
+			externalReference: '',
+			reason: 'no charge in the dashboard',
+			decidedBy: 'carol',
+			beforeSettleWindowEnd: true,
+		};
 		const first = await run(params, [{ json: {} }], true);
 		expect(first.map((o) => o.length)).toEqual([0, 0, 1, 0]);
 		expect(first[2][0].json.ledger).toMatchObject({ operationKey: 'fx:1', result: 'settled', status: 'failed', decidedBy: 'carol' });

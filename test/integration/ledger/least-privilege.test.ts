@@ -21,7 +21,7 @@ const owner = `${schema}_owner`;
 const dbName = new URL(DATABASE_URL).pathname.slice(1);
 let asRole: Pool;
 
-/** The entry points: the one list in function_security.sql. */
+/** The nodes' entry points: audience 'nodes' of the one list, ol_entry_points() in function_security.sql. */
 const ENTRY_POINTS = [
 	'confirm_operations',
 	'queue_claim',
@@ -41,6 +41,11 @@ const ENTRY_POINTS = [
 	'reconcile_resolve',
 	'reserve_operations',
 ];
+
+/** The Operation Ledger Admin's entry points (audience 'operator' and 'hard_delete'): SECURITY DEFINER too, not granted to the nodes' role. */
+const ADMIN_ENTRY_POINTS = ['ops_compact_batch', 'ops_get_operation', 'ops_hard_delete_batch', 'ops_health', 'ops_list_operations', 'ops_settle_by_hand'];
+/** Functions left without a SET clause so that the planner inlines them (function_security.sql, INLINED). */
+const INLINED = ['ol_refused_chars'];
 
 function runRoleScript(extra: string[] = []): void {
 	execFileSync(
@@ -80,12 +85,16 @@ describe('schema/security: functions and roles', () => {
 			   FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = $1::regnamespace ORDER BY 1`,
 			[schema],
 		);
-		expect(rows.filter((r) => r.prosecdef).map((r) => r.proname)).toEqual(ENTRY_POINTS);
+		expect(rows.filter((r) => r.prosecdef).map((r) => r.proname)).toEqual([...ENTRY_POINTS, ...ADMIN_ENTRY_POINTS].sort());
 		for (const r of rows) {
 			expect(r.owner).toBe(owner);
 			expect(r.canlogin).toBe(false);
-			expect(r.config).toContain(`search_path=${schema}, pg_temp`);
+			if (INLINED.includes(r.proname)) expect([r.config, r.prosecdef]).toEqual([null, false]);
+			else expect(r.config).toContain(`search_path=${schema}, pg_temp`);
 		}
+		const { rows: list } = await admin.query<{ function_name: string; audience: string }>(`SELECT * FROM ${q}.ol_entry_points() ORDER BY 1`);
+		expect(list.filter((e) => e.audience === 'nodes').map((e) => e.function_name)).toEqual(ENTRY_POINTS);
+		expect(list.filter((e) => e.audience !== 'nodes').map((e) => e.function_name)).toEqual(ADMIN_ENTRY_POINTS);
 		const { rows: exec } = await admin.query<{ proname: string }>(
 			`SELECT p.proname FROM pg_proc p WHERE p.pronamespace = $1::regnamespace AND has_function_privilege($2, p.oid, 'EXECUTE') ORDER BY 1`,
 			[schema, role],

@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { Client, Pool } from 'pg';
-import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
+import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
+import { reserveOperations } from '../../../src/ledger/reserve';
+import { dequeue } from '../../../src/queue';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -110,6 +112,51 @@ describe('migrations', () => {
 			await expect(migrate(pool, s, true)).resolves.toBe(requiredVersion());
 			const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${s}".schema_migrations`);
 			expect(rows[0].n).toBe(1);
+		}
+	});
+
+	it('migration 0011 applies over a 0010 database holding data, by the migrator and by apply.sql', async () => {
+		for (const via of ['migrator', 'psql'] as const) {
+			const schema = fresh();
+			const q = `"${schema}"`;
+			// A 0010 database: migrations 1 to 10 as they shipped (migrations never change), with rows.
+			const c = await pool.connect();
+			try {
+				await c.query('BEGIN');
+				for (const m of loadMigrations().filter((x) => x.version <= 10)) await c.query(renderMigration(m.sql, schema));
+				await c.query(`SET LOCAL search_path TO ${q}`);
+				await c.query(`INSERT INTO operations (operation_key, status, fingerprint, fingerprint_alg, attempt, idempotency_key, external_ref, settled_at)
+				               VALUES ('old:1', 'succeeded', '${'a'.repeat(64)}', 'sha256-jcs-rfc8785', 1, 'idem-1', 'ch_old', now())`);
+				await c.query(`INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt) VALUES ('old:1', 'reserved', NULL, 'reserved', 1), ('old:1', 'confirmed_succeeded', 'reserved', 'succeeded', 1)`);
+				// An untagged due task (a delayed one), as 0010 left it.
+				await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at) VALUES ('up', 'vip', 'pending', now() - interval '1 minute')`);
+				await c.query('COMMIT');
+			} finally {
+				c.release();
+			}
+			expect((await readSchemaState(pool, schema)).version).toBe(10);
+			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			// The rows are intact; events written before 0011 have no db_role, new ones do.
+			const { rows: ev } = await pool.query(`SELECT event, db_role FROM ${q}.operation_events ORDER BY event_id`);
+			expect(ev).toEqual([
+				{ event: 'reserved', db_role: null },
+				{ event: 'confirmed_succeeded', db_role: null },
+			]);
+			const [again] = await reserveOperations(pool, q, [{ index: 0, operationKey: 'old:1', fingerprint: 'a'.repeat(64), canonicalRequest: '{}', target: null, leaseSeconds: 60, settleSeconds: 120 }]);
+			expect(again).toMatchObject({ outcome: 'already_succeeded', externalRef: 'ch_old' });
+			// The new guard and index are in place; the old queue_tag_due overload is gone.
+			const { rows: cat } = await pool.query(
+				`SELECT to_regclass($1) AS old_idx, to_regclass($2) IS NOT NULL AS new_idx, to_regprocedure($3) AS old_fn,
+				        (SELECT count(*)::int FROM pg_trigger WHERE tgrelid = to_regclass($4) AND tgname = 'operations_no_delete') AS guard`,
+				[`${q}.queue_tasks_untagged_idx`, `${q}.queue_tasks_untagged_group_idx`, `${q}.queue_tag_due(text, timestamptz)`, `${q}.operations`],
+			);
+			expect(cat[0]).toEqual({ old_idx: null, new_idx: true, old_fn: null, guard: 1 });
+			await expect(pool.query(`DELETE FROM ${q}.operation_events`)).rejects.toThrow(/append-only/);
+			// The untagged task of 0010 is tagged and claimed by a claim of its group.
+			const got = await dequeue(pool, schema, { queue: 'up', limit: 5, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
+			expect(got).toHaveLength(1);
 		}
 	});
 

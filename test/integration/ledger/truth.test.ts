@@ -101,7 +101,7 @@ describe('bounded waits', () => {
 		await c.connect();
 		await c.query('BEGIN');
 		await c.query(`SELECT * FROM ${db.schemaSql}.reserve_operations($1::jsonb, '{}'::jsonb)`, [
-			JSON.stringify([{ i: 0, k: 's:new', f: 'x', a: 'sha256-jcs-rfc8785', t: null, l: 60, r: {} }]),
+			JSON.stringify([{ i: 0, k: 's:new', f: 'a'.repeat(64), a: 'sha256-jcs-rfc8785', t: null, l: 60, r: {} }]),
 		]);
 		try {
 			const t0 = Date.now();

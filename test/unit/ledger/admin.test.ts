@@ -15,7 +15,7 @@ describe('Operation Ledger Admin input checks (nothing is written for bad input)
 
 	it('settle: a person, a reason, a decision, and evidence for happened', () => {
 		const ok = prepareSettleItem(3, { operationKey: 'k:1', decision: 'not_happened', externalRef: 'ignored', reason: ' none at the bank ', decidedBy: ' ann ' });
-		expect(ok).toEqual({ index: 3, operationKey: 'k:1', decision: 'not_happened', externalRef: null, reason: 'none at the bank', decidedBy: 'ann' });
+		expect(ok).toEqual({ index: 3, operationKey: 'k:1', decision: 'not_happened', externalRef: null, reason: 'none at the bank', decidedBy: 'ann', beforeSettleWindowEnd: false });
 		expect(() => prepareSettleItem(0, { operationKey: 'k', decision: 'happened', reason: 'r', decidedBy: 'a' })).toThrow(/reference/);
 		expect(() => prepareSettleItem(0, { operationKey: 'k', decision: 'happened', externalRef: 'x', reason: 'r', decidedBy: 'a'.repeat(201) })).toThrow(/at most 200/);
 		expect(() => prepareSettleItem(0, { operationKey: 'k', decision: 'happened', externalRef: 'x', reason: 'r', decidedBy: 42 })).not.toThrow();
