@@ -13,9 +13,10 @@
  *
  * - Waiting for a pool connection is bounded by the pool's connectionTimeoutMillis (credential
  *   "Connection Timeout (ms)", default DEFAULTS.connectTimeoutMs).
- * - A lock held by another transaction is waited for at most lock_timeout per lock (credential
- *   "Lock Timeout (ms)"). The ledger functions catch that error per item (SQLSTATE 55P03) and
- *   answer `busy` for that key alone; the other keys of the batch carry on. Elsewhere (the queue's
+ * - Locks other transactions hold are waited for at most lock_timeout (credential "Lock Timeout
+ *   (ms)") per batch: the SQL functions share that one budget among all their waits (ol_lock_budget,
+ *   docs/queue.md). The ledger functions catch SQLSTATE 55P03 per item and answer `busy` for those
+ *   keys alone; the other keys of the batch carry on. Elsewhere (the queue's
  *   settles, any table lock) the transaction is rolled back and LedgerBusyError is thrown.
  * - The whole batch statement is bounded by statement_timeout (credential "Statement Timeout (ms)");
  *   when it fires (57014) the transaction is rolled back and nothing of the batch was recorded.

@@ -31,6 +31,9 @@ BEGIN
     PERFORM ol_check_numbers('the minimum age (seconds)', NULL, ARRAY[p_min_age_seconds::double precision], 0, 316224000, true),
             ol_check_numbers('the page size', NULL, ARRAY[p_limit::double precision], 1, 1000, true),
             ol_check_texts('the target', NULL, ARRAY[p_target], 'target', 200);
+    IF p_after_key IS NOT NULL THEN
+        PERFORM ol_check_texts('the cursor''s operation key', NULL, ARRAY[p_after_key], 'operation_key', 512);
+    END IF;
     -- Column and predicate come from this fixed list, never from the caller's text.
     CASE p_kind
         WHEN 'unknown' THEN v_col := 'unknown_since'; v_where := $w$o.status = 'unknown'$w$;

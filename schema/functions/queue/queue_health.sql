@@ -14,6 +14,7 @@
 --   prepared_xacts: prepared (two-phase) transactions still open (they hold the horizon too).
 -- Read-only; reads statistics views, not the queue's rows (but for groups_oldest_pending, one
 -- aggregate over the queue's pending rows).
+-- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
 CREATE OR REPLACE FUNCTION queue_health(p_queue text)
 RETURNS TABLE (
     groups_oldest_pending jsonb, live_tuples bigint, dead_tuples bigint, last_vacuum timestamptz,
@@ -21,9 +22,15 @@ RETURNS TABLE (
     xmin_age_xids integer, xmin_xact_secs double precision, xmin_pid integer, xmin_state text,
     slot_xmin_age integer, prepared_xacts bigint
 )
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
+BEGIN
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+        PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    RETURN QUERY
     SELECT
         (SELECT coalesce(jsonb_object_agg(g.priority_group, g.secs), '{}'::jsonb)
            FROM (SELECT t.priority_group, greatest(extract(epoch FROM now() - min(t.enqueued_at))::double precision, 0) AS secs
@@ -44,5 +51,5 @@ AS $$
               FROM pg_stat_activity a
              WHERE a.backend_xmin IS NOT NULL AND a.pid <> pg_backend_pid()
              ORDER BY age(a.backend_xmin) DESC
-             LIMIT 1) x ON true
-$$;
+             LIMIT 1) x ON true;
+END $$;

@@ -1,10 +1,16 @@
 -- When the queue next has claimable work: the earliest head run_at over all groups, or the
 -- earliest lease expiry, whichever is first; null when the queue is empty. Reads only the first
 -- entry per group of the ready index (a skip scan over groups), so it stays cheap when large.
+-- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
 CREATE OR REPLACE FUNCTION queue_next_due(p_queue text) RETURNS timestamptz
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+BEGIN
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+        PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    RETURN (
     WITH RECURSIVE groups AS (
         (SELECT t.priority_group FROM queue_tasks t
           WHERE t.queue = p_queue AND t.status = 'pending'
@@ -23,5 +29,5 @@ AS $$
            FROM groups g WHERE g.priority_group IS NOT NULL),
         (SELECT t.lease_expires_at FROM queue_tasks t
           WHERE t.queue = p_queue AND t.status = 'processing'
-          ORDER BY t.lease_expires_at LIMIT 1))
-$$;
+          ORDER BY t.lease_expires_at LIMIT 1)));
+END $$;

@@ -1,14 +1,21 @@
 -- Depth of one queue per group: ready (pending, run_at <= now), delayed (pending, later), in flight
 -- (processing with a live lease), expired leases (processing, lease over, not swept yet), dead,
 -- the oldest ready task's availability time and wait in seconds, and succeeded in the last hour.
+-- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
 CREATE OR REPLACE FUNCTION queue_stats(p_queue text)
 RETURNS TABLE (
     priority_group text, ready bigint, delayed bigint, in_flight bigint, expired_leases bigint, dead bigint,
     oldest_ready_at timestamptz, oldest_wait_secs double precision, succeeded_last_hour bigint
 )
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
+BEGIN
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+        PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    RETURN QUERY
     WITH live AS (
         SELECT t.priority_group,
                count(*) FILTER (WHERE t.status = 'pending' AND t.run_at <= now()) AS ready,
@@ -33,5 +40,5 @@ AS $$
            coalesce(d.succeeded_last_hour, 0)
       FROM live l
       FULL JOIN done d ON d.priority_group = l.priority_group
-     ORDER BY 1
-$$;
+     ORDER BY 1;
+END $$;

@@ -11,11 +11,21 @@
 --           every claim had to lock; the trigger only compares it for equality.)
 --   now     the database's now(), to turn due_at into a delay.
 -- Reads the first entry per listed group of the ready index and the lease index; writes nothing.
+-- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
 CREATE OR REPLACE FUNCTION queue_wake_state(p_queue text, p_groups text[])
 RETURNS TABLE (due_at timestamptz, claims bigint, now timestamptz)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
+BEGIN
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+        PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    IF p_groups IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_groups) AS g(n) WHERE g.n IS NULL OR g.n !~ '^[ -~]{1,100}$' OR g.n !~ '[^ ]') THEN
+        PERFORM ol_check_texts('priority group', NULL, p_groups, 'name', 100);
+    END IF;
+    RETURN QUERY
     SELECT CASE WHEN p_groups IS NULL THEN queue_next_due(p_queue) ELSE least(
                (SELECT min(h.run_at)
                   FROM unnest(p_groups) AS g(name)
@@ -32,5 +42,5 @@ AS $$
                       WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= now()
                         AND (p_groups IS NULL OR t.priority_group = ANY (p_groups))
                       ORDER BY t.vtag, t.id LIMIT 1), 0),
-           now()
-$$;
+           now();
+END $$;

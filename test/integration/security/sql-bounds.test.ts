@@ -62,6 +62,9 @@ const sqlOf: Record<string, (v: unknown) => [string, unknown[]]> = {
 	'requeue dead: limit': (v) => [`SELECT * FROM ${q}.queue_requeue_dead('bq', NULL, NULL, $1)`, [v]],
 	'purge: limit': (v) => [`SELECT * FROM ${q}.queue_purge('bq', 60, NULL, $1)`, [v]],
 	'list dead: limit': (v) => [`SELECT * FROM ${q}.queue_list_dead('bq', $1)`, [v]],
+	'stats: queue name': (v) => [`SELECT * FROM ${q}.queue_stats($1)`, [v]],
+	'next due: queue name': (v) => [`SELECT ${q}.queue_next_due($1)`, [v]],
+	'wake state: group': (v) => [`SELECT * FROM ${q}.queue_wake_state('bq', ARRAY[$1::text])`, [v]],
 };
 const nodeOf: Record<string, (v: unknown) => unknown> = {
 	'reserve: lease': (v) => checkLeaseSeconds(v),
@@ -97,6 +100,9 @@ const nodeOf: Record<string, (v: unknown) => unknown> = {
 	'list dead: limit': (v) => {
 		if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 1000) throw new InputError('Dead task limit'); // listDead's own check
 	},
+	'stats: queue name': (v) => checkQueueName(v),
+	'next due: queue name': (v) => checkQueueName(v),
+	'wake state: group': (v) => checkGroupName(v),
 };
 const long = (n: number, ch = 'x') => ch.repeat(n);
 /** [case, values both sides refuse, values both sides accept]. */
@@ -130,6 +136,9 @@ const CASES: Array<[string, unknown[], unknown[]]> = [
 	['requeue dead: limit', [0, 10001], [1, 10000]],
 	['purge: limit', [0, 100001], [1, 100000]],
 	['list dead: limit', [0, 1001], [1, 1000]],
+	['stats: queue name', ['q\n', '', 'q\u200b'], ['bq']],
+	['next due: queue name', ['q\r', ' '], ['bq']],
+	['wake state: group', ['g\u00a0', ''], ['high']],
 ];
 
 describe('every bound a node checks, its SQL entry point checks too', () => {
