@@ -22,7 +22,6 @@
  */
 import { cutAny, cutText } from '../text';
 import { parseConnectionString } from '../vendor';
-import { cutAny, cutText } from '../text';
 
 /** libpq's sslmode values, weakest first. */
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
