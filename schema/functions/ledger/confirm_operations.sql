@@ -27,9 +27,9 @@
 -- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it for the
 -- item: a key outside the node's rules, an outcome other than the three, a reference over 1000 or
 -- a reason over 2000 characters (UTF-16 code units).
--- Lock waits: phase 1 skips rows another transaction holds (they go to phase 2), and phase 2 has
--- one budget for the batch (ol_lock_deadline), so held keys answer busy within about one
--- lock_timeout in all and the other keys are decided.
+-- Lock waits: one budget for the batch (ol_lock_deadline), so held keys answer busy within about
+-- one lock_timeout in all and the other keys are decided. Rows are locked in key order throughout
+-- (never skipped while earlier ones are held), so concurrent Reserves and Confirms cannot deadlock.
 CREATE OR REPLACE FUNCTION confirm_operations(p_items jsonb, p_ctx jsonb)
 RETURNS TABLE (
     idx integer, result text, status text, attempt integer, external_ref text, late boolean,
@@ -62,10 +62,12 @@ BEGIN
         RAISE EXCEPTION 'confirm_operations: every item''s outcome "o" must be succeeded, failed or unknown' USING ERRCODE = '22023';
     END IF;
     -- Phase 1, the common case: the holder of a live lease reports an outcome. All such items are
-    -- applied in one statement; rows are locked in key order first, skipping rows another
-    -- transaction holds (never waited for here: those items go through phase 2, which waits for
-    -- them within the batch's budget). Should a lock wait still time out (a table lock), phase 1 is
-    -- undone as a whole and every item goes through phase 2.
+    -- applied in one statement; rows are locked in key order first. If a lock wait outlasts the
+    -- batch's budget (lock_timeout at the start), phase 1 is undone as a whole and every item goes
+    -- through phase 2, where what is left of the budget (at least 1 ms per key) lets held keys
+    -- answer busy and the others be recorded. (Skipping held rows here instead would hold later
+    -- keys while waiting for an earlier one in phase 2: out of key order, a deadlock with a
+    -- concurrent Reserve.)
     BEGIN
         WITH items AS MATERIALIZED (
             SELECT DISTINCT ON (e->>'k') (e->>'i')::integer AS i, e->>'k' AS k, (e->>'tok')::uuid AS tok,
@@ -82,7 +84,7 @@ BEGIN
                AND NOT (o.lease_execution_id IS NOT NULL AND p_ctx->>'executionId' IS NOT NULL
                         AND o.lease_execution_id <> p_ctx->>'executionId')
              ORDER BY o.operation_key
-             FOR UPDATE OF o SKIP LOCKED
+             FOR UPDATE OF o
         ), upd AS (
             UPDATE operations o
                SET status = items.o,

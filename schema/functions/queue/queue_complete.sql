@@ -8,9 +8,9 @@
 -- consumer that claims one task at a time) takes none of that: one DELETE … RETURNING into the
 -- archive INSERT by primary key, and queue_settle_miss when it did not apply (the same two steps
 -- the item-by-item path takes for each item), so the common call is a single statement.
--- Lock waits: the batch statement skips rows another transaction holds (SKIP LOCKED); those go
--- through the item-by-item path, whose waits share one budget (ol_lock_deadline): a task held past
--- about one lock_timeout in all fails the call (SQLSTATE 55P03), nothing completed.
+-- Lock waits: all of a batch's waits share one budget (ol_lock_deadline): a task held past about
+-- one lock_timeout in all fails the call (SQLSTATE 55P03), nothing completed. Rows are locked in id
+-- order (never skipped while later ones are held), so concurrent settles cannot deadlock.
 CREATE OR REPLACE FUNCTION queue_complete(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, attempts integer, finished_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -76,8 +76,7 @@ BEGIN
     v_lock_timeout := current_setting('lock_timeout');
     v_deadline := ol_lock_deadline();
     -- Rows are found by id (primary key) and locked in id order first (the one global lock order of
-    -- every statement that locks several task rows), rows another transaction holds skipped (they
-    -- are completed one by one below, within the lock budget); the lease test is written so that the planner
+    -- every statement that locks several task rows); the lease test is written so that the planner
     -- never scans the lease index instead, and the status test is written (status || '') so that it
     -- does not match the lease index's predicate (status = 'processing'): with statistics taken while
     -- few tasks were processing, the planner read that whole index (every processing task of every
@@ -89,7 +88,7 @@ BEGIN
                          WHERE y.id = ANY (v_ids) AND y.status || '' = 'processing'
                            AND y.lease_token = (v_map->(y.id::text)->>'tok')::uuid
                            AND y.lease_expires_at - now() > interval '0'
-                         ORDER BY y.id FOR UPDATE SKIP LOCKED)
+                         ORDER BY y.id FOR UPDATE)
            AND x.status || '' = 'processing'
            AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
            AND x.lease_expires_at - now() > interval '0'
@@ -114,8 +113,7 @@ BEGIN
         PERFORM set_config('lock_timeout', v_lock_timeout, true);
         RETURN;
     END IF;
-    -- The rest, one by one: lost leases (say why), tasks another transaction held above, and
-    -- repeated ids (the first item already decided).
+    -- The rest, one by one: lost leases (say why) and repeated ids (the first item already decided).
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok, e->'res' AS res
           FROM jsonb_array_elements(p_items) AS e
