@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 92f4a7f7f71dd38e4fba1209ca7a070fb6d883b5e02fda779823c0fa580870e5.
+-- Package version 0.1.0; function set SHA-256 012bb3324b1b1dee9d3f1d777ce27083c47dd0cd6425c9f705ea1bb27822e05d.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -143,7 +143,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '92f4a7f7f71dd38e4fba1209ca7a070fb6d883b5e02fda779823c0fa580870e5')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '012bb3324b1b1dee9d3f1d777ce27083c47dd0cd6425c9f705ea1bb27822e05d')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

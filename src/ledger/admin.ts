@@ -59,7 +59,7 @@ export interface LedgerEvent {
 	/**
 	 * The database login role of the session that wrote the event (session_user): what the database
 	 * knows, whereas executionId, workflowId, nodeName (and a decision's decidedBy) are what the
-	 * caller said. Null for events written before migration 0011.
+	 * caller said. Null for events written before migration 0012.
 	 */
 	dbRole: string | null;
 	detail: unknown;

@@ -46,7 +46,7 @@ BEGIN
     END IF;
     -- The append-only trigger lets this DELETE through, and only DELETEs of this kind: the setting
     -- below and current_user being the table's owner, which it is only inside this SECURITY
-    -- DEFINER function (and Hard Delete's), never for a caller (migration 0011).
+    -- DEFINER function (and Hard Delete's), never for a caller (migration 0012).
     PERFORM set_config('n8n_operation_ledger.retention', 'on', true);
     DELETE FROM operation_events e WHERE e.operation_key = ANY (v_keys) AND e.created_at < v_cut;
     GET DIAGNOSTICS events_deleted = ROW_COUNT;

@@ -4,7 +4,7 @@
 -- {"operation": {...row, without lease and claim tokens...}, "events": [...], "eventsTotal": n}.
 -- Each event: eventId, event, fromStatus, toStatus, attempt, executionId, workflowId, nodeName,
 -- itemIndex (what the caller said), dbRole (the database role that wrote it; null before migration
--- 0011), detail, at. Timestamps are ISO-8601 text with microseconds (jsonb), bigint event ids are
+-- 0012), detail, at. Timestamps are ISO-8601 text with microseconds (jsonb), bigint event ids are
 -- strings. A key or limit the node refuses is refused (SQLSTATE 22023).
 CREATE OR REPLACE FUNCTION ops_get_operation(p_key text, p_max_events integer)
 RETURNS jsonb

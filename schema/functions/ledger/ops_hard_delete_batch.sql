@@ -23,7 +23,7 @@ BEGIN
     PERFORM ol_check_numbers('older than (days)', NULL, ARRAY[p_older_than_days::double precision], 1, 36500, true),
             ol_check_numbers('the batch size', NULL, ARRAY[p_limit::double precision], 1, 10000, true);
     v_cut := ledger_now() - make_interval(days => p_older_than_days);
-    -- The guard on both tables (migration 0011) lets these DELETEs through only with this setting
+    -- The guard on both tables (migration 0012) lets these DELETEs through only with this setting
     -- and current_user the tables' owner: inside this SECURITY DEFINER function, never for a caller.
     PERFORM set_config('n8n_operation_ledger.retention', 'on', true);
     -- No order: hard delete is rare, and "any p_limit eligible rows" stops the scan early instead of

@@ -19,7 +19,7 @@
 -- changed but the event) | not_found. Items are handled in key order (no deadlocks between
 -- concurrent calls). Times come from ledger_now(); a reconciler's claim on the row is released
 -- (its Resolve then gets claim_lost).
--- Every event carries the database role that wrote it (operation_events.db_role, migration 0011):
+-- Every event carries the database role that wrote it (operation_events.db_role, migration 0012):
 -- "by" is what the caller says, db_role is what the database knows.
 -- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it
 -- (src/ledger/admin.ts, prepareSettleItem): a key outside the node's rules, a decision other than

@@ -73,7 +73,7 @@ describe('schema/security/operator_role.sql', () => {
 		operatorScript({ password });
 		operatorScript();
 		expect(await grantsOf(role)).toEqual(EXPECTED);
-		await expect(migrate(asRole, schema, false)).resolves.toBeGreaterThanOrEqual(11);
+		await expect(migrate(asRole, schema, false)).resolves.toBeGreaterThanOrEqual(12);
 	});
 
 	it('removes the table grants an older version of the script gave (UPDATE, INSERT, DELETE, sequences)', async () => {

@@ -115,30 +115,34 @@ describe('migrations', () => {
 		}
 	});
 
-	it('migration 0011 applies over a 0010 database holding data, by the migrator and by apply.sql', async () => {
-		for (const via of ['migrator', 'psql'] as const) {
+	it('migration 0012 applies over a 0011 (and a 0010) database holding data, by the migrator and by apply.sql', async () => {
+		for (const [base, via] of [
+			[11, 'migrator'],
+			[11, 'psql'],
+			[10, 'migrator'],
+		] as const) {
 			const schema = fresh();
 			const q = `"${schema}"`;
-			// A 0010 database: migrations 1 to 10 as they shipped (migrations never change), with rows.
+			// A database at `base`: migrations 1 to base as they shipped (migrations never change), with rows.
 			const c = await pool.connect();
 			try {
 				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= 10)) await c.query(renderMigration(m.sql, schema));
+				for (const m of loadMigrations().filter((x) => x.version <= base)) await c.query(renderMigration(m.sql, schema));
 				await c.query(`SET LOCAL search_path TO ${q}`);
 				await c.query(`INSERT INTO operations (operation_key, status, fingerprint, fingerprint_alg, attempt, idempotency_key, external_ref, settled_at)
 				               VALUES ('old:1', 'succeeded', '${'a'.repeat(64)}', 'sha256-jcs-rfc8785', 1, 'idem-1', 'ch_old', now())`);
 				await c.query(`INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt) VALUES ('old:1', 'reserved', NULL, 'reserved', 1), ('old:1', 'confirmed_succeeded', 'reserved', 'succeeded', 1)`);
-				// An untagged due task (a delayed one), as 0010 left it.
+				// An untagged due task (a delayed one), as that version left it.
 				await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at) VALUES ('up', 'vip', 'pending', now() - interval '1 minute')`);
 				await c.query('COMMIT');
 			} finally {
 				c.release();
 			}
-			expect((await readSchemaState(pool, schema)).version).toBe(10);
+			expect((await readSchemaState(pool, schema)).version).toBe(base);
 			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
 			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
-			// The rows are intact; events written before 0011 have no db_role, new ones do.
+			// The rows are intact; events written before 0012 have no db_role, new ones do.
 			const { rows: ev } = await pool.query(`SELECT event, db_role FROM ${q}.operation_events ORDER BY event_id`);
 			expect(ev).toEqual([
 				{ event: 'reserved', db_role: null },
@@ -154,7 +158,7 @@ describe('migrations', () => {
 			);
 			expect(cat[0]).toEqual({ old_idx: null, new_idx: true, old_fn: null, guard: 1 });
 			await expect(pool.query(`DELETE FROM ${q}.operation_events`)).rejects.toThrow(/append-only/);
-			// The untagged task of 0010 is tagged and claimed by a claim of its group.
+			// The untagged task of the old version is tagged and claimed by a claim of its group.
 			const got = await dequeue(pool, schema, { queue: 'up', limit: 5, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
 			expect(got).toHaveLength(1);
 		}

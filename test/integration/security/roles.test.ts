@@ -163,7 +163,7 @@ describe.each([
 describe('the legitimate paths work as those roles', () => {
 	it("the operator: Get, List, Health, Settle by Hand (recorded with its database role) and Compact; not Reserve, not the nodes' queue", async () => {
 		const keys = await seed('op');
-		await expect(migrate(asOperator, schema, false)).resolves.toBeGreaterThanOrEqual(11);
+		await expect(migrate(asOperator, schema, false)).resolves.toBeGreaterThanOrEqual(12);
 		expect((await getOperation(asOperator, q, keys.done))?.operation.status).toBe('succeeded');
 		expect((await listOperations(asOperator, q, checkListOptions({ kind: 'unknown' }))).total).toBeGreaterThanOrEqual(1);
 		expect((await ledgerHealth(asOperator, q, 1)).byStatus.succeeded).toBeGreaterThanOrEqual(1);
