@@ -71,7 +71,7 @@ const R = (name: string, bad: Row, error: RegExp): Case => ({
 		reserve(
 			creds,
 			rows.map(() => `bad:r:${++seq}`),
-			params(rows, { keyMode: 'custom', operationKey: 'bad:default:key', request: { amount: 1 }, leaseSeconds: 60, target: 't', resource: 'pay', action: 'charge', entity: 'e', version: 'v1' }),
+			params(rows, { keyMode: 'custom', operationKey: 'bad:default:key', requestSource: 'custom', request: { amount: 1 }, leaseSeconds: 60, target: 't', resource: 'pay', action: 'charge', entity: 'e', version: 'v1' }),
 			{ continueOnFail: cof },
 		),
 	good: { operationKey: 'bad:good:1' },

@@ -338,7 +338,7 @@ describe('one process, many workflows and executions', () => {
 						const keys = Array.from({ length: 20 }, (_, k) => `conc:${i}:${k}`);
 						const r = await reserve(creds, keys, {}, { executionId: `e${i}` });
 						const leases = r[1].map((it) => it.json.ledger as { operationKey: string; leaseToken: string });
-						await confirm(creds, leases.map((l) => ({ key: l.operationKey, token: l.leaseToken })));
+						await confirm(creds, leases.map((l) => ({ key: l.operationKey, token: l.leaseToken })), {}, { executionId: `e${i}` });
 						await enqueue(creds, 'conc', [{ i }]);
 						return dequeue(creds, 'conc', 1);
 					})(),

@@ -40,6 +40,8 @@ export function reserve(
 			keyMode: 'custom',
 			operationKey: (i: number) => keys[i],
 			target: 'payments-api',
+			// The request is the Request parameter, not the input item (Reserve's default: From the Input Item).
+			requestSource: 'custom',
 			request: (i: number) => ({ key: keys[i], amount: 100 + i }),
 			leaseSeconds: 300,
 			...extra,
