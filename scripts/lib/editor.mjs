@@ -48,6 +48,20 @@ export function chromiumPath() {
 	return process.env.CHROMIUM || '/usr/bin/chromium';
 }
 
+/**
+ * The Chromium binary to launch: $CHROMIUM as given (it must exist), else Debian's chromium,
+ * installed with apt-get on first use when missing (scripts/lib/debian-package.cjs). Throws naming
+ * the binary or the package when there is none.
+ */
+export function ensureChromium(log = () => {}) {
+	if (process.env.CHROMIUM) {
+		if (!existsSync(process.env.CHROMIUM)) throw new Error(`CHROMIUM=${process.env.CHROMIUM} not found`);
+		return process.env.CHROMIUM;
+	}
+	const { ensureDebianProgram } = createRequire(import.meta.url)('./debian-package.cjs');
+	return ensureDebianProgram({ name: 'chromium', candidates: [chromiumPath()], log });
+}
+
 function playwright(log) {
 	const req = createRequire(path.join(TOOLS, 'package.json'));
 	try {
@@ -131,8 +145,7 @@ function edgesOf(connections, name) {
  * Throws when Chromium is missing or n8n does not start.
  */
 export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
-	const CHROMIUM = chromiumPath();
-	if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: apt-get install chromium (or set CHROMIUM)`);
+	const CHROMIUM = ensureChromium(log);
 	const { chromium } = playwright(log);
 	const db = await getDatabase();
 	const tarball = await packPackage();

@@ -11,32 +11,14 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort, pgBinaries, repoRoot, sleep } from './privatePostgres';
 
-function findBinary(): string | undefined {
-	for (const p of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer']) if (existsSync(p)) return p;
-	const w = spawnSync('sh', ['-c', 'command -v pgbouncer'], { encoding: 'utf8' });
-	return w.status === 0 && w.stdout.trim() ? w.stdout.trim() : undefined;
-}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureDebianProgram } = require('../../scripts/lib/debian-package.cjs') as {
+	ensureDebianProgram(o: { name: string; pkg?: string; candidates?: string[] }): string;
+};
 
-/** The pgbouncer binary; installs Debian's package when missing. Throws a clear error when it cannot. */
+/** The pgbouncer binary; installs Debian's package when missing (scripts/lib/debian-package.cjs). Throws a clear error when it cannot. */
 export function ensurePgbouncer(): string {
-	const found = findBinary();
-	if (found) return found;
-	const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-	const steps = asRoot
-		? [['apt-get', ['update', '-qq']], ['apt-get', ['install', '-y', '-qq', 'pgbouncer']]]
-		: [['sudo', ['-n', 'apt-get', 'update', '-qq']], ['sudo', ['-n', 'apt-get', 'install', '-y', '-qq', 'pgbouncer']]];
-	const log: string[] = [];
-	for (const [cmd, args] of steps as Array<[string, string[]]>) {
-		const r = spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, timeout: 240_000 });
-		log.push(`$ ${cmd} ${args.join(' ')} -> ${r.status ?? r.error?.message}\n${(r.stderr ?? '').slice(-500)}`);
-	}
-	const after = findBinary();
-	if (after) return after;
-	throw new Error(
-		'PgBouncer is not installed and could not be installed (`apt-get install -y pgbouncer` failed). ' +
-			'Install it (Debian/Ubuntu: apt-get install -y pgbouncer) and run the tests again.\n' +
-			log.join('\n'),
-	);
+	return ensureDebianProgram({ name: 'pgbouncer', candidates: ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer'] });
 }
 
 export interface Bouncer {
