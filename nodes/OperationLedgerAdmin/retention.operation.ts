@@ -3,7 +3,8 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 import { checkRetentionOptions, RetentionError, runRetention } from '../../src/ledger/admin';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
-import { batchFailure, errorJson, isRetryableFailure, prepareItems } from '../shared/items';
+import { batchFailure, errorJson, prepareItems } from '../shared/items';
+import { toCoreError } from '../../src/db/driverError';
 import { type NodeOperation, showFor } from '../shared/router';
 
 
@@ -96,7 +97,7 @@ async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | '
 		const committed = e instanceof RetentionError ? e.report : undefined;
 		const message = `${what}: ${(e as Error).message}`;
 		if (fns.continueOnFail())
-			return [[{ json: { ...errorJson(fns, message, isRetryableFailure(e)), committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }], []];
+			return [[{ json: { ...errorJson(fns, message, toCoreError(e).retryable), committed: (committed ?? null) as unknown as IDataObject }, pairedItem: { item: 0 } }], []];
 		throw new NodeOperationError(fns.getNode(), message, {
 			description:
 				e instanceof RetentionError && e.outcomeUnknown

@@ -10,11 +10,12 @@
  */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { cutText } from '../../src/text';
-import { InputError } from '../../src/errors';
+import { InputError, type CoreError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
 import { SchemaNotReadyError } from '../../src/db/migrate';
 import { DeadlineError, OutcomeUnknownError } from '../../src/db/bounds';
 import { ReplicationUnconfirmedError } from '../../src/db/syncRep';
+import { DriverError, TLS_CODES, toCoreError } from '../../src/db/driverError';
 import { getLedgerConnection, type LedgerConnection } from './connection';
 import { isCredentialLoadError } from './credential';
 
@@ -111,9 +112,6 @@ export function scrubSecrets(message: string): string {
 		.replace(/(password\s*[=:]\s*)("[^"]*"|'[^']*'|\S+)/gi, '$1***');
 }
 
-/** TLS handshake failures (Node's certificate error codes). */
-const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|CERT_|ERR_TLS_CERT_ALTNAME_INVALID)/;
-
 /**
  * n8n's NodeOperationError replaces a whole message that merely contains a Node error code
  * (ECONNREFUSED, ETIMEDOUT, ...) with a generic sentence ("The service refused the connection"),
@@ -135,32 +133,9 @@ function spellOutCodes(text: string): string {
 	return text.replace(/\b(ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|getaddrinfo|EHOSTUNREACH|EADDRNOTAVAIL|ERRADDRINUSE)\b/gi, (m) => CODE_WORDS[m.toUpperCase()] ?? m);
 }
 
-/**
- * A refusal that passes by itself: a bound that fired (LedgerBusyError; SQLSTATE 57014 statement
- * timeout, 55P03 lock not available), a serialization failure or deadlock that outlived the retries
- * (40001, 40P01), too many connections or out of resources (53xxx), a server shutting down or
- * restarting (57P01 to 57P03), a read-only database (25006: a standby, e.g. the old primary after a
- * failover, which the connection still reaches; writes succeed again once it reaches the
- * primary). Other SQLSTATEs (permission, syntax, constraint) need a change first.
- */
-function isTransient(e: { code?: string; name?: string }): boolean {
-	if (e?.name === 'LedgerBusyError') return true;
-	return typeof e?.code === 'string' && /^(57014|55P03|40001|40P01|53...|57P0[1-3]|25006)$/.test(e.code);
-}
-
-/** True when sending the same thing again later can succeed unchanged (see errorItem's `retryable`). */
-export function isRetryableFailure(e: unknown): boolean {
-	const err = (e ?? {}) as { code?: string; name?: string; message?: string };
-	return isConnectionFailure(err) || isTransient(err);
-}
-
-function isConnectionFailure(e: { code?: string; message?: string }): boolean {
-	if (e instanceof DeadlineError || e instanceof OutcomeUnknownError) return true;
-	if (e?.code && (/^(08|57P0|28|3D000|ECONN|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)/.test(e.code) || TLS_CODES.test(e.code))) return true;
-	if (/does not support SSL|self[- ]signed certificate|unable to verify|certificate/i.test(e?.message ?? '')) return true;
-	return /Connection terminated|connection refused|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode)/i.test(
-		e?.message ?? '',
-	);
+/** The connection failed or was lost before anything of the batch was recorded. */
+function isConnectionFailure(err: CoreError): boolean {
+	return err instanceof DeadlineError || (err instanceof DriverError && err.connectionFailed);
 }
 
 /**
@@ -182,34 +157,34 @@ export function batchFailure(
 	what: string,
 	indexes: number[],
 ): INodeExecutionData[] {
-	const err = (e ?? {}) as Error & { code?: string };
+	// n8n could not hand over the credential: no database was involved, the message says what to do.
+	if (isCredentialLoadError(e)) {
+		const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cutText(scrubSecrets(e.message), 1000)}`;
+		if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i));
+		throw new NodeOperationError(fns.getNode(), message, { description: e.description ?? undefined });
+	}
+	const err = toCoreError(e);
+	const code = (err as { code?: unknown }).code;
 	const lost = isConnectionFailure(err);
-	const reason = cutText(spellOutCodes(scrubSecrets(String(err.message ?? e))), 1000);
+	const reason = cutText(spellOutCodes(scrubSecrets(err.message)), 1000);
 	const config = err instanceof InvalidSchemaNameError || err instanceof SchemaNotReadyError;
 	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
 	const input = err instanceof InputError;
-	// n8n could not hand over the credential: no database was involved, the message says what to do.
-	if (isCredentialLoadError(err)) {
-		const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cutText(scrubSecrets(err.message), 1000)}`;
-		if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i));
-		throw new NodeOperationError(fns.getNode(), message, { description: err.description ?? undefined });
-	}
 	if (err instanceof OutcomeUnknownError) return outcomeUnknown(fns, err, what, indexes);
 	if (err instanceof ReplicationUnconfirmedError) return replicationUnconfirmed(fns, err, what, indexes);
 	const cause = lost
-		? err.code && TLS_CODES.test(err.code)
-			? `the database connection failed: SSL verification failed (${err.code}): check the CA certificate and that the host name matches the server certificate`
+		? typeof code === 'string' && TLS_CODES.test(code)
+			? `the database connection failed: SSL verification failed (${code}): check the CA certificate and that the host name matches the server certificate`
 			: 'the database connection failed'
 		: config
 			? "the credential's schema setting is not usable"
 			: input
 				? 'the input is not valid'
-				: err.code === '25006'
+				: code === '25006'
 					? 'the database is read-only here (SQLSTATE 25006: a standby, or a primary a failover demoted); the credential must lead to the current primary (its writer endpoint)'
-					: `the database refused the statement${err.code ? ` (SQLSTATE ${err.code})` : ''}`;
+					: `the database refused the statement${code ? ` (SQLSTATE ${code})` : ''}`;
 	const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cause}: ${reason}`;
-	const retryable = !config && !input && (lost || isTransient(err));
-	if (fns.continueOnFail()) return indexes.map((i) => errorItem(fns, message, i, retryable));
+	if (fns.continueOnFail()) return indexes.map((i, k) => errorItem(fns, message, i, err.retryableItem(k)));
 	throw new NodeOperationError(fns.getNode(), message, {
 		...(input && indexes.length === 1 ? { itemIndex: indexes[0] } : {}),
 		description: lost
@@ -224,7 +199,7 @@ export function batchFailure(
 
 /**
  * The batch's connection was lost while its COMMIT was on its way: it may have been recorded.
- * Per item: retryable when sending it again cannot record it twice (err.safeToRepeat, by the
+ * Per item: retryable when sending it again cannot record it twice (err.retryableItem, by the
  * item's position in `indexes`, which is the order the core got the items in).
  */
 function outcomeUnknown(fns: IExecuteFunctions, err: OutcomeUnknownError, what: string, indexes: number[]): INodeExecutionData[] {
@@ -236,8 +211,8 @@ function outcomeUnknown(fns: IExecuteFunctions, err: OutcomeUnknownError, what: 
 	const unsafe =
 		`${head}. Sending this item again may record it a second time: check first whether it was recorded, ` +
 		'or give such items a key that deduplicates them (Enqueue: Dedupe Key).';
-	if (fns.continueOnFail()) return indexes.map((i, k) => (err.safeToRepeat(k) ? errorItem(fns, safe, i, true) : errorItem(fns, unsafe, i, false)));
-	const allSafe = indexes.every((_, k) => err.safeToRepeat(k));
+	if (fns.continueOnFail()) return indexes.map((i, k) => (err.retryableItem(k) ? errorItem(fns, safe, i, true) : errorItem(fns, unsafe, i, false)));
+	const allSafe = indexes.every((_, k) => err.retryableItem(k));
 	throw new NodeOperationError(fns.getNode(), head, {
 		description: allSafe
 			? 'Running the execution again is safe: Reserve answers "in progress" for a key it did record, Confirm answers "repeated", an Enqueue with a dedupe key answers "deduplicated", and a claimed task or operation is handed out again when its lease or claim ends.'
@@ -248,7 +223,7 @@ function outcomeUnknown(fns: IExecuteFunctions, err: OutcomeUnknownError, what: 
 /**
  * The batch was committed on the database server, but the wait for its synchronous standby was
  * cancelled (src/db/syncRep.ts): recorded here, possibly lost by a failover, so no item is a
- * go-ahead. Per item: retryable when sending it again cannot record it twice (err.safeToRepeat, by
+ * go-ahead. Per item: retryable when sending it again cannot record it twice (err.retryableItem, by
  * the item's position in `indexes`): a Reserve of the same key then answers In Progress (its own
  * reservation, which holds the lease until it ends and then needs reconcile), a Confirm answers
  * Repeated, a claim is handed out again when its lease ends; an Enqueue without a dedupe key would
@@ -260,8 +235,8 @@ function replicationUnconfirmed(fns: IExecuteFunctions, err: ReplicationUnconfir
 		'Waiting for synchronous replication did not end: no synchronous standby confirmed the commit (is the standby down, or is this a promoted standby without one of its own? see docs/high-availability.md)';
 	const safe = `${head}. Sending this item again is safe: what was recorded answers it (it cannot be recorded twice).`;
 	const unsafe = `${head}. Sending this item again would record it a second time: check first, or give such items a dedupe key.`;
-	if (fns.continueOnFail()) return indexes.map((i, k) => (err.safeToRepeat(k) ? errorItem(fns, safe, i, true) : errorItem(fns, unsafe, i, false)));
-	const allSafe = indexes.every((_, k) => err.safeToRepeat(k));
+	if (fns.continueOnFail()) return indexes.map((i, k) => (err.retryableItem(k) ? errorItem(fns, safe, i, true) : errorItem(fns, unsafe, i, false)));
+	const allSafe = indexes.every((_, k) => err.retryableItem(k));
 	throw new NodeOperationError(fns.getNode(), head, {
 		description: allSafe
 			? 'Running the execution again is safe: Reserve answers "in progress" for a key it recorded, Confirm answers "repeated", and a claimed task or operation is handed out again when its lease or claim ends. Writes keep failing this way until a synchronous standby is connected again (or synchronous_standby_names is changed).'

@@ -14,6 +14,7 @@
  */
 import type { PoolClient, QueryResultRow } from 'pg';
 import { boundedQuery, boundedStatements, type Bounds, type CallOptions } from './bounds';
+import { CoreError } from '../errors';
 
 /** Items per statement. */
 export const MAX_STATEMENT_ITEMS = 20_000;
@@ -31,8 +32,9 @@ export const MAX_BATCH_ITEMS = 1_000_000;
 /** Bytes of JSON per call, over all chunks. */
 export const MAX_BATCH_BYTES = 1024 * 1024 * 1024;
 
-/** A batch over MAX_BATCH_ITEMS items or MAX_BATCH_BYTES bytes; nothing was sent. */
-export class BatchTooLargeError extends Error {
+/** A batch over MAX_BATCH_ITEMS items or MAX_BATCH_BYTES bytes; nothing was sent. Not retryable: the batch must be split. */
+export class BatchTooLargeError extends CoreError {
+	readonly retryable = false;
 	constructor(message: string) {
 		super(message);
 		this.name = 'BatchTooLargeError';

@@ -55,6 +55,7 @@ import { checkedOut } from './checkout';
 import { DeadlineError } from './deadline';
 import { ReplicationUnconfirmedError, watchSyncRep } from './syncRep';
 import { escapeLiteral, prepareValue } from '../vendor';
+import { CoreError, everyItemSafe } from '../errors';
 
 export { DeadlineError } from './deadline';
 export { ReplicationUnconfirmedError } from './syncRep';
@@ -144,8 +145,9 @@ export function toConnectTimeout(value: unknown): number {
 	return clamp(value, DEFAULTS.connectTimeoutMs, RANGES.connectTimeoutMs);
 }
 
-/** Raised when a bound fired for the whole batch: nothing was recorded and running it again is safe. */
-export class LedgerBusyError extends Error {
+/** Raised when a bound fired for the whole batch: nothing was recorded and running it again is safe (retryable). */
+export class LedgerBusyError extends CoreError {
+	readonly retryable = true;
 	constructor(
 		message: string,
 		public readonly code: string,
@@ -159,11 +161,13 @@ export class LedgerBusyError extends Error {
  * The connection was lost while the round trip carrying the batch's COMMIT was on its way (the
  * client's deadline passed, the connection was reset, the server shut down): Postgres may have
  * committed the batch or not, and nobody can tell from here. `cause` is the connection error.
- * `safeToRepeat(i)` says whether sending item i (0-based, in the order the call got them) again
- * cannot repeat its effect (the caller's CallOptions.repeatSafe; default: not safe).
+ * `retryableItem(i)` says whether sending item i (0-based, in the order the call got them) again
+ * cannot repeat its effect (the caller's CallOptions.repeatSafe; default: not safe); `retryable` is
+ * true when that holds for every item.
  */
-export class OutcomeUnknownError extends Error {
+export class OutcomeUnknownError extends CoreError {
 	readonly code: string | undefined;
+	readonly retryable: boolean;
 	constructor(
 		public readonly cause: Error,
 		private readonly repeatSafe: boolean | readonly boolean[] = false,
@@ -174,10 +178,11 @@ export class OutcomeUnknownError extends Error {
 		);
 		this.name = 'OutcomeUnknownError';
 		this.code = (cause as { code?: string }).code;
+		this.retryable = everyItemSafe(repeatSafe);
 	}
 
 	/** Whether sending item `position` again cannot repeat its effect. */
-	safeToRepeat(position: number): boolean {
+	retryableItem(position: number): boolean {
 		return typeof this.repeatSafe === 'boolean' ? this.repeatSafe : this.repeatSafe[position] === true;
 	}
 }

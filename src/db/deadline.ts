@@ -17,9 +17,15 @@
  *   way may have been carried out or not (OutcomeUnknownError, src/db/bounds.ts).
  */
 import type { PoolClient, QueryConfig } from 'pg';
+import { CoreError } from '../errors';
 
-/** The client's deadline for one round trip passed; the connection was destroyed. */
-export class DeadlineError extends Error {
+/**
+ * The client's deadline for one round trip passed; the connection was destroyed. Retryable: it is
+ * raised only when nothing was recorded (the COMMIT was not on its way, or the call was read-only;
+ * otherwise the call raises OutcomeUnknownError).
+ */
+export class DeadlineError extends CoreError {
+	readonly retryable = true;
 	constructor(
 		/** The deadline that passed, milliseconds. */
 		public readonly deadlineMs: number,

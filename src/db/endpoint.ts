@@ -22,13 +22,15 @@
  */
 import { cutAny, cutText } from '../text';
 import { parseConnectionString } from '../vendor';
+import { CoreError } from '../errors';
 
 /** libpq's sslmode values, weakest first. */
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
 export type SslMode = (typeof SSL_MODES)[number];
 
-/** A connection problem found before connecting (bad connection string, missing user, ...). */
-export class EndpointError extends Error {
+/** A connection problem found before connecting (bad connection string, missing user, ...). Not retryable: the credential must change. */
+export class EndpointError extends CoreError {
+	readonly retryable = false;
 	constructor(message: string) {
 		super(message);
 		this.name = 'EndpointError';

@@ -4,10 +4,12 @@
  * concatenated from arbitrary user text.
  */
 import { cutText } from '../text';
+import { CoreError } from '../errors';
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** Raised for a schema name that is not a plain lower-case identifier of at most 63 bytes. */
-export class InvalidSchemaNameError extends Error {
+/** Raised for a schema name that is not a plain lower-case identifier of at most 63 bytes. Not retryable: the credential must change. */
+export class InvalidSchemaNameError extends CoreError {
+	readonly retryable = false;
 	constructor(name: unknown) {
 		super(
 			`Invalid schema name ${cutText(JSON.stringify(String(name)), 80)}: use 1 to 63 characters ` +

@@ -23,6 +23,7 @@ import path from 'node:path';
 import type { Pool as PgPool, QueryConfig } from 'pg';
 import type { LedgerPool } from './pool';
 import { quoteSchema } from './identifiers';
+import { CoreError } from '../errors';
 import { withClient } from './pool';
 import { beginSql, boundedTransaction, DEFAULTS, type Bounds } from './bounds';
 
@@ -57,8 +58,9 @@ export interface SchemaState {
 	functions: { packageVersion: string; hash: string } | null;
 }
 
-/** Raised when the schema is missing or behind and the nodes may not apply it. */
-export class SchemaNotReadyError extends Error {
+/** Raised when the schema is missing or behind and the nodes may not apply it. Not retryable: the schema must be applied first. */
+export class SchemaNotReadyError extends CoreError {
+	readonly retryable = false;
 	constructor(
 		public readonly schema: string,
 		public readonly currentVersion: number,
@@ -299,9 +301,11 @@ export function describeSchemaGap(schema: string, state: SchemaState): string {
 /**
  * Raised when the migration waited longer than its lock timeout: for the advisory lock (another
  * process is applying the schema) or for a table lock a migration statement needs (a transaction
- * is using the table). The transaction was rolled back: nothing was applied; trying again is safe.
+ * is using the table). The transaction was rolled back: nothing was applied; trying again is safe
+ * (retryable).
  */
-export class MigrationLockTimeoutError extends Error {
+export class MigrationLockTimeoutError extends CoreError {
+	readonly retryable = true;
 	readonly code = '55P03';
 	constructor(
 		public readonly schema: string,

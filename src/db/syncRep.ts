@@ -41,6 +41,7 @@
  * "Canceling Requests in Progress" (55.2.7: the CancelRequest message), src/backend/replication/syncrep.c.
  */
 import { connect, type Socket } from 'node:net';
+import { CoreError, everyItemSafe } from '../errors';
 
 /** English text of the WARNING Postgres sends when a sync-rep wait is cancelled or terminated. */
 const SYNC_REP_WARNING = /wait for synchronous replication/i;
@@ -181,13 +182,15 @@ export function watchSyncRep(client: CancelTarget, boundMs: number, cancelTimeou
  * the wait for synchronous replication was cancelled (by the client after `boundMs`, or by someone
  * else). The batch IS recorded on this server (every later statement here sees it); it may be lost
  * if the database fails over to a standby that does not have it. No item of it is a go-ahead.
- * `safeToRepeat(position)`: whether sending item `position` (0-based, in the order the core got the
+ * `retryableItem(position)`: whether sending item `position` (0-based, in the order the core got the
  * items) again cannot record it twice (a Reserve of the same key meets its own reservation and
  * answers In Progress; a Confirm answers Repeated; an Enqueue without a dedupe key is recorded
- * again): the caller's CallOptions.repeatSafe (src/db/bounds.ts); default not safe.
+ * again): the caller's CallOptions.repeatSafe (src/db/bounds.ts); default not safe. `retryable`:
+ * true when that holds for every item.
  */
-export class ReplicationUnconfirmedError extends Error {
+export class ReplicationUnconfirmedError extends CoreError {
 	readonly code = 'SYNC_REP_UNCONFIRMED';
+	readonly retryable: boolean;
 	constructor(
 		/** Milliseconds after which the client cancelled the wait; null when someone else did. */
 		public readonly cancelledAfterMs: number | null,
@@ -203,10 +206,11 @@ export class ReplicationUnconfirmedError extends Error {
 				', so the standby may not have it: it may be lost if the database fails over now',
 		);
 		this.name = 'ReplicationUnconfirmedError';
+		this.retryable = everyItemSafe(repeatSafe);
 	}
 
 	/** Whether sending item `position` again cannot record it twice. */
-	safeToRepeat(position: number): boolean {
+	retryableItem(position: number): boolean {
 		return typeof this.repeatSafe === 'boolean' ? this.repeatSafe : this.repeatSafe[position] === true;
 	}
 }

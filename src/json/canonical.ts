@@ -14,11 +14,13 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalize } from '../vendor';
+import { CoreError } from '../errors';
 
 export const FINGERPRINT_ALGORITHM = 'sha256-jcs-rfc8785';
 
-/** Raised for a value that has no faithful JSON form. `path` points at the offending member. */
-export class NotJsonError extends Error {
+/** Raised for a value that has no faithful JSON form. `path` points at the offending member. Not retryable. */
+export class NotJsonError extends CoreError {
+	readonly retryable = false;
 	constructor(
 		public readonly path: string,
 		reason: string,

@@ -18,6 +18,7 @@ import { cutAny } from '../text';
 import type { Pool, PoolClient } from 'pg';
 import { boundedQuery, DEFAULTS, isLostConnection, type Bounds } from '../db/bounds';
 import { checkedOut } from '../db/checkout';
+import { WrappingError } from '../db/driverError';
 import type { Queryable } from '../db/values';
 import { assessReplication, readReplication, type ReplicationReport } from '../db/replication';
 import { eventContextJson, LIMITS, type EventContext, type OperationStatus } from './states';
@@ -375,7 +376,7 @@ export interface RetentionReport {
 }
 
 /** Raised when a batch fails; `report` says what the batches before it committed. */
-export class RetentionError extends Error {
+export class RetentionError extends WrappingError {
 	constructor(
 		message: string,
 		public readonly report: RetentionReport,

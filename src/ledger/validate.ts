@@ -6,9 +6,6 @@ import { InputError } from '../errors';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** The shared input error (src/errors.ts) under the ledger's old name. */
-export { InputError as LedgerInputError };
-
 /**
  * Validates an operation key and returns it in its one stored form. The rule, the same for "Build
  * From Parts" and "Custom Key":

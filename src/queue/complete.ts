@@ -3,7 +3,8 @@
  */
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
-import { fn, iso, QueueInputError, type Queryable } from './types';
+import { fn, iso, type Queryable } from './types';
+import { InputError } from '../errors';
 import { assertJson, NotJsonError } from '../json/canonical';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
@@ -26,7 +27,7 @@ interface Row extends SettleRow {
 /**
  * Checks one input (id, token, and the result: plain JSON that Postgres can store, no NUL, no lone
  * surrogate: src/json/canonical.ts assertJson); returns it normalised and prepared (prepared.ts).
- * Throws QueueInputError, so a result Postgres would refuse fails its own item, not the batch.
+ * Throws InputError, so a result Postgres would refuse fails its own item, not the batch.
  */
 export function prepareCompleteInput(it: CompleteInput): CompleteInput {
 	const target = checkSettleTarget(it);
@@ -34,7 +35,7 @@ export function prepareCompleteInput(it: CompleteInput): CompleteInput {
 		try {
 			assertJson(it.result);
 		} catch (e) {
-			if (e instanceof NotJsonError) throw new QueueInputError(`The result is not plain JSON: ${e.message.replace(/^\$/, 'result')}`);
+			if (e instanceof NotJsonError) throw new InputError(`The result is not plain JSON: ${e.message.replace(/^\$/, 'result')}`);
 			throw e;
 		}
 	}
@@ -46,7 +47,7 @@ export function prepareCompleteInput(it: CompleteInput): CompleteInput {
  * first item of every task id; only the items it did not complete are looked at one by one).
  * Outcomes per item: completed | already_settled (this token
  * already completed it) | lease_lost (expired or another holder: nothing changed) | not_found.
- * Results in input order. Throws QueueInputError for a malformed id or token (before any write).
+ * Results in input order. Throws InputError for a malformed id or token (before any write).
  * `bounds`: statement and lock timeouts of the call's transaction when `db` is a pool (src/db/bounds.ts;
  * default 30000 / 5000 ms); a bound that fires throws LedgerBusyError and nothing was changed.
  */

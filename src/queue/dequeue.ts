@@ -3,7 +3,8 @@
  */
 import { DEFAULT_AGING_SECONDS, DEFAULT_GROUPS, DEFAULT_LEASE_SECONDS, type GroupWeight } from './states';
 import { markPrepared, prepareOnce } from './prepared';
-import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, QueueInputError, type Queryable } from './types';
+import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, type Queryable } from './types';
+import { InputError } from '../errors';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface DequeueOptions {
@@ -61,14 +62,14 @@ interface Row {
 	waited_secs: number;
 }
 
-/** Validates groups: 1 to 20, distinct names, integer weights 1 to 1000. Throws QueueInputError. */
+/** Validates groups: 1 to 20, distinct names, integer weights 1 to 1000. Throws InputError. */
 export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 	if (!Array.isArray(groups) || groups.length === 0 || groups.length > 20)
-		throw new QueueInputError('Give 1 to 20 priority groups');
+		throw new InputError('Give 1 to 20 priority groups');
 	const seen = new Set<string>();
 	return groups.map((g) => {
 		const name = checkGroupName(g.name);
-		if (seen.has(name)) throw new QueueInputError(`Priority group "${name}" is listed twice`);
+		if (seen.has(name)) throw new InputError(`Priority group "${name}" is listed twice`);
 		seen.add(name);
 		return { name, weight: checkInt(g.weight, `Weight of group "${name}"`, 1, 1000) };
 	});
@@ -77,7 +78,7 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 /**
  * Checks dequeue options (queue name; batch size 1 to 10,000; lease 1 to 86,400 s, default 300;
  * aging 0 or 0.001 to 31,536,000 s, default 300; groups as checkGroups, default DEFAULT_GROUPS) and
- * returns them normalised, defaults filled in, prepared (prepared.ts). Throws QueueInputError.
+ * returns them normalised, defaults filled in, prepared (prepared.ts). Throws InputError.
  */
 export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
 	const queue = checkQueueName(options.queue);
@@ -85,7 +86,7 @@ export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
 	const leaseSeconds = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
 	const aging = checkSeconds(options.agingSeconds ?? DEFAULT_AGING_SECONDS, 'Aging interval', 0, 31_536_000);
 	// Below a millisecond the aging position (wait / interval) would leave the double range.
-	if (aging > 0 && aging < 0.001) throw new QueueInputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
+	if (aging > 0 && aging < 0.001) throw new InputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
 	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
 	return markPrepared<Required<DequeueOptions>>({ queue, limit, leaseSeconds, agingSeconds: aging, groups });
 }
@@ -101,7 +102,7 @@ export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
  * they differ from the recorded ones and apply to tasks tagged afterwards. Aging: tasks of a listed
  * group that waited longer than `agingSeconds` are moved to the front (FIFO among themselves).
  * Each claimed task gets attempts + 1, a fresh lease token and lease_expires_at = now + leaseSeconds.
- * Returns the tasks in claim order (possibly none). Throws QueueInputError for bad options.
+ * Returns the tasks in claim order (possibly none). Throws InputError for bad options.
  *
  * `bounds` (when `db` is a pool; src/db/bounds.ts): the claim runs in a transaction of its own with
  * SET LOCAL statement_timeout / lock_timeout (default 30000 / 5000 ms), sent in one round trip. A

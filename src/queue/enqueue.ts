@@ -17,9 +17,9 @@ import {
 	fn,
 	idText,
 	iso,
-	QueueInputError,
 	type Queryable,
 } from './types';
+import { InputError } from '../errors';
 
 export interface EnqueueInput {
 	queue: string;
@@ -118,12 +118,12 @@ function checkPayload(payload: unknown): unknown {
 	try {
 		assertJson(payload);
 	} catch (e) {
-		if (e instanceof NotJsonError) throw new QueueInputError(`The payload is not plain JSON: ${e.message.replace(/^\$/, 'payload')}`);
+		if (e instanceof NotJsonError) throw new InputError(`The payload is not plain JSON: ${e.message.replace(/^\$/, 'payload')}`);
 		throw e;
 	}
 	const bytes = Buffer.byteLength(JSON.stringify(payload), 'utf8');
 	if (bytes > MAX_PAYLOAD_BYTES) {
-		throw new QueueInputError(`The payload is ${bytes} bytes as JSON; at most ${MAX_PAYLOAD_BYTES} (1 MiB) are allowed. Store large data elsewhere and enqueue a reference to it.`);
+		throw new InputError(`The payload is ${bytes} bytes as JSON; at most ${MAX_PAYLOAD_BYTES} (1 MiB) are allowed. Store large data elsewhere and enqueue a reference to it.`);
 	}
 	return payload;
 }
@@ -132,7 +132,7 @@ function checkPayload(payload: unknown): unknown {
  * Checks one input and returns it normalised (payload {} when undefined, dedupe key null when
  * empty, notBefore as ISO-8601 text or null, maxAttempts filled in), marked as prepared (see
  * prepared.ts): enqueue() does not check it again. The one place the enqueue rules live.
- * Throws QueueInputError (InputError) with a message for the user.
+ * Throws InputError (InputError) with a message for the user.
  */
 export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 	const out: EnqueueInput = {
@@ -144,12 +144,12 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		notBefore: null,
 	};
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
-		if (typeof input.dedupeKey !== 'string') throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
-		checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new QueueInputError(m));
+		if (typeof input.dedupeKey !== 'string') throw new InputError('Dedupe key must be a string of at most 512 bytes');
+		checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new InputError(m));
 		// Normalization Form C (UAX #15), as operation keys: "é" as one code point or as "e" plus a
 		// combining accent is the same key (src/ledger/validate.ts, checkOperationKey).
 		const nfc = input.dedupeKey.normalize('NFC');
-		if (Buffer.byteLength(nfc, 'utf8') > 512) throw new QueueInputError('Dedupe key must be a string of at most 512 bytes');
+		if (Buffer.byteLength(nfc, 'utf8') > 512) throw new InputError('Dedupe key must be a string of at most 512 bytes');
 		out.dedupeKey = nfc;
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
@@ -157,11 +157,11 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 	if (input.notBefore !== undefined && input.notBefore !== null && input.notBefore !== '') {
 		const t = input.notBefore instanceof Date ? input.notBefore : parseTimestamp(String(input.notBefore));
 		const shown = () => cutAny(input.notBefore instanceof Date ? 'an invalid Date' : JSON.stringify(String(input.notBefore)), 60);
-		if (Number.isNaN(t.getTime())) throw new QueueInputError(`Not before is not a valid date: ${shown()}`);
+		if (Number.isNaN(t.getTime())) throw new InputError(`Not before is not a valid date: ${shown()}`);
 		// Postgres' timestamptz reads four-digit years only as given here (no year 0, no signed
 		// six-digit ISO years): outside this range the value would fail the whole batch (22008/22009).
 		if (t.getTime() < MIN_NOT_BEFORE_MS || t.getTime() > MAX_NOT_BEFORE_MS) {
-			throw new QueueInputError(`Not before must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, got ${input.notBefore instanceof Date ? t.toISOString() : shown()}`);
+			throw new InputError(`Not before must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, got ${input.notBefore instanceof Date ? t.toISOString() : shown()}`);
 		}
 		out.notBefore = t.toISOString();
 	}
@@ -186,16 +186,16 @@ function wireItem(it: EnqueueInput): Record<string, unknown> {
  * only delayed tasks were. `options.notify` moves that notification after the commit or drops it
  * (see NotifyMode).
  * Inputs not made by prepareEnqueueInput are checked by it first, all before anything is sent.
- * Throws QueueInputError for invalid input (before any write) and pg errors for database failures.
+ * Throws InputError for invalid input (before any write) and pg errors for database failures.
  * `bounds`: statement and lock timeouts of the enqueue's own transaction when `db` is a pool
  * (src/db/bounds.ts; LedgerBusyError when one fires, nothing was enqueued; OutcomeUnknownError when
  * the connection was lost with the COMMIT on its way: the tasks may be stored, and only those with a
- * dedupe key are safe to send again, err.safeToRepeat(i)). A client you pass runs
+ * dedupe key are safe to send again, err.retryableItem(i)). A client you pass runs
  * the enqueue in your transaction with your settings: bound it yourself (SET LOCAL).
  */
 export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}, bounds?: Bounds): Promise<EnqueuedTask[]> {
 	const notify = options.notify ?? 'commit';
-	if (!NOTIFY_MODES.includes(notify)) throw new QueueInputError(`Notify must be one of ${NOTIFY_MODES.join(', ')}, got ${JSON.stringify(notify)}`);
+	if (!NOTIFY_MODES.includes(notify)) throw new InputError(`Notify must be one of ${NOTIFY_MODES.join(', ')}, got ${JSON.stringify(notify)}`);
 	if (items.length === 0) return [];
 	const quiet = notify === 'commit' ? {} : { n: false };
 	// Fairness tags are reserved at enqueue by locking each group's tag row until commit (never

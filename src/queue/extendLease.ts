@@ -21,7 +21,7 @@ interface Row extends SettleRow {
 	lease_expires_at: Date | null;
 }
 
-/** Checks one input (id, token, seconds); returns it normalised and prepared (prepared.ts). Throws QueueInputError. */
+/** Checks one input (id, token, seconds); returns it normalised and prepared (prepared.ts). Throws InputError. */
 export function prepareExtendLeaseInput(it: ExtendLeaseInput): ExtendLeaseInput {
 	return markPrepared({ ...checkSettleTarget(it), leaseSeconds: checkSeconds(it.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400) });
 }
@@ -29,7 +29,7 @@ export function prepareExtendLeaseInput(it: ExtendLeaseInput): ExtendLeaseInput 
 /**
  * Extends a batch of leases in one statement. An expired lease cannot be extended (lease_lost):
  * once expired, another consumer may already hold the task. Outcomes: extended | lease_lost |
- * not_found. Throws QueueInputError for a malformed id, token or seconds. `bounds`: as in complete().
+ * not_found. Throws InputError for a malformed id, token or seconds. `bounds`: as in complete().
  */
 export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[], bounds?: Bounds): Promise<ExtendLeaseResult[]> {
 	if (items.length === 0) return [];

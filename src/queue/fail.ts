@@ -53,7 +53,7 @@ export function backoffSeconds(attempt: number, baseSeconds: number, capSeconds:
 /**
  * Checks one input (id, token); returns it normalised (error text made storable and cut to 10,000
  * UTF-16 units, src/text.ts storableText; 'failed' when empty) and prepared (prepared.ts). Throws
- * QueueInputError.
+ * InputError.
  */
 export function prepareFailInput(it: FailInput): FailInput {
 	return markPrepared({ ...checkSettleTarget(it), error: storableText(String(it.error ?? 'failed'), MAX_ERROR_UNITS) || 'failed', giveUp: it.giveUp === true });
@@ -62,7 +62,7 @@ export function prepareFailInput(it: FailInput): FailInput {
 /** Longest stored error text of a failure, in UTF-16 code units. */
 export const MAX_ERROR_UNITS = 10_000;
 
-/** Checks the backoff of a fail batch (base 0 to 86,400 s, cap 0 to 31,536,000 s); defaults filled in. Throws QueueInputError. */
+/** Checks the backoff of a fail batch (base 0 to 86,400 s, cap 0 to 31,536,000 s); defaults filled in. Throws InputError. */
 export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {
 	return markPrepared({
 		baseSeconds: checkSeconds(backoff.baseSeconds ?? DEFAULT_BACKOFF_BASE_SECONDS, 'Backoff base', 0, 86_400),
@@ -74,7 +74,7 @@ export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {
  * Fails a batch in one statement. Outcomes per item: retry_scheduled (pending again at retryAt) |
  * dead (attempts used up or giveUp; happens once per task life, with this error as last_error) |
  * already_settled | lease_lost | not_found. Results in input order.
- * Throws QueueInputError for a malformed id, token or backoff (before any write). `bounds`: as in complete().
+ * Throws InputError for a malformed id, token or backoff (before any write). `bounds`: as in complete().
  */
 export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}, bounds?: Bounds): Promise<FailResult[]> {
 	const { baseSeconds: base, capSeconds: cap } = prepareOnce(backoff, prepareBackoff);

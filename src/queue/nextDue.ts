@@ -32,7 +32,7 @@ export async function nextDue(db: Queryable, schema: string, queue: string, boun
 /**
  * Like nextDue, restricted to work of `groups` (the groups a consumer's Dequeue claims; null or
  * omitted: every group), plus the progress marker. One round trip to queue_wake_state.
- * Read-only. Throws QueueInputError on an invalid queue name; LedgerBusyError when a bound fires.
+ * Read-only. Throws InputError on an invalid queue name; LedgerBusyError when a bound fires.
  */
 export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null, bounds?: Bounds): Promise<NextDue> {
 	checkQueueName(queue);

@@ -25,7 +25,7 @@ export interface PurgeResult {
 /**
  * Checks purge options (an empty or blank queue means every queue; retentions 0 to 3,153,600,000 s
  * or null; limit 1 to 100,000, default 10,000) and returns them normalised, prepared (prepared.ts).
- * Throws QueueInputError.
+ * Throws InputError.
  */
 export function preparePurgeOptions(options: PurgeOptions): PurgeOptions {
 	const q = typeof options.queue === 'string' ? options.queue.trim() : options.queue;
@@ -39,7 +39,7 @@ export function preparePurgeOptions(options: PurgeOptions): PurgeOptions {
 }
 
 /**
- * Runs one bounded retention pass in one statement. Throws QueueInputError for bad options.
+ * Runs one bounded retention pass in one statement. Throws InputError for bad options.
  * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); a bound that fires
  * throws LedgerBusyError and nothing was moved or deleted.
  */

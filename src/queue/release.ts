@@ -24,7 +24,7 @@ interface Row extends SettleRow {
 	run_at: Date | null;
 }
 
-/** Checks one input (id, token, delay); returns it normalised and prepared (prepared.ts). Throws QueueInputError. */
+/** Checks one input (id, token, delay); returns it normalised and prepared (prepared.ts). Throws InputError. */
 export function prepareReleaseInput(it: ReleaseInput): ReleaseInput {
 	return markPrepared({
 		...checkSettleTarget(it),
@@ -35,7 +35,7 @@ export function prepareReleaseInput(it: ReleaseInput): ReleaseInput {
 
 /**
  * Releases a batch in one statement. Outcomes: released | already_settled | lease_lost | not_found.
- * Throws QueueInputError for a malformed id, token or delay. `bounds`: as in complete().
+ * Throws InputError for a malformed id, token or delay. `bounds`: as in complete().
  */
 export async function release(db: Queryable, schema: string, items: ReleaseInput[], bounds?: Bounds): Promise<ReleaseResult[]> {
 	if (items.length === 0) return [];

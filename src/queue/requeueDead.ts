@@ -40,7 +40,7 @@ interface Row {
 
 /**
  * Checks requeue options (queue name; task ids as checkTaskId; group name or null; limit 1 to
- * 10,000, default 100) and returns them normalised, prepared (prepared.ts). Throws QueueInputError.
+ * 10,000, default 100) and returns them normalised, prepared (prepared.ts). Throws InputError.
  */
 export function prepareRequeueDeadOptions(options: RequeueDeadOptions): RequeueDeadOptions {
 	return markPrepared({
@@ -54,7 +54,7 @@ export function prepareRequeueDeadOptions(options: RequeueDeadOptions): RequeueD
 /**
  * Requeues dead tasks in one statement: pending now, attempts 0, requeues + 1, last error kept.
  * A task whose dedupe key belongs to a live task again is skipped (skipped_live_duplicate).
- * Outcomes: requeued | skipped_live_duplicate | not_dead | not_found. Throws QueueInputError.
+ * Outcomes: requeued | skipped_live_duplicate | not_dead | not_found. Throws InputError.
  * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); a bound that fires
  * throws LedgerBusyError and nothing was requeued.
  */
@@ -83,7 +83,7 @@ export interface RequeueByIdInput {
 	taskId: string | number;
 }
 
-/** Checks one by-id input (queue name, task id); returns it normalised, prepared (prepared.ts). Throws QueueInputError. */
+/** Checks one by-id input (queue name, task id); returns it normalised, prepared (prepared.ts). Throws InputError. */
 export function prepareRequeueByIdInput(it: RequeueByIdInput): RequeueByIdInput {
 	return markPrepared({ queue: checkQueueName(it.queue), taskId: checkTaskId(it.taskId) });
 }
@@ -91,7 +91,7 @@ export function prepareRequeueByIdInput(it: RequeueByIdInput): RequeueByIdInput 
 /**
  * Requeues the given dead tasks: one requeueDead call per queue they name (usually one). Returns
  * one result per input, in input order; the same task twice is requeued once, the repeat reports
- * not_dead. Throws QueueInputError (before anything is sent). `bounds`: as in requeueDead(), for
+ * not_dead. Throws InputError (before anything is sent). `bounds`: as in requeueDead(), for
  * each call.
  */
 export async function requeueDeadByIds(db: Queryable, schema: string, items: RequeueByIdInput[], bounds?: Bounds): Promise<RequeueResult[]> {

@@ -28,7 +28,7 @@ export interface SettleResult {
 
 /**
  * The id and token of a settle input, checked and normalised (id as decimal text, token in lower
- * case); used by each settle operation's prepare function. Throws QueueInputError.
+ * case); used by each settle operation's prepare function. Throws InputError.
  */
 export function checkSettleTarget(t: SettleTarget): { taskId: string; leaseToken: string } {
 	return { taskId: checkTaskId(t.taskId), leaseToken: checkLeaseToken(t.leaseToken) };

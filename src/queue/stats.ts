@@ -125,7 +125,7 @@ const num = (v: string | number | null): number | null => (v === null ? null : N
  * size, so call it from a schedule, not per task) and its table health (queue_health: statistics
  * views and one aggregate over the pending rows). Two read-only statements in one transaction,
  * bounded by `bounds` when `db` is a pool (src/db/bounds.ts: statement_timeout applies to each; on a
- * large queue raise the credential's Statement Timeout). Throws QueueInputError, and LedgerBusyError
+ * large queue raise the credential's Statement Timeout). Throws InputError, and LedgerBusyError
  * when a bound fires.
  */
 export async function stats(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<QueueStats> {
@@ -214,14 +214,14 @@ export interface StatsRequest {
 	deadTasks?: number;
 }
 
-/** Checks a stats request; returns it normalised, prepared (prepared.ts). Throws QueueInputError. */
+/** Checks a stats request; returns it normalised, prepared (prepared.ts). Throws InputError. */
 export function prepareStatsRequest(request: StatsRequest): StatsRequest {
 	return markPrepared({ queue: checkQueueName(request.queue), deadTasks: checkInt(request.deadTasks ?? 0, 'Include dead tasks', 0, 1000) });
 }
 
 /**
  * stats() of the queue, plus listDead() of it when deadTasks > 0 (else null), in one transaction
- * bounded by `bounds` as stats() is. Read-only. Throws QueueInputError, LedgerBusyError.
+ * bounded by `bounds` as stats() is. Read-only. Throws InputError, LedgerBusyError.
  */
 export async function statsReport(
 	db: Queryable,

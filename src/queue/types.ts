@@ -1,7 +1,7 @@
 /**
  * The queue's own input checks (queue and group names, task ids, lease tokens), plus re-exports of
  * the plumbing it shares with the ledger: Queryable, iso, idText (src/db/values.ts), checkInt,
- * checkSeconds (src/check.ts), InputError (src/errors.ts), fn = sqlFunction (src/db/identifiers.ts).
+ * checkSeconds (src/check.ts), fn = sqlFunction (src/db/identifiers.ts).
  */
 import { checkKeyText } from '../keyText';
 import { InputError } from '../errors';
@@ -11,8 +11,6 @@ import { cutAny } from '../text';
 export type { Queryable } from '../db/values';
 export { iso, idText } from '../db/values';
 export { checkInt, checkSeconds } from '../check';
-/** The shared input error (src/errors.ts) under the queue's old name. */
-export { InputError as QueueInputError } from '../errors';
 /** The schema-qualified name of a queue function (src/db/identifiers.ts, one schema convention). */
 export { sqlFunction as fn } from '../db/identifiers';
 

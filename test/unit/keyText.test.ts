@@ -4,12 +4,13 @@
  * against every kind of bad character, so a new field or a new kind is one line here. The refused
  * list is checked against the Unicode properties it is made of (src/keyText.ts).
  */
-import { buildOperationKey, checkOperationKey, LedgerInputError } from '../../src/ledger/validate';
+import { buildOperationKey, checkOperationKey } from '../../src/ledger/validate';
+import { InputError } from '../../src/errors';
 import { prepareReserveItem } from '../../src/ledger/reserve';
 import { checkClaimOptions } from '../../src/ledger/reconcile';
 import { checkGroups } from '../../src/queue/dequeue';
 import { prepareEnqueueInput } from '../../src/queue/enqueue';
-import { checkGroupName, checkQueueName, QueueInputError } from '../../src/queue/types';
+import { checkGroupName, checkQueueName } from '../../src/queue/types';
 import { keyTextProblem, REFUSED_RANGES } from '../../src/keyText';
 
 const BAD: Array<[string, string]> = [
@@ -68,7 +69,7 @@ describe('key-like text refuses control characters and lone surrogates in every 
 			err = e;
 		}
 		expect(err).toBeDefined();
-		expect(err instanceof LedgerInputError || err instanceof QueueInputError).toBe(true);
+		expect(err).toBeInstanceOf(InputError);
 		expect((err as Error).message).toMatch(/control character|lone UTF-16 surrogate|white space other than the plain space|invisible character/);
 	});
 

@@ -4,7 +4,9 @@
  * - src/ (the core) imports nothing of n8n and nothing of nodes/;
  * - nodes/ holds no SQL statement;
  * - a node folder imports src/, nodes/shared and its own files only, never a sibling node;
- * - one input-error class: nodes recognise input errors with instanceof, never by a name string;
+ * - one error model: every error class of src/ descends from CoreError (src/errors.ts), one
+ *   input-error class, errors recognised with instanceof, never by a name string; no SQLSTATE or
+ *   driver-message classification in nodes/ (src/db/driverError.ts does it);
  * - the ledger and queue cores send statements through src/db/bounds.ts only.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -63,13 +65,30 @@ describe('code layout', () => {
 		expect(bad).toEqual([]);
 	});
 
-	it('input errors are recognised by class (instanceof InputError), never by a name string', () => {
+	it('errors are recognised by class (instanceof), never by a name string; one input-error class', () => {
 		const all = [...tsFiles('src'), ...tsFiles('nodes')];
-		const byName = all.filter((f) => /\.name\s*===\s*'\w*(Input|Schema\w*)Error'/.test(code(f)));
+		const BY_NAME = /\.name\s*===\s*['"]\w*Error['"]/;
+		expect(BY_NAME.test("e?.name === 'LedgerBusyError'")).toBe(true);
+		const byName = all.filter((f) => BY_NAME.test(code(f)));
 		expect(byName).toEqual([]);
 		const classes = all.flatMap((f) => [...code(f).matchAll(/class\s+(\w*InputError)\s+extends\s+(\w+)/g)].map((m) => `${m[1]} extends ${m[2]}`));
 		// One class, InputError; ItemInputError (nodes/shared/items.ts) only adds a description.
-		expect(classes.sort()).toEqual(['InputError extends Error', 'ItemInputError extends InputError']);
+		expect(classes.sort()).toEqual(['InputError extends CoreError', 'ItemInputError extends InputError']);
+	});
+
+	it('one error root: no class of src/ extends Error except CoreError (src/errors.ts)', () => {
+		const direct = tsFiles('src').flatMap((f) => [...code(f).matchAll(/class\s+(\w+)\s+extends\s+(Error|TypeError|RangeError)\b/g)].map((m) => `${f}: ${m[1]}`));
+		expect(direct).toEqual([path.join('src', 'errors.ts') + ': CoreError']);
+	});
+
+	it('nodes/ classify no driver error themselves (no SQLSTATE ladders: src/db/driverError.ts maps them)', () => {
+		// A SQLSTATE alternation in a regular expression, e.g. /^(57014|55P03|...)$/ or /^(08|57P0|28)/.
+		const LADDER = /\/\^?\((?:[0-9][0-9A-Z.]{1,4}\|)+[0-9][0-9A-Z.]{1,4}/;
+		expect(LADDER.test("/^(57014|55P03|40001|40P01|53...|57P0[1-3]|25006)$/")).toBe(true);
+		expect(LADDER.test("/^(08|57P0|28|3D000|ECONN)/")).toBe(true);
+		expect(LADDER.test("/^(ECONN|EPIPE)/")).toBe(false);
+		const bad = tsFiles('nodes').filter((f) => LADDER.test(code(f)));
+		expect(bad).toEqual([]);
 	});
 
 	it('eslint.config.mjs keeps the import wall and the no-SQL rule', () => {

@@ -81,7 +81,7 @@ describe('a network that stops answering (blackhole proxy)', () => {
 			expect(unknown).toHaveLength(2);
 			for (const e of unknown) {
 				expect(e.cause).toBeInstanceOf(DeadlineError);
-				expect(e.safeToRepeat(0)).toBe(true);
+				expect(e.retryableItem(0)).toBe(true);
 			}
 			// The hung connections were destroyed, not returned to the pool.
 			await waitUntil(() => pool.totalCount === 0, 'the pool dropped its hung connections', 2000);
@@ -122,7 +122,7 @@ describe('a network that stops answering (blackhole proxy)', () => {
 			expect(Date.now() - t0).toBeLessThan(DEADLINE_MS + SLACK_MS);
 			expect(err).toBeInstanceOf(OutcomeUnknownError);
 			expect(err.message).toMatch(/may have recorded the batch, or not/);
-			expect([0, 50, 99].map((i) => err.safeToRepeat(i))).toEqual([false, false, false]);
+			expect([0, 50, 99].map((i) => err.retryableItem(i))).toEqual([false, false, false]);
 			const stored = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.queue_tasks WHERE queue = $1 AND payload ? 'i'`, [queue]);
 			expect(stored.rows[0].n).toBe(100);
 
@@ -134,7 +134,7 @@ describe('a network that stops answering (blackhole proxy)', () => {
 			const err2 = (await enqueue(pool, db.schemaSql, keyed, {}, toBounds(c)).catch((e: unknown) => e)) as OutcomeUnknownError;
 			await dropped2;
 			expect(err2).toBeInstanceOf(OutcomeUnknownError);
-			expect([err2.safeToRepeat(0), err2.safeToRepeat(1)]).toEqual([true, false]);
+			expect([err2.retryableItem(0), err2.retryableItem(1)]).toEqual([true, false]);
 			// Sending the keyed task again is answered from what was recorded.
 			const [again] = await enqueue(pool, db.schemaSql, [keyed[0]], {}, toBounds(c));
 			expect(again.deduplicated).toBe(true);

@@ -1,10 +1,11 @@
 /**
  * Safe arithmetic (issue 13): every numeric parameter of the queue at its extremes (0, 1, the
  * largest accepted value, max int, huge, NaN, infinity) gives a result, or a clear refusal before
- * any write (QueueInputError in TypeScript, SQLSTATE 22023 from the SQL functions), never a
+ * any write (InputError in TypeScript, SQLSTATE 22023 from the SQL functions), never a
  * numeric overflow (22003) or a datetime overflow (22008), and never a task out of its bounds.
  */
-import { complete, dequeue, enqueue, extendLease, fail, listDead, purge, release, requeueDead, stats, QueueInputError } from '../../../src/queue';
+import { complete, dequeue, enqueue, extendLease, fail, listDead, purge, release, requeueDead, stats } from '../../../src/queue';
+import { InputError } from '../../../src/errors';
 import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
@@ -18,13 +19,13 @@ afterAll(async () => {
 const INT_MAX = 2147483647;
 const HUGE = [INT_MAX, 2 ** 53, 1e300, Number.MAX_VALUE];
 
-/** Runs fn; returns 'ok', 'input' (QueueInputError) or the SQLSTATE. */
+/** Runs fn; returns 'ok', 'input' (InputError) or the SQLSTATE. */
 async function verdict(fn: () => Promise<unknown>): Promise<string> {
 	try {
 		await fn();
 		return 'ok';
 	} catch (e) {
-		if (e instanceof QueueInputError) return 'input';
+		if (e instanceof InputError) return 'input';
 		return (e as { code?: string }).code ?? `error: ${(e as Error).message}`;
 	}
 }
@@ -34,7 +35,7 @@ async function sql(text: string, params: unknown[]): Promise<string> {
 }
 
 describe('numeric parameters at their extremes', () => {
-	test('TypeScript API: every extreme is a result or a QueueInputError', async () => {
+	test('TypeScript API: every extreme is a result or a InputError', async () => {
 		const queue = db.queueName('ts');
 		const seen: Record<string, string> = {};
 		const put = async (label: string, fn: () => Promise<unknown>) => {

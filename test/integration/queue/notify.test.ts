@@ -4,7 +4,8 @@
  * nothing; a deduplicated enqueue never notifies under 'after'.
  */
 import type { Notification } from 'pg';
-import { dequeue, enqueue, queueChannel, QueueInputError } from '../../../src/queue';
+import { dequeue, enqueue, queueChannel } from '../../../src/queue';
+import { InputError } from '../../../src/errors';
 import { drainNotifications, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
@@ -63,7 +64,7 @@ describe('enqueue notify option', () => {
 		expect(again.deduplicated).toBe(true);
 		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
 		expect(got).toHaveLength(0);
-		await expect(enqueue(db.pool, db.schema, [{ queue, group: 'high' }], { notify: 'later' as never })).rejects.toBeInstanceOf(QueueInputError);
+		await expect(enqueue(db.pool, db.schema, [{ queue, group: 'high' }], { notify: 'later' as never })).rejects.toBeInstanceOf(InputError);
 		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
 		expect(rows[0].n).toBe(1);
 	});

@@ -1,9 +1,8 @@
 /** Caps and chunking (src/db/batch.ts), the queue payload cap and the Max Response Size option. */
 import { BatchTooLargeError, MAX_BATCH_ITEMS, ONE_TRIP_MAX_BYTES, planChunks, queryChunked } from '../../../src/db/batch';
 import { checkMaxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES } from '../../../src/ledger/confirm';
-import { LedgerInputError } from '../../../src/ledger/validate';
+import { InputError } from '../../../src/errors';
 import { MAX_PAYLOAD_BYTES, prepareEnqueueInput } from '../../../src/queue/enqueue';
-import { QueueInputError } from '../../../src/queue/types';
 
 /** A pool stand-in that records every text sent and answers as Postgres would for a one-row statement. */
 function recordingPool() {
@@ -81,7 +80,7 @@ describe('planChunks', () => {
 describe('queue payload cap', () => {
 	it(`refuses a payload over ${MAX_PAYLOAD_BYTES} bytes as an item error, accepts one just under`, () => {
 		const big = { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) };
-		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(QueueInputError);
+		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(InputError);
 		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: big })).toThrow(/at most 1048576 \(1 MiB\)/);
 		expect(() => prepareEnqueueInput({ queue: 'q', group: 'g', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES - 20) } })).not.toThrow();
 	});
@@ -89,7 +88,7 @@ describe('queue payload cap', () => {
 
 describe('Max Response Size', () => {
 	it.each([['abc'], [NaN], [-1], [0], [1], [1.5], [Infinity], [16 * 1024 * 1024 + 1], ['12abc'], [{}], [true]])('refuses %p', (v) => {
-		expect(() => checkMaxResponseBytes(v)).toThrow(LedgerInputError);
+		expect(() => checkMaxResponseBytes(v)).toThrow(InputError);
 		expect(() => checkMaxResponseBytes(v)).toThrow(/^Max Response Size must be a whole number of bytes from 2 to 16777216/);
 	});
 	it.each([

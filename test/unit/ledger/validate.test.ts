@@ -1,4 +1,5 @@
-import { buildOperationKey, checkLeaseSeconds, checkOperationKey, LedgerInputError } from '../../../src/ledger/validate';
+import { buildOperationKey, checkLeaseSeconds, checkOperationKey } from '../../../src/ledger/validate';
+import { InputError } from '../../../src/errors';
 import { prepareReserveItem } from '../../../src/ledger/reserve';
 import { prepareConfirmItem } from '../../../src/ledger/confirm';
 
@@ -41,7 +42,7 @@ describe('operation keys', () => {
 
 describe('lease seconds', () => {
 	it.each([0, -5, 1.5, 604801, NaN, 'abc', null])('rejects %p', (v) => {
-		expect(() => checkLeaseSeconds(v)).toThrow(LedgerInputError);
+		expect(() => checkLeaseSeconds(v)).toThrow(InputError);
 	});
 	it('accepts whole seconds in range, also as numeric strings', () => {
 		expect(checkLeaseSeconds(1)).toBe(1);
@@ -112,7 +113,7 @@ describe('one key rule for both key modes (issue 11)', () => {
 		['a no-break space', 'ent-X\u00a0'],
 		['a BOM', '\ufeffent-X'],
 	])('rejects %s in Build From Parts and in Custom Key alike (never trims)', (_n, entity) => {
-		expect(() => buildOperationKey(parts(entity))).toThrow(LedgerInputError);
+		expect(() => buildOperationKey(parts(entity))).toThrow(InputError);
 		expect(() => buildOperationKey(parts(entity))).toThrow(/white space|control character|invisible character/);
 		expect(() => checkOperationKey(`payment:charge:${entity}:v1`)).toThrow(/white space|control character|invisible character/);
 	});
