@@ -8,7 +8,7 @@ import {
 } from 'n8n-workflow';
 import { reserveOperations, prepareReserveItem, type ReserveResult } from '../../src/ledger/reserve';
 import { releaseUnsent } from '../../src/ledger/confirm';
-import { RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS, outputLabels } from '../../src/ledger/states';
+import { RESERVE_OUTPUTS, RESERVE_OUTPUT_LABELS, outputLabels, type ReserveDecision } from '../../src/ledger/states';
 import { businessRequest } from '../../src/ledger/businessRequest';
 import { reserveNextStep } from '../../src/ledger/nextStep';
 import { operationKeyParameter, operationKeyProperties } from '../shared/operationKey';
@@ -20,10 +20,10 @@ import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import { InputError } from '../../src/errors';
 import type { NodeOperation } from '../shared/router';
 
-/** Output index per outcome, in the order of RESERVE_OUTCOMES after Unrecorded (nodes/shared/outputs.ts). */
-const OUTPUT = Object.fromEntries(RESERVE_OUTCOMES.map((o, i) => [o, i + 1])) as Record<(typeof RESERVE_OUTCOMES)[number], number>;
+/** Output index per decision, in the order of RESERVE_OUTPUTS after Unrecorded (nodes/shared/outputs.ts). */
+const OUTPUT = Object.fromEntries(RESERVE_OUTPUTS.map((o, i) => [o, i + 1])) as Record<ReserveDecision, number>;
 /** The outcome outputs' display names (Unrecorded comes before them). */
-export const OUTPUT_NAMES = outputLabels(RESERVE_OUTCOMES, RESERVE_OUTPUT_LABELS);
+export const OUTPUT_NAMES = outputLabels(RESERVE_OUTPUTS, RESERVE_OUTPUT_LABELS);
 
 const description: INodeProperties[] = [
 	{
@@ -94,7 +94,7 @@ const description: INodeProperties[] = [
 
 async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
-	const outputs = emptyOutputs(1 + RESERVE_OUTCOMES.length);
+	const outputs = emptyOutputs(1 + RESERVE_OUTPUTS.length);
 	const { prepared, errorItems } = prepareItems(this, items, (i, item) => {
 		const operationKey = operationKeyParameter(this, i);
 		const request =

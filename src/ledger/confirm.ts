@@ -11,7 +11,7 @@ import { cutAny, cutText, storableText } from '../text';
 import { queryChunked } from '../db/batch';
 import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
-import { eventContextJson, LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
+import { CONFIRM_OUTCOMES, eventContextJson, isConfirmOutcome, LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
 import { checkOperationKey, checkOptionalText } from './validate';
 
 
@@ -82,8 +82,8 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 		);
 	}
 	const outcome = input.outcome;
-	if (outcome !== 'succeeded' && outcome !== 'failed' && outcome !== 'unknown') {
-		throw new InputError(`The outcome must be succeeded, failed or unknown; got ${cutAny(JSON.stringify(outcome), 40)}`);
+	if (!isConfirmOutcome(outcome)) {
+		throw new InputError(`The outcome must be ${CONFIRM_OUTCOMES.slice(0, -1).join(', ')} or ${CONFIRM_OUTCOMES[CONFIRM_OUTCOMES.length - 1]}; got ${cutAny(JSON.stringify(outcome), 40)}`);
 	}
 	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
 	// Diagnostic text, cut anyway: made storable (NUL, lone surrogates: U+FFFD) instead of failing the outcome.

@@ -5,7 +5,7 @@
  * n8n's own Retry re-runs nodes from stored outputs and never asks the ledger again, so it is
  * never the step for an operation whose outcome is unknown.
  */
-import type { OperationStatus, ReserveOutcome } from './states';
+import type { OperationStatus, ReserveDecision } from './states';
 
 /** The reconcile workflow's steps, named once. */
 export const RECONCILE_STEPS =
@@ -19,11 +19,11 @@ export const REVIEW_STEPS =
 	'List (Needs Review or Possible Duplicates), then Settle by Hand (workflows/ledger-review.json). Do not send it again meanwhile';
 
 /**
- * The next step for a Reserve outcome (also the not-sent answers of Guarded HTTP Request), or
+ * The next step for a Reserve decision (also the not-sent answers of Guarded HTTP Request), or
  * null for Proceed. `status` is the operation's status; `leaseExpiresAt` the live lease's end
  * (In Progress).
  */
-export function reserveNextStep(outcome: ReserveOutcome, status: OperationStatus | null, leaseExpiresAt: string | null): string | null {
+export function reserveNextStep(outcome: ReserveDecision, status: OperationStatus | null, leaseExpiresAt: string | null): string | null {
 	switch (outcome) {
 		case 'proceed':
 			return null;

@@ -11,15 +11,15 @@ import { canonicalJson, NotJsonError } from '../json/canonical';
 import { cutAny, cutText, storableText } from '../text';
 import type { Queryable } from '../db/values';
 import { boundedQuery, type Bounds } from '../db/bounds';
-import { eventContextJson, LIMITS, iso, type EventContext, type OperationStatus } from './states';
+import { eventContextJson, LIMITS, iso, type EventContext, type OperationStatus, type ResolveResult } from './states';
 import { checkOperationKey, checkOptionalText, checkOptionalKeyText } from './validate';
 
 /** What a lookup at the target reported. */
 export const RECONCILE_RESOLUTIONS = ['happened', 'not_happened', 'still_unknown'] as const;
 export type ReconcileResolution = (typeof RECONCILE_RESOLUTIONS)[number];
 
-/** How a resolution was applied. */
-export type ReconcileResult = 'succeeded' | 'failed' | 'unknown' | 'review' | 'claim_lost' | 'not_found' | 'refused_early' | 'busy';
+/** How a resolution was applied (RESOLVE_RESULTS, src/ledger/states.ts). */
+export type ReconcileResult = ResolveResult;
 
 export interface ClaimOptions {
 	/** Most operations to claim (1..1000). */

@@ -41,7 +41,7 @@ export interface ReserveItem {
 export interface ReserveResult {
 	index: number;
 	/** `busy`: the key stayed locked by another transaction beyond the lock timeout; nothing was recorded for it. */
-	outcome: ReserveOutcome | 'busy';
+	outcome: ReserveOutcome;
 	/** For an item whose key an earlier item of the same batch reserved: that item's index. */
 	repeatOfItem: number | null;
 	/**
@@ -99,7 +99,7 @@ export function prepareReserveItem(
 
 interface ReserveRow {
 	idx: number;
-	outcome: ReserveOutcome | 'busy';
+	outcome: ReserveOutcome;
 	status: OperationStatus | null;
 	attempt: number | null;
 	lease_token: string | null;

@@ -2,15 +2,23 @@
  * The ledger's facts, each named once: its states, the outcomes its functions answer with, and the
  * output each outcome leaves a node by (label and order; nodes/ derive their outputs from these).
  * The state machine itself is drawn in schema/migrations/0001_ledger.sql and followed literally by
- * its functions; test/integration/states.test.ts checks OPERATION_STATUSES against the
- * CHECK constraint on operations.status.
+ * its functions. Each closed list is written here once and the rest of src/ and nodes/ derive from
+ * it (types as `(typeof X)[number]`); test/integration/states.test.ts checks OPERATION_STATUSES
+ * against the CHECK constraint on operations.status, and every outcome list against the literals
+ * the SQL function that answers with it can return.
  */
 import { storableText } from '../text';
+import type { SettleResult } from './admin';
 
 export const OPERATION_STATUSES = ['reserved', 'succeeded', 'failed', 'unknown', 'review'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
-/** What Reserve tells the workflow, one output each (in this order). */
+/**
+ * What Reserve (reserve_operations) answers per item: a decision, which leaves Reserve Operation by
+ * an output of its own (in this order: RESERVE_OUTPUTS), or `busy`: the key's row stayed locked by
+ * another transaction for longer than the lock timeout, nothing was changed for the item (it leaves
+ * by Unrecorded, retryable).
+ */
 export const RESERVE_OUTCOMES = [
 	'proceed',
 	'already_succeeded',
@@ -18,22 +26,46 @@ export const RESERVE_OUTCOMES = [
 	'needs_reconcile',
 	'conflict',
 	'failed_permanently',
+	'busy',
 ] as const;
 export type ReserveOutcome = (typeof RESERVE_OUTCOMES)[number];
+/** The outcomes the ledger decided: every Reserve outcome but `busy`, in output order. */
+export type ReserveDecision = Exclude<ReserveOutcome, 'busy'>;
+export const RESERVE_OUTPUTS = RESERVE_OUTCOMES.filter((o): o is ReserveDecision => o !== 'busy');
 
 /** What a caller reports to Confirm. */
 export const CONFIRM_OUTCOMES = ['succeeded', 'failed', 'unknown'] as const;
 export type ConfirmOutcome = (typeof CONFIRM_OUTCOMES)[number];
+/** True for one of CONFIRM_OUTCOMES. */
+export function isConfirmOutcome(value: unknown): value is ConfirmOutcome {
+	return (CONFIRM_OUTCOMES as readonly unknown[]).includes(value);
+}
 
-/** How Confirm treated a report. */
+/** How Confirm (confirm_operations) treated a report. */
 export const CONFIRM_RESULTS = ['recorded', 'repeated', 'stale', 'not_found', 'busy'] as const;
 export type ConfirmResult = (typeof CONFIRM_RESULTS)[number];
 
+/** How Reconcile Unknown's Resolve (reconcile_resolve) applied a resolution. */
+export const RESOLVE_RESULTS = ['succeeded', 'failed', 'unknown', 'review', 'claim_lost', 'not_found', 'refused_early', 'busy'] as const;
+export type ResolveResult = (typeof RESOLVE_RESULTS)[number];
+
 /**
- * Reserve Operation's outputs after Unrecorded, one per outcome, in the order of
- * RESERVE_OUTCOMES.
+ * How Settle by Hand (ops_settle_by_hand) treated a request: settled (this call decided), refused
+ * (already settled), refused_early ("not_happened" while the settle window runs, without the
+ * override; nothing changed), not_found.
  */
-export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveOutcome, string>> = {
+export const SETTLE_BY_HAND_RESULTS = ['settled', 'refused', 'refused_early', 'not_found'] as const;
+export type SettleByHandResult = (typeof SETTLE_BY_HAND_RESULTS)[number];
+/**
+ * Compiles only while Settle by Hand's result type (SettleResult, src/ledger/admin.ts, still
+ * written out there) is exactly SETTLE_BY_HAND_RESULTS (`npx tsc --noEmit` fails otherwise).
+ */
+export type SettleByHandResultsAgree = MustBeTrue<Same<SettleResult, SettleByHandResult>>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type MustBeTrue<T extends true> = T;
+
+/** Reserve Operation's outputs after Unrecorded, one per decision, in the order of RESERVE_OUTPUTS. */
+export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveDecision, string>> = {
 	proceed: 'Proceed',
 	already_succeeded: 'Done Before',
 	in_progress: 'In Progress',

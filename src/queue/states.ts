@@ -1,8 +1,9 @@
 /**
- * The queue's facts, each named once: task states, settle and requeue outcomes, default groups and
- * numbers. The state diagram is drawn once, in docs/queue.md ("Task life");
- * test/integration/states.test.ts checks these lists against the CHECK constraints on
- * queue_tasks.status and queue_tasks_archive.status.
+ * The queue's facts, each named once: task states, how a lease ended and why a task went dead,
+ * settle and requeue outcomes, default groups and numbers. The state diagram is drawn once, in
+ * docs/queue.md ("Task life"); test/integration/states.test.ts checks the states, LEASE_ENDS and
+ * DEAD_REASONS against the CHECK constraints on queue_tasks (and queue_tasks_archive.status), and
+ * the outcome lists against the literals the SQL functions that answer with them can return.
  */
 export const TASK_STATES = ['pending', 'processing', 'succeeded', 'dead'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
@@ -10,6 +11,23 @@ export type TaskState = (typeof TASK_STATES)[number];
 export const LIVE_TABLE_STATES = ['pending', 'processing', 'dead'] as const satisfies readonly TaskState[];
 /** The states a row of queue_tasks_archive can hold. */
 export const ARCHIVE_STATES = ['succeeded', 'dead'] as const satisfies readonly TaskState[];
+/**
+ * How a row's last lease ended (queue_tasks.lease_end; null while the lease is live): completed,
+ * failed, gave_up, released (the holder settled it), expired (the expiry sweep ended it), requeued
+ * (the task went dead and was requeued by hand). queue_settle_verdict reads it to answer a late settle.
+ */
+export const LEASE_ENDS = ['completed', 'failed', 'gave_up', 'released', 'expired', 'requeued'] as const;
+export type LeaseEnd = (typeof LEASE_ENDS)[number];
+
+/**
+ * Why a task went dead (queue_tasks.dead_reason; null unless dead): max_attempts_reached (a fail at
+ * the last attempt), gave_up (a fail with give up), lease_expired_at_max (the lease of the last
+ * attempt expired), attempts_exhausted (a pending task whose attempts were used up, found by a
+ * claim and never handed out).
+ */
+export const DEAD_REASONS = ['max_attempts_reached', 'gave_up', 'lease_expired_at_max', 'attempts_exhausted'] as const;
+export type DeadReason = (typeof DEAD_REASONS)[number];
+
 /** Priority Dequeue's one output after Unrecorded. */
 export const QUEUE_RESULT_LABEL = 'Result';
 

@@ -4,6 +4,7 @@
 import { markPrepared, prepareOnce } from './prepared';
 import { checkInt, checkQueueName, fn, idText, iso, type Queryable } from './types';
 import { boundedTransaction, type Bounds } from '../db/bounds';
+import type { DeadReason } from './states';
 
 export interface GroupStats {
 	group: string;
@@ -81,8 +82,8 @@ export interface DeadTask {
 	attempts: number;
 	maxAttempts: number;
 	lastError: string | null;
-	/** Why it went dead: max_attempts_reached | gave_up | lease_expired_at_max | attempts_exhausted (null for older rows). */
-	deadReason: string | null;
+	/** Why it went dead (DEAD_REASONS, src/queue/states.ts; null for older rows). */
+	deadReason: DeadReason | null;
 	requeues: number;
 	enqueuedAt: string;
 	deadAt: string;
@@ -194,7 +195,7 @@ interface DeadRow {
 	attempts: number;
 	max_attempts: number;
 	last_error: string | null;
-	dead_reason: string | null;
+	dead_reason: DeadReason | null;
 	requeues: number;
 	enqueued_at: Date;
 	dead_at: Date;
