@@ -24,6 +24,7 @@ describe('batchFailure reads the error model', () => {
 		['a schema not applied', new SchemaNotReadyError('ol', 0, 12), "the credential's schema setting is not usable: The ledger schema \"ol\" is not set up", false],
 		['a bad connection string', new EndpointError('The connection string is empty'), 'the database refused the statement: The connection string is empty', false],
 		['an input error whose text looks like a socket error', new InputError('Queue name "connection refused" is listed twice'), 'the input is not valid: Queue name', false],
+		['a credential error whose text mentions a certificate', new EndpointError('The connection string parameter "sslrootcert" is not supported: it would read a file on the n8n host. Put the CA certificate into the credential\'s CA Certificate field.'), 'the database refused the statement: The connection string parameter', false],
 		['pg: permission denied', pg('42501', 'permission denied for function reserve_operations'), 'the database refused the statement (SQLSTATE 42501): permission denied', false],
 		['pg: too many connections', pg('53300', 'sorry, too many clients already'), 'the database refused the statement (SQLSTATE 53300): sorry, too many clients already', true],
 		['pg: admin shutdown', pg('57P01', 'terminating connection due to administrator command'), 'the database connection failed: terminating connection', true],
