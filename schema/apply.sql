@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 012bb3324b1b1dee9d3f1d777ce27083c47dd0cd6425c9f705ea1bb27822e05d.
+-- Package version 0.1.0; function set SHA-256 8bc76ef9e4743b3de3988f033a4ef579af1fb7e132b16a6d8aaaa1d8867eed33.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -130,6 +130,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_health.sql
 \ir functions/queue/queue_list_dead.sql
 \ir functions/queue/queue_next_due.sql
+\ir functions/queue/queue_now.sql
 \ir functions/queue/queue_purge.sql
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
@@ -143,7 +144,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '012bb3324b1b1dee9d3f1d777ce27083c47dd0cd6425c9f705ea1bb27822e05d')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '8bc76ef9e4743b3de3988f033a4ef579af1fb7e132b16a6d8aaaa1d8867eed33')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

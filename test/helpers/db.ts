@@ -55,25 +55,30 @@ export async function fixLedgerClock(pool: Pick<Pool, 'query'>, schema: string, 
 	);
 }
 
+/** The queue clock's offset per schema, as setQueueClock last set it (0 when never moved). */
+const queueClockOffsets = new Map<string, number>();
+
 /**
- * The queue's functions read the database clock (now()). Moving every timestamp of one queue's
- * tasks `seconds` into the past is, for that queue, the clock moving `seconds` forward: a lease of
- * 1 s has run out, a 60 s lease still has 59 s. Lets tests pass leases without sleeping.
+ * Sets the queue's clock (queue_now(), see schema/functions/queue/queue_now.sql) of one test
+ * schema to the real now() plus `offsetSeconds`; 0 puts it back. The clock is the schema's, so it
+ * moves every queue of the schema: tests that move it put it back (afterEach). Needs the schema
+ * owner's rights, as the tests have. Every queue function reads this clock, so moving it passes
+ * delays, leases, backoffs, aging intervals and purge ages without sleeping; plans that inlined
+ * the old clock are invalidated by the replacement.
  */
-export async function advanceQueueClock(pool: Pick<Pool, 'query'>, schema: string, queue: string, seconds: number): Promise<void> {
+export async function setQueueClock(pool: Pick<Pool, 'query'>, schema: string, offsetSeconds: number): Promise<void> {
+	const secs = Number(offsetSeconds);
+	if (!Number.isFinite(secs)) throw new Error('offset must be a number');
+	// Like the shipped body: SQL, STABLE, no SET clause, so the planner still inlines it.
 	await pool.query(
-		`UPDATE "${schema}".queue_tasks
-		    SET run_at = run_at - make_interval(secs => $2), enqueued_at = enqueued_at - make_interval(secs => $2),
-		        updated_at = updated_at - make_interval(secs => $2), claimed_at = claimed_at - make_interval(secs => $2),
-		        lease_expires_at = lease_expires_at - make_interval(secs => $2)
-		  WHERE queue = $1`,
-		[queue, seconds],
+		`CREATE OR REPLACE FUNCTION "${schema}".queue_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT now() + make_interval(secs => ${secs}) $$`,
 	);
-	// The aging sweep's stamps (migration 0010) move with the clock, so a sweep gap passes too.
-	await pool.query(
-		`UPDATE "${schema}".queue_group_weights SET aging_swept_at = aging_swept_at - make_interval(secs => $2) WHERE queue = $1 AND aging_swept_at IS NOT NULL`,
-		[queue, seconds],
-	);
+	queueClockOffsets.set(schema, secs);
+}
+
+/** Moves the queue's clock of one test schema `seconds` further on from where setQueueClock left it. */
+export async function advanceQueueClock(pool: Pick<Pool, 'query'>, schema: string, seconds: number): Promise<void> {
+	await setQueueClock(pool, schema, (queueClockOffsets.get(schema) ?? 0) + seconds);
 }
 
 /** testDatabase() plus the queue tests' helpers. */

@@ -93,7 +93,7 @@ BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
         RAISE EXCEPTION 'queue_claim: limit must be between 1 and 10000, got %', p_limit USING ERRCODE = '22023';
     END IF;
-    -- Bounds that keep every expression inside its type (no 22003 / 22008 for any value): now() +
+    -- Bounds that keep every expression inside its type (no 22003 / 22008 for any value): queue_now() +
     -- lease fits a timestamptz. NaN is refused: PostgreSQL sorts it above every number.
     IF p_lease_secs IS NULL OR p_lease_secs < 1 OR p_lease_secs > 86400 THEN
         RAISE EXCEPTION 'queue_claim: lease seconds must be from 1 to 86400, got %', p_lease_secs USING ERRCODE = '22023';
@@ -102,7 +102,8 @@ BEGIN
         RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
     END IF;
 
-    v_now := clock_timestamp();
+    -- The queue clock moved on by this transaction's time so far (schema/functions/queue/queue_now.sql).
+    v_now := queue_now() + (clock_timestamp() - now());
     v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
     v_gap := CASE WHEN p_aging_secs > 0 THEN make_interval(secs => least(p_aging_secs / 10, 1)) END;
     -- The fast path. gate: true when none of the full path's steps 1 to 4 has anything to do (the

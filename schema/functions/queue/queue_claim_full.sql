@@ -68,7 +68,7 @@ BEGIN
     -- 1. Probes, in one statement: an expired lease (queue_tasks_lease_idx), a listed group's ready
     -- head (queue_tasks_ready_idx), an untagged due task of a listed group (queue_tasks_untagged_group_idx), weights that
     -- differ from the recorded ones, a listed group's head older than the aging interval.
-    v_now := clock_timestamp();
+    v_now := queue_now() + (clock_timestamp() - now());  -- see queue_now.sql
     v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
     SELECT EXISTS (SELECT 1 FROM queue_tasks x
                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= v_now),
@@ -112,7 +112,7 @@ BEGIN
     END IF;
     -- 5. The claim. The lease starts at the time read here (after steps 1 to 4). When tasks of the
     -- batch went dead (attempts used up), the rest of the batch is claimed again (at most 3 rounds).
-    v_now := clock_timestamp();
+    v_now := queue_now() + (clock_timestamp() - now());  -- see queue_now.sql
     LOOP
         v_round := v_round + 1;
         -- The sequence number is drawn as each row is locked (above the lock in the plan), so it

@@ -45,13 +45,13 @@ BEGIN
         detail := NULL;
         WITH gone AS (
             DELETE FROM queue_tasks x
-             WHERE x.id = v_tid AND x.status || '' = 'processing' AND x.lease_token = v_tok AND x.lease_expires_at > now()
+             WHERE x.id = v_tid AND x.status || '' = 'processing' AND x.lease_token = v_tok AND x.lease_expires_at > queue_now()
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, p_items->0->'res', g.requeues, g.enqueued_at, now(), 'completed'
+               g.lease_token, g.last_error, p_items->0->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now()
           FROM gone g
         RETURNING ar.attempts, ar.finished_at INTO attempts, finished_at;
         IF FOUND THEN
@@ -87,17 +87,17 @@ BEGIN
            AND x.id IN (SELECT y.id FROM queue_tasks y
                          WHERE y.id = ANY (v_ids) AND y.status || '' = 'processing'
                            AND y.lease_token = (v_map->(y.id::text)->>'tok')::uuid
-                           AND y.lease_expires_at - now() > interval '0'
+                           AND y.lease_expires_at - queue_now() > interval '0'
                          ORDER BY y.id FOR UPDATE)
            AND x.status || '' = 'processing'
            AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
-           AND x.lease_expires_at - now() > interval '0'
+           AND x.lease_expires_at - queue_now() > interval '0'
         RETURNING x.*
     ), moved AS (
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, now(), 'completed'
+               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now()
           FROM gone g
         RETURNING ar.id, ar.attempts, ar.finished_at
     )
@@ -127,13 +127,13 @@ BEGIN
         PERFORM ol_lock_budget(v_deadline);
         WITH gone AS (
             DELETE FROM queue_tasks x
-             WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+             WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, now(), 'completed'
+               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now()
           FROM gone g
         RETURNING ar.* INTO a;
         IF FOUND THEN

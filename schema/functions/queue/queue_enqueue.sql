@@ -91,8 +91,8 @@ BEGIN
         RETURN QUERY
         WITH it AS MATERIALIZED (
             SELECT (x.e->>'i')::integer AS i, x.e->>'q' AS q, x.e->>'g' AS g, coalesce(x.e->'p', '{}'::jsonb) AS p,
-                   greatest(now(), coalesce((x.e->>'at')::timestamptz, now()),
-                            now() + make_interval(secs => greatest(coalesce((x.e->>'d')::double precision, 0), 0))) AS at,
+                   greatest(queue_now(), coalesce((x.e->>'at')::timestamptz, queue_now()),
+                            queue_now() + make_interval(secs => greatest(coalesce((x.e->>'d')::double precision, 0), 0))) AS at,
                    coalesce((x.e->>'m')::integer, 5) AS m, nextval(v_seq) AS tid
               FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, o)
              ORDER BY x.o
@@ -100,7 +100,7 @@ BEGIN
             -- Each (queue, group) of the ready items: how many, the queue's virtual time (read in this
             -- statement's snapshot, so before any reservation of it) and the group's step.
             SELECT r.q, r.g, r.n, queue_vtime(r.q) AS vt, 1.0::double precision / queue_group_weight(r.q, r.g) AS step
-              FROM (SELECT it.q, it.g, count(*)::integer AS n FROM it WHERE it.at <= now() GROUP BY it.q, it.g) r
+              FROM (SELECT it.q, it.g, count(*)::integer AS n FROM it WHERE it.at <= queue_now() GROUP BY it.q, it.g) r
         ), held AS MATERIALIZED (
             -- Their tag rows, locked until commit in (queue, group) order, never waited for.
             SELECT gt.queue, gt.priority_group, gt.last_tag FROM queue_group_tags gt
@@ -109,8 +109,8 @@ BEGIN
                FOR UPDATE SKIP LOCKED
         ), fresh AS (
             -- Groups without a tag row: created with this batch's reservation (last tag 0 before it).
-            INSERT INTO queue_group_tags AS gt (queue, priority_group, last_tag)
-            SELECT grp.q, grp.g, round((greatest(grp.vt, 0) + grp.n * grp.step) * 1e6) / 1e6 FROM grp
+            INSERT INTO queue_group_tags AS gt (queue, priority_group, last_tag, updated_at)
+            SELECT grp.q, grp.g, round((greatest(grp.vt, 0) + grp.n * grp.step) * 1e6) / 1e6, queue_now() FROM grp
              WHERE NOT EXISTS (SELECT 1 FROM queue_group_tags x WHERE x.queue = grp.q AND x.priority_group = grp.g)
              ORDER BY grp.q, grp.g
             ON CONFLICT DO NOTHING
@@ -122,22 +122,22 @@ BEGIN
             SELECT grp.q, grp.g, greatest(grp.vt, 0), grp.step, grp.n, false
               FROM grp JOIN fresh f ON f.queue = grp.q AND f.priority_group = grp.g
         ), moved AS (
-            UPDATE queue_group_tags gt SET last_tag = round((tg.base + tg.n * tg.step) * 1e6) / 1e6, updated_at = now()
+            UPDATE queue_group_tags gt SET last_tag = round((tg.base + tg.n * tg.step) * 1e6) / 1e6, updated_at = queue_now()
               FROM tg
              WHERE tg.existed AND gt.queue = tg.q AND gt.priority_group = tg.g
         ), ins AS (
             -- A ready item's tag: its group's base + step * its rank among the group's ready items of
             -- the batch, rounded to a millionth (see the general path below).
-            INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag)
+            INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag, enqueued_at, updated_at)
             OVERRIDING SYSTEM VALUE
-            SELECT r.tid, r.q, r.g, 'pending', r.p, r.at, r.m, round((tg.base + tg.step * r.rk) * 1e6) / 1e6
-              FROM (SELECT it.*, CASE WHEN it.at <= now()
-                                      THEN row_number() OVER (PARTITION BY it.q, it.g, it.at <= now() ORDER BY it.i) END AS rk
+            SELECT r.tid, r.q, r.g, 'pending', r.p, r.at, r.m, round((tg.base + tg.step * r.rk) * 1e6) / 1e6, queue_now(), queue_now()
+              FROM (SELECT it.*, CASE WHEN it.at <= queue_now()
+                                      THEN row_number() OVER (PARTITION BY it.q, it.g, it.at <= queue_now() ORDER BY it.i) END AS rk
                       FROM it) r
               LEFT JOIN tg ON tg.q = r.q AND tg.g = r.g
             RETURNING t.id
         )
-        SELECT it.i, it.tid, false, it.q, it.g, 'pending'::text, it.p, NULL::text, it.at, 0, it.m, now()
+        SELECT it.i, it.tid, false, it.q, it.g, 'pending'::text, it.p, NULL::text, it.at, 0, it.m, queue_now()
           FROM it
          WHERE EXISTS (SELECT 1 FROM ins WHERE ins.id = it.tid)
          ORDER BY it.i;
@@ -145,8 +145,8 @@ BEGIN
         -- '' when all of its tasks are delayed; none for a queue all of whose items say "n": false.
         PERFORM pg_notify(queue_channel(n.q), CASE WHEN n.ready THEN n.q ELSE '' END)
            FROM (SELECT e->>'q' AS q,
-                        bool_or(greatest(now(), coalesce((e->>'at')::timestamptz, now()),
-                                         now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) <= now()) AS ready,
+                        bool_or(greatest(queue_now(), coalesce((e->>'at')::timestamptz, queue_now()),
+                                         queue_now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) <= queue_now()) AS ready,
                         bool_and((e->>'n')::boolean IS FALSE) AS quiet
                    FROM jsonb_array_elements(p_items) AS e
                   GROUP BY e->>'q'
@@ -157,8 +157,8 @@ BEGIN
 
     SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
            array_agg(coalesce(e->'p', '{}'::jsonb) ORDER BY o), array_agg(nullif(e->>'k', '') ORDER BY o),
-           array_agg(greatest(now(), coalesce((e->>'at')::timestamptz, now()),
-                              now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) ORDER BY o),
+           array_agg(greatest(queue_now(), coalesce((e->>'at')::timestamptz, queue_now()),
+                              queue_now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) ORDER BY o),
            array_agg(coalesce((e->>'m')::integer, 5) ORDER BY o)
       INTO a_i, a_q, a_g, a_p, a_k, a_at, a_m
       FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, o);
@@ -179,7 +179,7 @@ BEGIN
           INTO t_q, t_g, t_n, t_v
           FROM (SELECT y.q, y.g, count(*)::integer AS n
                   FROM unnest(a_q, a_g, a_k, a_at) AS y(q, g, k, at)
-                 WHERE y.k IS NULL AND y.at <= now()
+                 WHERE y.k IS NULL AND y.at <= queue_now()
                  GROUP BY y.q, y.g) x;
         FOR v_j IN 1..cardinality(t_q) LOOP
             SELECT x.base, x.step INTO v_base, v_step FROM queue_take_tags(t_q[v_j], t_g[v_j], t_n[v_j], t_v[v_j]) x;
@@ -193,13 +193,13 @@ BEGIN
     -- so that equal virtual times compare equal (0.2 * 6 = 0.2 + 2 * 0.5) and tie by id.
     WITH u AS MATERIALIZED (
         SELECT x.i, x.q, x.g, x.p, x.at, x.m, nextval(v_seq) AS tid,
-               CASE WHEN x.at <= now() THEN row_number() OVER (PARTITION BY x.q, x.g, x.at <= now() ORDER BY x.i) END AS rk
+               CASE WHEN x.at <= queue_now() THEN row_number() OVER (PARTITION BY x.q, x.g, x.at <= queue_now() ORDER BY x.i) END AS rk
           FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
          WHERE x.k IS NULL
     ), ins AS (
-        INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag)
+        INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag, enqueued_at, updated_at)
         OVERRIDING SYSTEM VALUE
-        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, round((tg.base + tg.step * u.rk) * 1e6) / 1e6
+        SELECT u.tid, u.q, u.g, 'pending', u.p, u.at, u.m, round((tg.base + tg.step * u.rk) * 1e6) / 1e6, queue_now(), queue_now()
           FROM u
           LEFT JOIN unnest(t_q, t_g, t_base, t_step) AS tg(q, g, base, step) ON tg.q = u.q AND tg.g = u.g
         RETURNING t.*
@@ -225,12 +225,12 @@ BEGIN
             SELECT t.id FROM queue_tasks t
              WHERE (t.queue, t.dedupe_key) IN (SELECT DISTINCT x.q, x.k FROM unnest(w_q, w_k) AS x(q, k))
                AND t.status IN ('pending', 'processing') AND t.attempts >= t.max_attempts
-               AND (t.status = 'pending' OR t.lease_expires_at <= now())
+               AND (t.status = 'pending' OR t.lease_expires_at <= queue_now())
              ORDER BY t.id
                FOR UPDATE
         )
         UPDATE queue_tasks t
-           SET status = 'dead', dead_at = now(), updated_at = now(), lease_expires_at = NULL,
+           SET status = 'dead', dead_at = queue_now(), updated_at = queue_now(), lease_expires_at = NULL,
                dead_reason = CASE WHEN t.status = 'pending' THEN 'attempts_exhausted' ELSE 'lease_expired_at_max' END,
                lease_end = CASE WHEN t.status = 'pending' THEN t.lease_end ELSE 'expired' END,
                last_error = CASE WHEN t.status = 'pending'
@@ -254,9 +254,9 @@ BEGIN
                    CASE WHEN row_number() OVER (PARTITION BY x.q, x.k ORDER BY x.i) = 1 THEN nextval(v_seq) END AS tid
               FROM unnest(w_i, w_q, w_g, w_p, w_k, w_at, w_m) WITH ORDINALITY AS x(i, q, g, p, k, at, m, o)
         ), ins AS (
-            INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, dedupe_key, run_at, max_attempts)
+            INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, dedupe_key, run_at, max_attempts, enqueued_at, updated_at)
             OVERRIDING SYSTEM VALUE
-            SELECT w.tid, w.q, w.g, 'pending', w.p, w.k, w.at, w.m FROM w WHERE w.tid IS NOT NULL ORDER BY w.q, w.k
+            SELECT w.tid, w.q, w.g, 'pending', w.p, w.k, w.at, w.m, queue_now(), queue_now() FROM w WHERE w.tid IS NOT NULL ORDER BY w.q, w.k
             ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'processing')
             DO NOTHING
             RETURNING t.id
@@ -302,7 +302,7 @@ BEGIN
           INTO t_q, t_g, t_ids, t_v
           FROM (SELECT y.q, y.g, jsonb_agg(y.id ORDER BY y.i) AS ids
                   FROM unnest(r_dup, r_k, r_q, r_g, r_run, r_id, r_i) AS y(dup, k, q, g, run, id, i)
-                 WHERE NOT y.dup AND y.k IS NOT NULL AND y.run <= now()
+                 WHERE NOT y.dup AND y.k IS NOT NULL AND y.run <= queue_now()
                  GROUP BY y.q, y.g) x;
         FOR v_j IN 1..cardinality(t_q) LOOP
             SELECT x.base, x.step INTO v_base, v_step
@@ -315,8 +315,8 @@ BEGIN
     END IF;
 
     -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
-    SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= now()), '{}'),
-           coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run > now()), '{}')
+    SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= queue_now()), '{}'),
+           coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run > queue_now()), '{}')
       INTO v_ready, v_delayed
       FROM unnest(r_dup, r_q, r_run) AS x(dup, q, run);
 

@@ -1,14 +1,15 @@
 -- Expired leases of one queue (at most p_limit, oldest first): back to pending, or dead when the
 -- attempts are used up (dead_reason 'lease_expired_at_max'). lease_end becomes 'expired', so a late
 -- settle from that lease is told it expired (queue_settle_verdict). p_now: the time to judge expiry
--- by (default: the current clock, not the transaction start). The rows are chosen and locked in
+-- by (null or omitted: the queue clock moved on by this transaction's time so far, not the
+-- transaction start; schema/functions/queue/queue_now.sql). The rows are chosen and locked in
 -- one scan of the lease index (queue_tasks_lease_idx, oldest expiry first) with SKIP LOCKED: a row
 -- another transaction holds is passed over while choosing, so the p_limit rows are the oldest
 -- expired ones nobody holds. (Choosing the p_limit oldest first and locking them after left
 -- nothing to sweep while those rows were held elsewhere, and every later expired task stayed
 -- expired.) SKIP LOCKED never waits, so the order rows are locked in cannot deadlock.
 -- Returns how many rows changed.
-CREATE OR REPLACE FUNCTION queue_expire_leases(p_queue text, p_limit integer DEFAULT 1000, p_now timestamptz DEFAULT clock_timestamp())
+CREATE OR REPLACE FUNCTION queue_expire_leases(p_queue text, p_limit integer DEFAULT 1000, p_now timestamptz DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
@@ -16,6 +17,7 @@ AS $$
 DECLARE
     n integer;
 BEGIN
+    p_now := coalesce(p_now, queue_now() + (clock_timestamp() - now()));
     UPDATE queue_tasks t
        SET status = CASE WHEN t.attempts >= t.max_attempts THEN 'dead' ELSE 'pending' END,
            last_error = CASE WHEN t.attempts >= t.max_attempts

@@ -37,10 +37,10 @@ BEGIN
         id := it.tid;
         detail := NULL;
         UPDATE queue_tasks x
-           SET lease_expires_at = now() + make_interval(secs => it.secs), updated_at = now()
+           SET lease_expires_at = queue_now() + make_interval(secs => it.secs), updated_at = queue_now()
          -- status || '': does not match the lease index's predicate, so the row is found by primary
          -- key even when the statistics say few tasks are processing (see queue_complete).
-         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
         RETURNING x.* INTO t;
         IF FOUND THEN
             outcome := 'extended';

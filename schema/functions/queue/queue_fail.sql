@@ -25,7 +25,7 @@ DECLARE
     v_deadline timestamptz;
 BEGIN
     -- The node's bounds (src/queue/fail.ts, prepareBackoff): base 0 to 86,400 s, cap 0 to 31,536,000 s
-    -- (one year), so now() + backoff always fits a timestamptz (no 22008); the exponent is capped
+    -- (one year), so queue_now() + backoff always fits a timestamptz (no 22008); the exponent is capped
     -- at 60, so 2^(attempts-1) never overflows (no 22003).
     IF p_base_secs IS NULL OR p_base_secs < 0 OR p_cap_secs IS NULL OR p_cap_secs < 0
        OR p_base_secs > 86400 OR p_cap_secs > 31536000 THEN
@@ -52,12 +52,12 @@ BEGIN
         SELECT * INTO t FROM queue_tasks x
          -- status || '': does not match the lease index's predicate, so the row is found by primary
          -- key even when the statistics say few tasks are processing (see queue_complete).
-         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
            FOR UPDATE;
         IF FOUND THEN
             IF it.give_up OR t.attempts >= t.max_attempts THEN
                 UPDATE queue_tasks x
-                   SET status = 'dead', last_error = it.err, dead_at = now(), lease_expires_at = NULL, updated_at = now(),
+                   SET status = 'dead', last_error = it.err, dead_at = queue_now(), lease_expires_at = NULL, updated_at = queue_now(),
                        lease_end = CASE WHEN it.give_up THEN 'gave_up' ELSE 'failed' END,
                        dead_reason = CASE WHEN it.give_up THEN 'gave_up' ELSE 'max_attempts_reached' END
                  WHERE x.id = t.id AND x.status || '' = 'processing' AND x.lease_token = it.tok
@@ -67,8 +67,8 @@ BEGIN
             ELSE
                 b := least(p_cap_secs, p_base_secs * power(2::double precision, least(greatest(t.attempts - 1, 0), 60)));
                 UPDATE queue_tasks x
-                   SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = now(), lease_end = 'failed',
-                       run_at = now() + make_interval(secs => b / 2 + random() * b / 2),
+                   SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = queue_now(), lease_end = 'failed',
+                       run_at = queue_now() + make_interval(secs => b / 2 + random() * b / 2),
                        -- Re-tagged when due, as if enqueued then (queue_tag_due; docs/queue.md, "Scheduling").
                        vtag = NULL
                  WHERE x.id = t.id AND x.status || '' = 'processing' AND x.lease_token = it.tok

@@ -33,7 +33,7 @@ BEGIN
     RETURN QUERY
     SELECT
         (SELECT coalesce(jsonb_object_agg(g.priority_group, g.secs), '{}'::jsonb)
-           FROM (SELECT t.priority_group, greatest(extract(epoch FROM now() - min(t.enqueued_at))::double precision, 0) AS secs
+           FROM (SELECT t.priority_group, greatest(extract(epoch FROM queue_now() - min(t.enqueued_at))::double precision, 0) AS secs
                    FROM queue_tasks t
                   WHERE t.queue = p_queue AND t.status = 'pending'
                   GROUP BY t.priority_group) g),

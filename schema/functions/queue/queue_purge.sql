@@ -21,7 +21,7 @@ BEGIN
     IF p_queue IS NOT NULL THEN
         PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
     END IF;
-    -- At most 100 years (3153600000 s): now() minus a larger age could leave the timestamp range.
+    -- At most 100 years (3153600000 s): queue_now() minus a larger age could leave the timestamp range.
     PERFORM ol_check_numbers('the dead retention (seconds)', NULL, ARRAY[coalesce(p_dead_after_secs, 0)], 0, 3153600000, false),
             ol_check_numbers('the archive retention (seconds)', NULL, ARRAY[coalesce(p_archive_after_secs, 0)], 0, 3153600000, false),
             ol_check_numbers('the purge limit', NULL, ARRAY[v_limit::double precision], 1, 100000, true);
@@ -32,7 +32,7 @@ BEGIN
             DELETE FROM queue_tasks x
              WHERE x.id IN (SELECT d.id FROM queue_tasks d
                              WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
-                               AND d.dead_at <= now() - make_interval(secs => greatest(v_dead, 0))
+                               AND d.dead_at <= queue_now() - make_interval(secs => greatest(v_dead, 0))
                              ORDER BY d.dead_at LIMIT v_limit
                                FOR UPDATE SKIP LOCKED)
                AND x.status = 'dead'
@@ -40,9 +40,9 @@ BEGIN
         ), moved AS (
             INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                              max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
-                                             lease_end, dead_reason)
+                                             lease_end, dead_reason, archived_at)
             SELECT g.id, g.queue, g.priority_group, 'dead', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at, g.lease_end, g.dead_reason
+                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at, g.lease_end, g.dead_reason, queue_now()
               FROM gone g
             RETURNING 1
         )
@@ -53,7 +53,7 @@ BEGIN
             DELETE FROM queue_tasks_archive x
              WHERE x.id IN (SELECT a.id FROM queue_tasks_archive a
                              WHERE (p_queue IS NULL OR a.queue = p_queue)
-                               AND a.archived_at <= now() - make_interval(secs => greatest(v_arch, 0))
+                               AND a.archived_at <= queue_now() - make_interval(secs => greatest(v_arch, 0))
                              ORDER BY a.archived_at LIMIT v_limit
                                FOR UPDATE SKIP LOCKED)
             RETURNING 1

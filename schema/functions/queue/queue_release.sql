@@ -19,7 +19,7 @@ DECLARE
     v_lock_timeout text;
     v_deadline timestamptz;
 BEGIN
-    -- 0 to one year (a larger delay would overflow now() + delay).
+    -- 0 to one year (a larger delay would overflow queue_now() + delay).
     PERFORM ol_check_numbers('the release delay (seconds)', x.i, x.d, 0, 31536000, false)
       FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(coalesce((e->>'delay')::double precision, 0)) AS d
               FROM jsonb_array_elements(p_items) AS e) x;
@@ -41,14 +41,14 @@ BEGIN
             PERFORM ol_lock_budget(v_deadline);
         END IF;
         UPDATE queue_tasks x
-           SET status = 'pending', lease_expires_at = NULL, updated_at = now(), lease_end = 'released',
+           SET status = 'pending', lease_expires_at = NULL, updated_at = queue_now(), lease_end = 'released',
                attempts = CASE WHEN it.count_attempt THEN x.attempts ELSE greatest(x.attempts - 1, 0) END,
-               run_at = CASE WHEN it.delay > 0 THEN now() + make_interval(secs => it.delay) ELSE x.run_at END,
+               run_at = CASE WHEN it.delay > 0 THEN queue_now() + make_interval(secs => it.delay) ELSE x.run_at END,
                -- With a delay: re-tagged when due (queue_tag_due); without: it keeps its tag (its place).
                vtag = CASE WHEN it.delay > 0 THEN NULL ELSE x.vtag END
          -- status || '': does not match the lease index's predicate, so the row is found by primary
          -- key even when the statistics say few tasks are processing (see queue_complete).
-         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > now()
+         WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
         RETURNING x.* INTO t;
         IF FOUND THEN
             outcome := 'released';

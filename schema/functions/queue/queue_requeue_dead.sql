@@ -87,8 +87,8 @@ BEGIN
                 -- A subtransaction: a unique violation (a live task with the key committed or in
                 -- flight elsewhere) undoes only this task's update.
                 UPDATE queue_tasks x
-                   SET status = 'pending', attempts = 0, run_at = now(), dead_at = NULL, dead_reason = NULL, vtag = NULL,
-                       lease_expires_at = NULL, lease_end = 'requeued', requeues = least(x.requeues, 2147483646) + 1, updated_at = now()
+                   SET status = 'pending', attempts = 0, run_at = queue_now(), dead_at = NULL, dead_reason = NULL, vtag = NULL,
+                       lease_expires_at = NULL, lease_end = 'requeued', requeues = least(x.requeues, 2147483646) + 1, updated_at = queue_now()
                  WHERE x.id = t.id AND x.status = 'dead'
                 RETURNING x.* INTO t;
                 outcome := 'requeued';

@@ -33,7 +33,7 @@ BEGIN
                 END IF;
             ELSE
                 UPDATE queue_group_tags g
-                   SET last_tag = v_vtime + (g.last_tag - v_vtime) * r.old_w / r.w, updated_at = now()
+                   SET last_tag = v_vtime + (g.last_tag - v_vtime) * r.old_w / r.w, updated_at = queue_now()
                  WHERE g.queue = p_queue AND g.priority_group = r.g AND g.last_tag > v_vtime;
             END IF;
             UPDATE queue_tasks t
@@ -43,8 +43,8 @@ BEGIN
                                AND y.vtag > v_vtime
                              ORDER BY y.id FOR UPDATE SKIP LOCKED);
         END IF;
-        INSERT INTO queue_group_weights AS w (queue, priority_group, weight) VALUES (p_queue, r.g, r.w)
-        ON CONFLICT (queue, priority_group) DO UPDATE SET weight = excluded.weight, updated_at = now();
+        INSERT INTO queue_group_weights AS w (queue, priority_group, weight, updated_at) VALUES (p_queue, r.g, r.w, queue_now())
+        ON CONFLICT (queue, priority_group) DO UPDATE SET weight = excluded.weight, updated_at = queue_now();
         v_n := v_n + 1;
     END LOOP;
     RETURN v_n;

@@ -18,25 +18,25 @@ BEGIN
     RETURN QUERY
     WITH live AS (
         SELECT t.priority_group,
-               count(*) FILTER (WHERE t.status = 'pending' AND t.run_at <= now()) AS ready,
-               count(*) FILTER (WHERE t.status = 'pending' AND t.run_at > now()) AS delayed,
-               count(*) FILTER (WHERE t.status = 'processing' AND t.lease_expires_at > now()) AS in_flight,
-               count(*) FILTER (WHERE t.status = 'processing' AND t.lease_expires_at <= now()) AS expired_leases,
+               count(*) FILTER (WHERE t.status = 'pending' AND t.run_at <= queue_now()) AS ready,
+               count(*) FILTER (WHERE t.status = 'pending' AND t.run_at > queue_now()) AS delayed,
+               count(*) FILTER (WHERE t.status = 'processing' AND t.lease_expires_at > queue_now()) AS in_flight,
+               count(*) FILTER (WHERE t.status = 'processing' AND t.lease_expires_at <= queue_now()) AS expired_leases,
                count(*) FILTER (WHERE t.status = 'dead') AS dead,
-               min(t.run_at) FILTER (WHERE t.status = 'pending' AND t.run_at <= now()) AS oldest_ready_at
+               min(t.run_at) FILTER (WHERE t.status = 'pending' AND t.run_at <= queue_now()) AS oldest_ready_at
           FROM queue_tasks t
          WHERE t.queue = p_queue
          GROUP BY t.priority_group
     ), done AS (
         SELECT a.priority_group, count(*) AS succeeded_last_hour
           FROM queue_tasks_archive a
-         WHERE a.queue = p_queue AND a.status = 'succeeded' AND a.finished_at > now() - interval '1 hour'
+         WHERE a.queue = p_queue AND a.status = 'succeeded' AND a.finished_at > queue_now() - interval '1 hour'
          GROUP BY a.priority_group
     )
     SELECT coalesce(l.priority_group, d.priority_group),
            coalesce(l.ready, 0), coalesce(l.delayed, 0), coalesce(l.in_flight, 0),
            coalesce(l.expired_leases, 0), coalesce(l.dead, 0), l.oldest_ready_at,
-           CASE WHEN l.oldest_ready_at IS NOT NULL THEN greatest(extract(epoch FROM now() - l.oldest_ready_at)::double precision, 0) END,
+           CASE WHEN l.oldest_ready_at IS NOT NULL THEN greatest(extract(epoch FROM queue_now() - l.oldest_ready_at)::double precision, 0) END,
            coalesce(d.succeeded_last_hour, 0)
       FROM live l
       FULL JOIN done d ON d.priority_group = l.priority_group

@@ -23,7 +23,7 @@ BEGIN
         IF EXISTS (SELECT 1 FROM queue_group_tags g WHERE g.queue = p_queue AND g.priority_group = p_group) THEN
             RETURN; -- held by another transaction
         END IF;
-        INSERT INTO queue_group_tags AS g (queue, priority_group) VALUES (p_queue, p_group) ON CONFLICT DO NOTHING;
+        INSERT INTO queue_group_tags AS g (queue, priority_group, updated_at) VALUES (p_queue, p_group, queue_now()) ON CONFLICT DO NOTHING;
         SELECT g.last_tag INTO v_last FROM queue_group_tags g
          WHERE g.queue = p_queue AND g.priority_group = p_group FOR UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
@@ -32,6 +32,6 @@ BEGIN
     END IF;
     step := 1.0::double precision / queue_group_weight(p_queue, p_group);
     base := greatest(p_vtime, v_last);
-    UPDATE queue_group_tags g SET last_tag = round((base + p_n * step) * 1e6) / 1e6, updated_at = now()
+    UPDATE queue_group_tags g SET last_tag = round((base + p_n * step) * 1e6) / 1e6, updated_at = queue_now()
      WHERE g.queue = p_queue AND g.priority_group = p_group;
 END $$;

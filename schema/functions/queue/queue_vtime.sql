@@ -24,7 +24,7 @@ AS $$
 BEGIN
     RETURN coalesce(
         (SELECT t.vtag FROM queue_tasks t
-          WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= now()
+          WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= queue_now()
           ORDER BY t.vtag, t.id LIMIT 1),
         (SELECT max(g.last_tag) FROM queue_group_tags g WHERE g.queue = p_queue),
         0);

@@ -9,7 +9,7 @@
 --           marker unchanged between two calls while work is due = nobody claimed from these
 --           groups in between. (Before migration 0009 this was a per-queue claim counter, which
 --           every claim had to lock; the trigger only compares it for equality.)
---   now     the database's now(), to turn due_at into a delay.
+--   now     the queue's clock (queue_now()), to turn due_at into a delay.
 -- Reads the first entry per listed group of the ready index and the lease index; writes nothing.
 -- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
 CREATE OR REPLACE FUNCTION queue_wake_state(p_queue text, p_groups text[])
@@ -39,8 +39,8 @@ BEGIN
                                       ORDER BY t.lease_expires_at LIMIT 1) l))
            END,
            coalesce((SELECT t.id FROM queue_tasks t
-                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= now()
+                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.vtag IS NOT NULL AND t.run_at <= queue_now()
                         AND (p_groups IS NULL OR t.priority_group = ANY (p_groups))
                       ORDER BY t.vtag, t.id LIMIT 1), 0),
-           now();
+           queue_now();
 END $$;

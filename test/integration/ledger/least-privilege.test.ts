@@ -45,7 +45,7 @@ const ENTRY_POINTS = [
 /** The Operation Ledger Admin's entry points (audience 'operator' and 'hard_delete'): SECURITY DEFINER too, not granted to the nodes' role. */
 const ADMIN_ENTRY_POINTS = ['ops_compact_batch', 'ops_get_operation', 'ops_hard_delete_batch', 'ops_health', 'ops_list_operations', 'ops_settle_by_hand'];
 /** Functions left without a SET clause so that the planner inlines them (function_security.sql, INLINED). */
-const INLINED = ['ol_refused_chars'];
+const INLINED = ['ol_refused_chars', 'queue_now'];
 
 function runRoleScript(extra: string[] = []): void {
 	execFileSync(

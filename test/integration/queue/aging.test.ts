@@ -4,12 +4,14 @@
  * task is served within the aging bound even under a constant flood of high.
  */
 import { dequeue, enqueue } from '../../../src/queue';
-import { advanceQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, setQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
 	db = await queueTestDb();
 });
+// The queue clock is the schema's: a test that moved it leaves it as it found it.
+afterEach(() => setQueueClock(db.pool, db.schema, 0));
 afterAll(async () => {
 	await db.drop();
 });
@@ -74,7 +76,7 @@ describe('aging', () => {
 		const queue = db.queueName('clock');
 		await db.fill(queue, 'high', 20);
 		const low = await db.fill(queue, 'low', 10); // tags 1.2 .. 10.2
-		await advanceQueueClock(db.pool, db.schema, queue, 2.3); // two aging intervals of 1 s pass on the database clock
+		await advanceQueueClock(db.pool, db.schema, 2.3); // two aging intervals of 1 s pass on the database clock
 		await db.fill(queue, 'high', 20); // fresh, tags 4.2 .. 8.2: ahead of most of low by tag
 		const got = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 1 });
 		// Everything that waited moved to the front in id order: 20 old high, then the 10 low; fresh high last.
@@ -88,7 +90,7 @@ describe('aging', () => {
 		await db.fill(queue, 'high', 10);
 		const low = await db.fill(queue, 'low', 1200);
 		await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 60 }); // records the weights
-		await advanceQueueClock(db.pool, db.schema, queue, 120);
+		await advanceQueueClock(db.pool, db.schema, 120);
 		// Another transaction holds the groups' rows (as a sweep in progress would): this claim skips
 		// the sweep, does not wait for the lock, and serves by tag.
 		const holder = await db.client();

@@ -8,7 +8,7 @@
  */
 import type { Client } from 'pg';
 import { complete, dequeue, enqueue, extendLease, fail, release } from '../../../src/queue';
-import { advanceQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, setQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 let c: Client;
@@ -17,6 +17,8 @@ beforeAll(async () => {
 	c = await db.client();
 	await c.query("SET track_functions = 'all'");
 });
+// The queue clock is the schema's: a test that moved it leaves it as it found it.
+afterEach(() => setQueueClock(db.pool, db.schema, 0));
 afterAll(async () => {
 	await db.drop();
 });
@@ -156,7 +158,7 @@ describe('queue_claim: fast path and full path', () => {
 		const fast = await claim(q1, 2, 0);
 		expect(fast.fullPathCalls).toBe(0);
 		first.push(...fast.claimed);
-		await advanceQueueClock(db.pool, db.schema, q1, 301); // the three leases ran out
+		await advanceQueueClock(db.pool, db.schema, 301); // the three leases ran out
 		const afterExpiry = await claim(q1, 3, 0);
 		expect(afterExpiry.fullPathCalls).toBe(1);
 		// Expired tasks keep their tag (the front), so they are the ones claimed again.
@@ -178,7 +180,7 @@ describe('queue_claim: fast path and full path', () => {
 		await backlog(q3);
 		await claim(q3, 1, 60);
 		expect((await claim(q3, 1, 60)).fullPathCalls).toBe(0);
-		await advanceQueueClock(db.pool, db.schema, q3, 120);
+		await advanceQueueClock(db.pool, db.schema, 120);
 		const aged = await claim(q3, 3, 60);
 		expect(aged.fullPathCalls).toBe(1);
 		// Aging off: the same queue takes the fast path.
@@ -189,7 +191,7 @@ describe('queue_claim: fast path and full path', () => {
 		const queue = db.queueName('old-backlog');
 		await backlog(queue); // ids in enqueue order: high, normal, low, high, ...
 		await claim(queue, 1, 60); // records the weights
-		await advanceQueueClock(db.pool, db.schema, queue, 120); // all 299 waited past the 60 s interval
+		await advanceQueueClock(db.pool, db.schema, 120); // all 299 waited past the 60 s interval
 		const swept = await claim(queue, 3, 60);
 		expect(swept.fullPathCalls).toBe(1);
 		// The sweep moved every aged task behind the head (fewer than 1,000) to the head tag at once.
@@ -218,7 +220,7 @@ describe('queue_claim: fast path and full path', () => {
 			{ queue, group: 'low', payload: { late: 2 } },
 			{ queue, group: 'high', payload: { late: 3 } },
 		]);
-		await advanceQueueClock(db.pool, db.schema, queue, 120);
+		await advanceQueueClock(db.pool, db.schema, 120);
 		expect((await claim(queue, 1, 60)).fullPathCalls).toBe(1);
 		expect((await claim(queue, 1, 60)).fullPathCalls).toBe(0);
 	});
@@ -259,6 +261,15 @@ describe('queue_claim: fast path and full path', () => {
 			expect(r.seqRowsRead).toBe(0);
 			// The probes, the head entries and each claimed row by primary key: a few per claimed task,
 			// far from the 20,000 a sort of the ready tasks would read.
+			expect(r.indexRowsFetched).toBeLessThan(4 * limit + 20);
+		}
+		// A moved queue clock (queue_now() replaced: the cached plans are made again) reads the same way.
+		await setQueueClock(db.pool, db.schema, 60);
+		for (const limit of [1, 50]) {
+			const r = await claim(queue, limit);
+			expect(r.claimed).toHaveLength(limit);
+			expect(r.fullPathCalls).toBe(0);
+			expect(r.seqScans).toBe(0);
 			expect(r.indexRowsFetched).toBeLessThan(4 * limit + 20);
 		}
 	});

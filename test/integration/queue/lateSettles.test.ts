@@ -8,12 +8,14 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { complete, dequeue, extendLease, fail, purge, release, requeueDead, type ClaimedTask, type SettleResult } from '../../../src/queue';
-import { advanceQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, setQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
 	db = await queueTestDb(6);
 });
+// The queue clock is the schema's: a test that moved it leaves it as it found it.
+afterEach(() => setQueueClock(db.pool, db.schema, 0));
 afterAll(async () => {
 	await db.drop();
 });
@@ -107,7 +109,7 @@ describe('late settles', () => {
 		const queue = db.queueName('swept');
 		await db.fill(queue, 'high', 1, { maxAttempts: 3 });
 		const [a] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
-		await advanceQueueClock(db.pool, db.schema, queue, 1.2);
+		await advanceQueueClock(db.pool, db.schema, 1.2);
 		// Not swept yet.
 		expectAll(await settleAll(a), 'lease_lost', /^lease expired at .* \(not swept yet\)/);
 		await db.pool.query(`SELECT "${db.schema}".queue_expire_leases($1)`, [queue]);
@@ -133,7 +135,7 @@ describe('late settles', () => {
 		const queue = db.queueName('dead');
 		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
 		const [a] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
-		await advanceQueueClock(db.pool, db.schema, queue, 1.2);
+		await advanceQueueClock(db.pool, db.schema, 1.2);
 		expect(await dequeue(db.pool, db.schema, { queue, limit: 1 })).toHaveLength(0); // sweeps
 		expect(await row(a.taskId)).toMatchObject({ status: 'dead', dead_reason: 'lease_expired_at_max', lease_end: 'expired' });
 		expectAll(await settleAll(a), 'lease_lost', /^lease expired and the task is dead \(lease_expired_at_max, 1 of 1 attempts\)$/);
@@ -142,7 +144,7 @@ describe('late settles', () => {
 		expectAll(await settleAll(a), 'lease_lost', /^the task went dead and was requeued by hand; it is pending now/);
 		// Dead again and purged into the archive.
 		const [b] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
-		await advanceQueueClock(db.pool, db.schema, queue, 1.2);
+		await advanceQueueClock(db.pool, db.schema, 1.2);
 		await dequeue(db.pool, db.schema, { queue, limit: 1 });
 		await purge(db.pool, db.schema, { queue, deadAfterSeconds: 0 });
 		expect(await row(b.taskId)).toBeUndefined();

@@ -3,12 +3,14 @@
  * tasks come back after the lease and count an attempt; a late settle from a lost lease changes nothing.
  */
 import { complete, dequeue, extendLease, fail, release, stats, type ClaimedTask } from '../../../src/queue';
-import { advanceQueueClock, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, setQueueClock, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
 
 let db: QueueTestDb;
 beforeAll(async () => {
 	db = await queueTestDb(12);
 });
+// The queue clock is the schema's: a test that moved it leaves it as it found it.
+afterEach(() => setQueueClock(db.pool, db.schema, 0));
 afterAll(async () => {
 	await db.drop();
 });
@@ -92,7 +94,7 @@ describe('leases', () => {
 		// While the leases are live nobody else gets them.
 		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 1 })).toHaveLength(0);
 		expect((await stats(db.pool, db.schema, queue)).inFlight).toBe(5);
-		await advanceQueueClock(db.pool, db.schema, queue, 1.3);
+		await advanceQueueClock(db.pool, db.schema, 1.3);
 		expect((await stats(db.pool, db.schema, queue)).expiredLeases).toBe(5);
 		const second = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
 		expect(second.map((t) => t.taskId).sort()).toEqual(first.map((t) => t.taskId).sort());
@@ -106,7 +108,7 @@ describe('leases', () => {
 		const queue = db.queueName('expire-dead');
 		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
 		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
-		await advanceQueueClock(db.pool, db.schema, queue, 1.3);
+		await advanceQueueClock(db.pool, db.schema, 1.3);
 		expect(await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
 		const r = await row(t.taskId);
 		expect(r.status).toBe('dead');
@@ -117,7 +119,7 @@ describe('leases', () => {
 		const queue = db.queueName('late');
 		await db.fill(queue, 'high', 1);
 		const [old] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
-		await advanceQueueClock(db.pool, db.schema, queue, 1.3);
+		await advanceQueueClock(db.pool, db.schema, 1.3);
 		// Expired but not yet handed out again: still refused, row unchanged.
 		const before = await row(old.taskId);
 		const [early] = await complete(db.pool, db.schema, [old]);
@@ -154,7 +156,7 @@ describe('leases', () => {
 		const [ext] = await extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: 60 }]);
 		expect(ext.outcome).toBe('extended');
 		expect(Date.parse(ext.leaseExpiresAt as string)).toBeGreaterThan(Date.parse(t.leaseExpiresAt));
-		await advanceQueueClock(db.pool, db.schema, queue, 1.3);
+		await advanceQueueClock(db.pool, db.schema, 1.3);
 		expect(await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
 		expect((await complete(db.pool, db.schema, [t]))[0].outcome).toBe('completed');
 	});
@@ -252,7 +254,7 @@ describe('leases', () => {
 		await db.fill(queue, 'low', 20, { maxAttempts: 2 });
 		const first = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 1, agingSeconds: 0 });
 		expect(first).toHaveLength(40);
-		await advanceQueueClock(db.pool, db.schema, queue, 1.3);
+		await advanceQueueClock(db.pool, db.schema, 1.3);
 		const again = (
 			await Promise.all(Array.from({ length: 6 }, () => dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 0 })))
 		).flat();
