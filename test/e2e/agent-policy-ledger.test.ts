@@ -27,7 +27,8 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startFakeOpenAi, FINAL_RESPONSE_TOOL, type FakeOpenAi } from '../helpers/fakeOpenAi';
 import { startFakeRefundsApi, type FakeRefundsApi } from '../helpers/fakeRefundsApi';
-import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { harness, sleep, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { waitFor } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -168,32 +169,24 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 
 	/** The approval request the sub-workflow posted to the approver's inbox for this customer. */
 	const approvalFor = (customerId: string) =>
-		until(`the approval request for ${customerId}`, async () => provider.notifications().find((m) => m?.proposal?.customerId === customerId), 60_000);
+		waitFor(async () => provider.notifications().find((m) => m?.proposal?.customerId === customerId), { what: `the approval request for ${customerId}`, timeoutMs: 60_000, intervalMs: 200 });
 
 	/** Waits until the approval execution of this customer is parked in its Wait node. */
 	async function waitingApproval(customerId: string): Promise<Json> {
 		const note = await approvalFor(customerId);
 		const executionId = new URL(note.approvalUrl).pathname.split('/').filter(Boolean).pop();
-		await until(
-			`approval execution ${executionId} to wait`,
-			async () => {
-				const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
-				return rows[0]?.status === 'waiting';
-			},
-			60_000,
-		);
+		await waitFor(async () => {
+			const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
+			return rows[0]?.status === 'waiting';
+		}, { what: `approval execution ${executionId} to wait`, timeoutMs: 60_000, intervalMs: 200 });
 		return { ...note, executionId };
 	}
 
 	async function executionFinished(executionId: string) {
-		return until(
-			`approval execution ${executionId} to finish`,
-			async () => {
-				const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
-				return rows[0] && !['new', 'running', 'waiting'].includes(rows[0].status) ? rows[0].status : false;
-			},
-			60_000,
-		);
+		return waitFor(async () => {
+			const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
+			return rows[0] && !['new', 'running', 'waiting'].includes(rows[0].status) ? rows[0].status : false;
+		}, { what: `approval execution ${executionId} to finish`, timeoutMs: 60_000, intervalMs: 200 });
 	}
 
 	/** The approver's form submission: a multipart POST of the Decision field, as the form page sends it. */

@@ -28,7 +28,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
-import { harness, sleep, until, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { harness, sleep, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { waitFor } from '../helpers/wait';
 import { ownerSession, type N8nRest } from '../helpers/n8nRest';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -310,7 +311,7 @@ describe('the crash window in a real n8n', () => {
 	async function runPayments(orders: string[], amount = 4200): Promise<void> {
 		const before = await finishedCount('crash-payment');
 		await Promise.all(orders.map((o) => post('/webhook/crash-pay', { orderId: o, customerId: `cus_${o}`, amount, currency: 'EUR' })));
-		await until(`${orders.length} payment executions`, async () => (await finishedCount('crash-payment')) >= before + orders.length, 120_000, 250);
+		await waitFor(async () => (await finishedCount('crash-payment')) >= before + orders.length, { what: `${orders.length} payment executions`, timeoutMs: 120_000, intervalMs: 250 });
 	}
 
 	async function post(pathname: string, body: Json): Promise<Response> {
@@ -437,9 +438,9 @@ describe('the crash window in a real n8n', () => {
 			api.setMode('commit-then-hang');
 			const executionsBefore = await finishedCount('crash-payment');
 			await post('/webhook/crash-pay', { orderId: order, customerId: `cus_${order}`, amount: 4200, currency: 'EUR' });
-			await until(`the provider to commit ${order}`, async () => paymentsOf(order).length === 1, 60_000, 50);
+			await waitFor(async () => paymentsOf(order).length === 1, { what: `the provider to commit ${order}`, timeoutMs: 60_000, intervalMs: 50 });
 			const request = api.requests().find((r) => r.method === 'POST' && (r.body as Json)?.customerId === `cus_${order}`);
-			const inode = await until('the client socket', async () => socketInode(request?.remotePort ?? -1, api.port) ?? false, 5000, 20);
+			const inode = await waitFor(async () => socketInode(request?.remotePort ?? -1, api.port) ?? false, { what: 'the client socket', timeoutMs: 5000, intervalMs: 20 });
 			const leaders = queueMode ? workers.map((w) => w.proc.pid) : [mainProc.pid];
 			const victim = ownerOf(inode, leaders);
 			expect(victim).toBeDefined();
@@ -453,7 +454,7 @@ describe('the crash window in a real n8n', () => {
 			} else {
 				mainProc = await main.start();
 			}
-			await until(`n8n to mark the killed execution finished`, async () => (await finishedCount('crash-payment')) > executionsBefore, 180_000, 500);
+			await waitFor(async () => (await finishedCount('crash-payment')) > executionsBefore, { what: `n8n to mark the killed execution finished`, timeoutMs: 180_000, intervalMs: 500 });
 			const { rows } = await n8nDb.query(
 				`SELECT status FROM execution_entity WHERE "workflowId" = 'crash-payment' ORDER BY id DESC LIMIT 1`,
 			);
@@ -481,12 +482,12 @@ describe('the crash window in a real n8n', () => {
 			}
 		}
 		// The leases run out (they were never confirmed); the operator retries; reconcile; retry.
-		await until('the leases to expire', async () => {
-			const { rows } = await pg.query(
-				`SELECT count(*)::int AS n FROM "${schema}".operations WHERE operation_key LIKE 'payment:charge:sigkill-%' AND lease_expires_at > now()`,
-			);
-			return rows[0].n === 0;
-		}, 60_000, 500);
+		await waitFor(async () => {
+		const { rows } = await pg.query(
+			`SELECT count(*)::int AS n FROM "${schema}".operations WHERE operation_key LIKE 'payment:charge:sigkill-%' AND lease_expires_at > now()`,
+		);
+		return rows[0].n === 0;
+		}, { what: 'the leases to expire', timeoutMs: 60_000, intervalMs: 500 });
 		const postsBefore = api.requests().filter((r) => r.method === 'POST').length;
 		await runPayments(orders);
 		expect(api.requests().filter((r) => r.method === 'POST').length).toBe(postsBefore);
@@ -509,21 +510,21 @@ describe('the crash window in a real n8n', () => {
 			const { resumeUrl } = (await res.json()) as { resumeUrl: string };
 			expect(resumeUrl).toMatch(/^http/);
 			// Wait until the execution is parked in the Wait node, then resume it twice at once.
-			await until('the execution to wait', async () => {
-				const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'approval-payment' AND status = 'waiting'`);
-				return rows[0].n > 0;
-			}, 60_000);
+			await waitFor(async () => {
+			const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'approval-payment' AND status = 'waiting'`);
+			return rows[0].n > 0;
+			}, { what: 'the execution to wait', timeoutMs: 60_000, intervalMs: 200 });
 			const answers = await Promise.all([1, 2].map(() => fetch(resumeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' })));
 			results.push(...answers.map((a) => a.status));
-			await until('the approval execution to finish', async () => (await finishedCount('approval-payment')) > before, 120_000, 250);
+			await waitFor(async () => (await finishedCount('approval-payment')) > before, { what: 'the approval execution to finish', timeoutMs: 120_000, intervalMs: 250 });
 			// Absence proven by a state, not by sleeping: once no approval execution is new, running or
 			// waiting, a second resume that n8n accepted has run to its end, and its payment would show.
-			await until('no approval execution left running or waiting', async () => {
-				const { rows } = await n8nDb.query(
-					`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'approval-payment' AND status IN ('new', 'running', 'waiting')`,
-				);
-				return rows[0].n === 0;
-			}, 60_000, 100);
+			await waitFor(async () => {
+			const { rows } = await n8nDb.query(
+				`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'approval-payment' AND status IN ('new', 'running', 'waiting')`,
+			);
+			return rows[0].n === 0;
+			}, { what: 'no approval execution left running or waiting', timeoutMs: 60_000, intervalMs: 100 });
 			expect(paymentsOf(order).length).toBeLessThanOrEqual(1);
 			expect(paymentsOf(order).length).toBe(1);
 			const rows = await ledger([order]);

@@ -27,7 +27,8 @@ import { prepareReserveItem, reserveOperations } from '../../src/ledger/reserve'
 import { confirmOperations, prepareConfirmItem } from '../../src/ledger/confirm';
 import { claimUnknown, prepareResolveItem, resolveUnknown } from '../../src/ledger/reconcile';
 import { setLedgerClock } from '../helpers/db';
-import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { harness, sleep, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { waitFor } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -136,10 +137,10 @@ describe('ledger review: a person settles operations in review through n8n forms
 		if (res.status !== 200) throw new Error(`form answered ${res.status}: ${text}\n${n8n.logTail(60)}`);
 		const waitingUrl = (JSON.parse(text) as { formWaitingUrl: string }).formWaitingUrl;
 		expect(waitingUrl).toContain('/form-waiting/');
-		const s = await until('the next form page', async () => {
-			const st = await status(waitingUrl);
-			return st === 'form-waiting' || st === 'success' || st === 'error' ? st : undefined;
-		}, 60_000);
+		const s = await waitFor(async () => {
+		const st = await status(waitingUrl);
+		return st === 'form-waiting' || st === 'success' || st === 'error' ? st : undefined;
+		}, { what: 'the next form page', timeoutMs: 60_000, intervalMs: 200 });
 		if (s === 'error') throw new Error(`the execution failed\n${n8n.logTail(80)}`);
 		const html = await (await fetch(waitingUrl)).text();
 		return { waitingUrl, html };
@@ -154,17 +155,13 @@ describe('ledger review: a person settles operations in review through n8n forms
 		const res = await fetch(waitingUrl, { method: 'POST', body: multipart(values) });
 		if (res.status >= 400) throw new Error(`decision page answered ${res.status}: ${await res.text()}\n${n8n.logTail(60)}`);
 		await res.text();
-		return until(
-			'the completion page',
-			async () => {
-				const st = await status(waitingUrl);
-				if (st === 'error') throw new Error(`the execution failed\n${n8n.logTail(80)}`);
-				if (st !== 'form-waiting' && st !== 'success') return undefined;
-				const html = await (await fetch(waitingUrl)).text();
-				return html.includes('Record my decision') ? undefined : html;
-			},
-			60_000,
-		);
+		return waitFor(async () => {
+			const st = await status(waitingUrl);
+			if (st === 'error') throw new Error(`the execution failed\n${n8n.logTail(80)}`);
+			if (st !== 'form-waiting' && st !== 'success') return undefined;
+			const html = await (await fetch(waitingUrl)).text();
+			return html.includes('Record my decision') ? undefined : html;
+		}, { what: 'the completion page', timeoutMs: 60_000, intervalMs: 200 });
 	}
 
 	it('the example uses Operation Ledger Admin version 1 (fixed outputs: Settled 2, Refused 3)', () => {

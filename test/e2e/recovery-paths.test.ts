@@ -33,7 +33,8 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fakeOpenAi';
 import { startFakeTarget, type FakeTarget } from '../helpers/fakeTarget';
-import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { harness, sleep, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { waitFor } from '../helpers/wait';
 import { ownerSession, outputsOf, takenOf, type Execution, type N8nRest } from '../helpers/n8nRest';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -349,14 +350,10 @@ describe('recovery paths in a real n8n: every write once', () => {
 		return rest.finished(id);
 	}
 	async function untilExecution(workflowId: string, afterId: number): Promise<string> {
-		return until(
-			`an execution of ${workflowId}`,
-			async () => {
-				const { rows } = await n8nDb.query(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 ORDER BY id LIMIT 1`, [workflowId, afterId]);
-				return rows[0] ? String(rows[0].id) : undefined;
-			},
-			60_000,
-		);
+		return waitFor(async () => {
+			const { rows } = await n8nDb.query(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 ORDER BY id LIMIT 1`, [workflowId, afterId]);
+			return rows[0] ? String(rows[0].id) : undefined;
+		}, { what: `an execution of ${workflowId}`, timeoutMs: 60_000, intervalMs: 200 });
 	}
 	/** The editor's "Execute workflow" from a trigger. */
 	async function runFrom(workflowId: string, trigger: string): Promise<Execution> {
@@ -514,7 +511,7 @@ describe('recovery paths in a real n8n: every write once', () => {
 		const res = await fetch(`${n8n.url}/webhook/rp-wait`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ orderId: o, customerId: `cus_${o}`, amount: 990, currency: 'EUR' }) });
 		const { resumeUrl } = (await res.json()) as { resumeUrl: string };
 		const executionId = new URL(resumeUrl).pathname.split('/').filter(Boolean).pop()!;
-		await until('the execution to wait', async () => (await rest.execution(executionId).catch(() => undefined))?.status === 'waiting', 60_000);
+		await waitFor(async () => (await rest.execution(executionId).catch(() => undefined))?.status === 'waiting', { what: 'the execution to wait', timeoutMs: 60_000, intervalMs: 200 });
 		const answers = await Promise.all([1, 2].map(() => fetch(resumeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"go":true}' }).then(async (r) => (await r.arrayBuffer(), r.status))));
 		log(`two resumes at once answered ${answers.join(', ')}`);
 		const done = await rest.finished(executionId);
@@ -524,10 +521,10 @@ describe('recovery paths in a real n8n: every write once', () => {
 		const late = await fetch(resumeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"go":true}' });
 		await late.arrayBuffer();
 		log(`a resume after the execution finished answered ${late.status}`);
-		await until('no payment-wait execution running or waiting', async () => {
-			const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'payment-wait' AND status IN ('new', 'running', 'waiting')`);
-			return rows[0].n === 0;
-		}, 60_000);
+		await waitFor(async () => {
+		const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'payment-wait' AND status IN ('new', 'running', 'waiting')`);
+		return rows[0].n === 0;
+		}, { what: 'no payment-wait execution running or waiting', timeoutMs: 60_000, intervalMs: 200 });
 		expect(writesOf(o)).toHaveLength(1);
 	}, 5 * 60_000);
 
@@ -651,9 +648,9 @@ describe('recovery paths in a real n8n: every write once', () => {
 
 	/** The approval request the sub-workflow posted for this customer, once its execution waits. */
 	async function waitingApproval(customerId: string): Promise<{ approvalUrl: string; executionId: string }> {
-		const note = await until(`the approval request for ${customerId}`, async () => target.notifications().find((m) => (m as Json)?.proposal?.customerId === customerId) as Json | undefined, 60_000);
+		const note = await waitFor(async () => target.notifications().find((m) => (m as Json)?.proposal?.customerId === customerId) as Json | undefined, { what: `the approval request for ${customerId}`, timeoutMs: 60_000, intervalMs: 200 });
 		const executionId = new URL(note.approvalUrl).pathname.split('/').filter(Boolean).pop()!;
-		await until(`approval execution ${executionId} to wait`, async () => (await rest.execution(executionId).catch(() => undefined))?.status === 'waiting', 60_000);
+		await waitFor(async () => (await rest.execution(executionId).catch(() => undefined))?.status === 'waiting', { what: `approval execution ${executionId} to wait`, timeoutMs: 60_000, intervalMs: 200 });
 		return { approvalUrl: note.approvalUrl, executionId };
 	}
 	const submit = async (approvalUrl: string) => {
@@ -673,10 +670,10 @@ describe('recovery paths in a real n8n: every write once', () => {
 		log(`two simultaneous submissions answered ${answers.join(', ')}`);
 		const done = await rest.finished(note.executionId);
 		expect(done.status).toBe('success');
-		await until('no approval execution running or waiting', async () => {
-			const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'agent-approval' AND status IN ('new', 'running', 'waiting')`);
-			return rows[0].n === 0;
-		}, 60_000);
+		await waitFor(async () => {
+		const { rows } = await n8nDb.query(`SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = 'agent-approval' AND status IN ('new', 'running', 'waiting')`);
+		return rows[0].n === 0;
+		}, { what: 'no approval execution running or waiting', timeoutMs: 60_000, intervalMs: 200 });
 		expect(refundsOf(c)).toHaveLength(1);
 	}, 5 * 60_000);
 

@@ -16,7 +16,8 @@ import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { migrate } from '../../src/db/migrate';
 import { enqueue, queueChannel } from '../../src/queue';
-import { harness, sleep, until, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { harness, sleep, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { waitFor } from '../helpers/wait';
 
 const DB_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const log = (m: string) => process.stdout.write(`[e2e trigger] ${m}\n`);
@@ -104,17 +105,12 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		await n8nDb.connect();
 		// n8n's own activation state: each activated trigger opens its LISTEN connection (n8n
 		// answers /healthz before it has activated published workflows).
-		await until(
-			'the three triggers to be activated (LISTEN on their queues)',
-			async () => {
-				const { rows } = await ledger.query(`SELECT count(DISTINCT query)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = ANY($1)`, [
-					Object.values(Q).map((q) => `LISTEN ${queueChannel(schema, q)}`),
-				]);
-				return rows[0].n === Object.values(Q).length;
-			},
-			120_000,
-			250,
-		);
+		await waitFor(async () => {
+			const { rows } = await ledger.query(`SELECT count(DISTINCT query)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = ANY($1)`, [
+				Object.values(Q).map((q) => `LISTEN ${queueChannel(schema, q)}`),
+			]);
+			return rows[0].n === Object.values(Q).length;
+		}, { what: 'the three triggers to be activated (LISTEN on their queues)', timeoutMs: 120_000, intervalMs: 250 });
 		log(`n8n at ${n8n.url}, ledger schema ${schema}`);
 	}, 20 * 60_000);
 
@@ -155,14 +151,14 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 	}, 60_000);
 
 	test('lifetime: claims after idling past the pool idle timeout, and after its backends are killed', async () => {
-		await until('the LISTEN connection', () => listening(Q.claim), 30_000, 100);
+		await waitFor(() => listening(Q.claim), { what: 'the LISTEN connection', timeoutMs: 30_000, intervalMs: 100 });
 		// Many sweeps (idle 1 s, sweep every 250 ms) while nothing happens on this queue.
 		await sleep(4000);
 		const before = (await executionTimes(WF.claim)).length;
 		await enqueue(ledger, schema, [{ queue: Q.claim, group: 'high', payload: { n: 'after-idle' } }]);
-		await until('the claim after idling', async () => (await claimedPayloads(Q.claim)).length === 1, 15_000, 100);
+		await waitFor(async () => (await claimedPayloads(Q.claim)).length === 1, { what: 'the claim after idling', timeoutMs: 15_000, intervalMs: 100 });
 		expect(await claimedPayloads(Q.claim)).toEqual([{ n: 'after-idle' }]);
-		await until('its execution', async () => (await executionTimes(WF.claim)).length === before + 1, 15_000, 100);
+		await waitFor(async () => (await executionTimes(WF.claim)).length === before + 1, { what: 'its execution', timeoutMs: 15_000, intervalMs: 100 });
 
 		// As a Postgres restart would: every backend of the package (pools and LISTEN) is killed.
 		const killed = await ledger.query(
@@ -171,10 +167,10 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		);
 		log(`terminated ${killed.rows[0].n} backend(s) of the package`);
 		expect(killed.rows[0].n).toBeGreaterThanOrEqual(1);
-		await until('the LISTEN connection to come back', () => listening(Q.claim), 60_000, 100);
+		await waitFor(() => listening(Q.claim), { what: 'the LISTEN connection to come back', timeoutMs: 60_000, intervalMs: 100 });
 		await sleep(2000);
 		await enqueue(ledger, schema, [{ queue: Q.claim, group: 'low', payload: { n: 'after-kill' } }]);
-		await until('the claim after the kill', async () => (await claimedPayloads(Q.claim)).length === 2, 15_000, 100);
+		await waitFor(async () => (await claimedPayloads(Q.claim)).length === 2, { what: 'the claim after the kill', timeoutMs: 15_000, intervalMs: 100 });
 		expect(await claimedPayloads(Q.claim)).toEqual([{ n: 'after-idle' }, { n: 'after-kill' }]);
 		const logText = n8n.logTail(400);
 		expect(logText).not.toMatch(/after calling end on the pool/);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { migrate } from '../../src/db/migrate';
 import { enqueue, type EnqueueInput } from '../../src/queue';
+import { waitFor } from './wait';
 
 export const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -130,18 +131,6 @@ export async function queueTestDb(max = 10): Promise<QueueTestDb> {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Polls `cond` every 10 ms until it holds; fails the test with `what` after `timeoutMs` (default
- * 5000). For waiting on a state (a notification arrived, a row changed) instead of a fixed sleep.
- */
-export async function waitUntil(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	while (!(await cond())) {
-		if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms, still not: ${what}`);
-		await new Promise((r) => setTimeout(r, 10));
-	}
-}
-
-/**
  * Proves that no further notification is on its way to a listener, by a state instead of a sleep:
  * sends `marker` on `channel` and waits until `got` holds it. Postgres delivers a session's
  * notifications in the order their transactions committed, so every notification committed before
@@ -149,7 +138,7 @@ export async function waitUntil(cond: () => boolean | Promise<boolean>, what: st
  */
 export async function drainNotifications(pool: Pick<Pool, 'query'>, channel: string, got: Array<{ payload?: string }>, marker = `marker-${randomBytes(4).toString('hex')}`): Promise<void> {
 	await pool.query('SELECT pg_notify($1, $2)', [channel, marker]);
-	await waitUntil(() => got.some((n) => n.payload === marker), `the marker notification on ${channel}`);
+	await waitFor(() => got.some((n) => n.payload === marker), { what: `the marker notification on ${channel}` });
 	got.splice(
 		got.findIndex((n) => n.payload === marker),
 		1,

@@ -101,13 +101,3 @@ export const embedded = nodeRequire('../../scripts/lib/embedded-pg.mjs') as Embe
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const v = await fn();
-		if (v) return v as T;
-		if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-		await sleep(everyMs);
-	}
-}

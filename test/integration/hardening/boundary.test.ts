@@ -22,7 +22,7 @@ import { acquirePool, closeAllPools, getPool, toClientConfig, withClient, type C
 import { IsolatedClient } from '../../../src/vendor';
 import { freePort, sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { makeCa, makeServerCert } from '../../helpers/tls';
-import { waitUntil } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 jest.setTimeout(120_000);
 
@@ -290,7 +290,7 @@ describe('killed backends never crash the process', () => {
 			expect(pool.idleCount).toBe(2);
 			expect((await kill(`state = 'idle' AND query LIKE 'SELECT pg_sleep(0.2)%'`)).length).toBe(2);
 			// The state that shows the pool noticed: both killed clients are gone from it.
-			await waitUntil(() => pool.totalCount === 0, 'the pool dropped its two killed idle clients');
+			await waitFor(() => pool.totalCount === 0, { what: 'the pool dropped its two killed idle clients' });
 			expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
 		} finally {
 			lease.release();

@@ -13,7 +13,8 @@ import { DeadlineError, OutcomeUnknownError, roundTripDeadlineMs, toBounds } fro
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { connectListener, enqueue, queueChannel, QueueWatcher } from '../../../src/queue';
 import { migrate } from '../../../src/db/migrate';
-import { DATABASE_URL, testDatabase, waitUntil } from '../../helpers/db';
+import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 import { startBlackholeProxy, type BlackholeProxy } from '../../helpers/blackholeProxy';
 import { startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 
@@ -84,7 +85,7 @@ describe('a network that stops answering (blackhole proxy)', () => {
 				expect(e.retryableItem(0)).toBe(true);
 			}
 			// The hung connections were destroyed, not returned to the pool.
-			await waitUntil(() => pool.totalCount === 0, 'the pool dropped its hung connections', 2000);
+			await waitFor(() => pool.totalCount === 0, { what: 'the pool dropped its hung connections', timeoutMs: 2000 });
 			proxy.heal();
 			const t1 = Date.now();
 			const after = await Promise.all([1, 2, 3, 4].map(() => reserveOne(pool, c)));
@@ -167,14 +168,14 @@ describe('a network that stops answering (blackhole proxy)', () => {
 				expect(watcher.listening).toBe(true);
 				proxy.blackhole();
 				const t0 = Date.now();
-				await waitUntil(() => watcher.counters.lost >= 1, 'the probe noticed the dead LISTEN connection', 500 + CONNECT_MS + SLACK_MS);
+				await waitFor(() => watcher.counters.lost >= 1, { what: 'the probe noticed the dead LISTEN connection', timeoutMs: 500 + CONNECT_MS + SLACK_MS });
 				expect(Date.now() - t0).toBeLessThan(500 + CONNECT_MS + SLACK_MS);
 				expect(logs.some((l) => /LISTEN connection lost/.test(l))).toBe(true);
 				proxy.heal();
-				await waitUntil(() => watcher.listening && watcher.counters.connects >= 2, 'a new LISTEN connection', 5000);
+				await waitFor(() => watcher.listening && watcher.counters.connects >= 2, { what: 'a new LISTEN connection', timeoutMs: 5000 });
 				const before = watcher.counters.notifications;
 				await db.pool.query('SELECT pg_notify($1, $2)', [channel, 'deadline-listen']);
-				await waitUntil(() => watcher.counters.notifications > before, 'the notification on the new connection', 3000);
+				await waitFor(() => watcher.counters.notifications > before, { what: 'the notification on the new connection', timeoutMs: 3000 });
 			} finally {
 				await watcher.close();
 			}
@@ -224,7 +225,7 @@ describe('a frozen server (SIGSTOP of a private Postgres)', () => {
 			expect(Date.now() - t0).toBeLessThan(DEADLINE_MS + SLACK_MS);
 			expect(err).toBeInstanceOf(OutcomeUnknownError);
 			expect((err as OutcomeUnknownError).cause).toBeInstanceOf(DeadlineError);
-			await waitUntil(() => pool.totalCount === 0, 'the pool dropped the hung connection', 2000);
+			await waitFor(() => pool.totalCount === 0, { what: 'the pool dropped the hung connection', timeoutMs: 2000 });
 			pg.thaw();
 			const [r] = await reserveFrozen(pool, c);
 			expect(r.outcome).toBe('proceed');

@@ -9,6 +9,7 @@ import { closeAllPools } from '../../../src/db/pool';
 import { complete, enqueue } from '../../../src/queue';
 import { activateTrigger, triggerCredentials, type ActiveTrigger } from '../../helpers/triggerHarness';
 import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 jest.setTimeout(60_000);
 
@@ -26,10 +27,6 @@ afterAll(async () => {
 });
 
 const credentials = (): IDataObject => triggerCredentials(db.schema);
-
-async function until(cond: () => boolean, ms = 10_000) {
-	for (let t = 0; t < ms && !cond(); t += 50) await sleep(50);
-}
 
 const vipOnly = { group: [{ name: 'vip', weight: 3 }] };
 
@@ -53,7 +50,7 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 			},
 		});
 		active.push(t);
-		await until(() => t.emitted.length > 0);
+		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 10_000 });
 		await sleep(1500); // more polls: the normal task must still not be claimed
 		expect(t.emitted.flat().map((i) => (i.json.payload as { n: string }).n)).toEqual(['vip']);
 		const left = await db.pool.query(`SELECT priority_group AS group, status FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
@@ -72,7 +69,7 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 		await sleep(2500);
 		expect(t.executions).toHaveLength(0);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'vip', payload: {} }]);
-		await until(() => t.executions.length > 0);
+		await waitFor(() => t.executions.length > 0, { what: 't.executions.length > 0', timeoutMs: 10_000 });
 		expect(t.executions.length).toBeGreaterThan(0);
 	});
 

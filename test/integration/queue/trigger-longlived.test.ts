@@ -11,6 +11,7 @@ import { closeAllPools, getPool, openPoolCount, poolCounters } from '../../../sr
 import { complete, enqueue, queueChannel } from '../../../src/queue';
 import { activateTrigger, type ActiveTrigger } from '../../helpers/triggerHarness';
 import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
 const active: ActiveTrigger[] = [];
@@ -38,14 +39,6 @@ const credentials = (extra: IDataObject = {}): IDataObject => ({
 	maxConnections: 3,
 	...extra,
 });
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 8000): Promise<void> {
-	const end = Date.now() + ms;
-	while (Date.now() < end) {
-		if (await cond()) return;
-		await sleep(25);
-	}
-}
 
 /** Completes every claimed task of an execution (the consumer's settle step). */
 const completeAll = async (items: INodeExecutionData[]) => {
@@ -75,18 +68,18 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		const queue = db.queueName('idle');
 		const t = await claimTrigger(queue);
 		const swept = poolCounters.sweptIdle;
-		await until(() => poolCounters.sweptIdle > swept && openPoolCount() === 0);
+		await waitFor(() => poolCounters.sweptIdle > swept && openPoolCount() === 0, { what: 'poolCounters.sweptIdle > swept && openPoolCount() === 0', timeoutMs: 8000 });
 		expect(poolCounters.sweptIdle).toBeGreaterThan(swept);
 		expect(openPoolCount()).toBe(0);
 		// Several idle timeouts more.
 		await sleep(1000);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
-		await until(() => t.emitted.length > 0);
+		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 8000 });
 		expect(payloads(t)).toEqual([{ n: 1 }]);
 		// And again after the next sweep.
-		await until(() => openPoolCount() === 0);
+		await waitFor(() => openPoolCount() === 0, { what: 'openPoolCount() === 0', timeoutMs: 8000 });
 		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { n: 2 } }]);
-		await until(() => t.emitted.length > 1);
+		await waitFor(() => t.emitted.length > 1, { what: 't.emitted.length > 1', timeoutMs: 8000 });
 		expect(payloads(t)).toEqual([{ n: 1 }, { n: 2 }]);
 		expect(t.warnings.filter((w) => /after calling end/.test(w))).toEqual([]);
 	});
@@ -101,19 +94,19 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 			);
 			return rows[0].n > 0;
 		};
-		await until(listening);
+		await waitFor(listening, { what: 'listening', timeoutMs: 8000 });
 		expect(await listening()).toBe(true);
 		const { rows } = await db.pool.query(
 			`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
 			  WHERE datname = current_database() AND application_name LIKE 'n8n-nodes-operation-ledger%'`,
 		);
 		expect(rows[0].n).toBeGreaterThanOrEqual(1);
-		await until(async () => !(await listening()), 3000);
+		await waitFor(async () => !(await listening()), { what: '!(await listening())', timeoutMs: 3000 });
 		// The watcher reconnects with backoff (first retry after 0.5 to 1 s).
-		await until(listening, 10_000);
+		await waitFor(listening, { what: 'listening', timeoutMs: 10_000 });
 		expect(await listening()).toBe(true);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { n: 'after-restart' } }]);
-		await until(() => t.emitted.length > 0, 5000);
+		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 5000 });
 		expect(payloads(t)).toEqual([{ n: 'after-restart' }]);
 		expect(t.warnings.some((w) => /LISTEN connection lost/.test(w))).toBe(true);
 	});
@@ -141,7 +134,7 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		});
 		for (let n = 1; n <= 5; n++) {
 			await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n } }]);
-			await until(() => t.emitted.length >= n);
+			await waitFor(() => t.emitted.length >= n, { what: 't.emitted.length >= n', timeoutMs: 8000 });
 		}
 		expect(payloads(t)).toEqual([1, 2, 3, 4, 5].map((n) => ({ n })));
 		expect(poolCounters.evicted - evictedBefore).toBeGreaterThanOrEqual(4);

@@ -10,7 +10,8 @@
  * Slow: about 60 s (40 s of partition plus the recovery); bounded by a 120 s jest timeout.
  */
 import { closeAllPools } from '../../../src/db/pool';
-import { DATABASE_URL, testDatabase, waitUntil } from '../../helpers/db';
+import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { startBlackholeProxy, type BlackholeProxy } from '../../helpers/blackholeProxy';
 import { activateTrigger, type ActiveTrigger } from '../../helpers/triggerHarness';
@@ -61,7 +62,7 @@ it(
 			// Each execution takes 200 ms, so a claim is on its way whenever the partition starts.
 			consumer: () => new Promise((r) => setTimeout(() => r('success'), 200)),
 		});
-		await waitUntil(() => claimed() >= 10, 'the first claims', 10_000);
+		await waitFor(() => claimed() >= 10, { what: 'the first claims', timeoutMs: 10_000 });
 
 		proxy.blackhole();
 		const partitionAt = Date.now();
@@ -74,22 +75,18 @@ it(
 		// The outage was logged (once, as a warning) while it lasted.
 		expect(trigger.warnings.some((w) => /checking the queue failed/.test(w))).toBe(true);
 
-		await waitUntil(() => claimed() > before, 'a claim after the heal', 45_000);
+		await waitFor(() => claimed() > before, { what: 'a claim after the heal', timeoutMs: 45_000 });
 		const resumedAfterMs = Date.now() - healAt;
-		await waitUntil(() => trigger!.infos.some((m) => /the queue answers again after/.test(m)), 'the recovery logged', 5_000);
+		await waitFor(() => trigger!.infos.some((m) => /the queue answers again after/.test(m)), { what: 'the recovery logged', timeoutMs: 5_000 });
 		// The LISTEN connection of the partition is dead for good (the proxy never forwards on it
 		// again): a new one was opened after the heal.
-		await waitUntil(
-			async () =>
-				(
-					await db.pool.query(
-						`SELECT 1 FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger:listen' AND query LIKE 'LISTEN %' AND backend_start > to_timestamp($1 / 1000.0)`,
-						[healAt],
-					)
-				).rowCount! > 0,
-			'a new LISTEN connection after the heal',
-			45_000,
-		);
+		await waitFor(async () =>
+			(
+				await db.pool.query(
+					`SELECT 1 FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger:listen' AND query LIKE 'LISTEN %' AND backend_start > to_timestamp($1 / 1000.0)`,
+					[healAt],
+				)
+			).rowCount! > 0, { what: 'a new LISTEN connection after the heal', timeoutMs: 45_000 });
 		// eslint-disable-next-line no-console
 		console.log(`trigger partition: claims resumed ${resumedAfterMs} ms after the heal; ${claimed() - before} task(s) claimed since`);
 	},

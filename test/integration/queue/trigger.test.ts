@@ -7,6 +7,7 @@ import { connectListener } from '../../../src/queue/listen';
 import { QueueWatcher, type WatcherDeps } from '../../../src/queue/watcher';
 import { complete, dequeue, enqueue, nextDue, queueChannel, type ClaimedTask } from '../../../src/queue';
 import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
 const watchers: QueueWatcher[] = [];
@@ -21,10 +22,6 @@ afterAll(async () => {
 });
 
 const config = () => ({ connectionString: QUEUE_DATABASE_URL, schema: db.schema });
-
-async function until(cond: () => boolean, ms = 5000) {
-	for (let t = 0; t < ms && !cond(); t += 25) await sleep(25);
-}
 
 function watcher(queue: string, over: Partial<WatcherDeps>): QueueWatcher {
 	const w = new QueueWatcher({
@@ -63,7 +60,7 @@ describe('trigger engine on Postgres', () => {
 		expect(w.counters.notifications).toBe(0);
 		expect(reasons).toEqual([]);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high' }]);
-		await until(() => reasons.length > 0);
+		await waitFor(() => reasons.length > 0, { what: 'reasons.length > 0' });
 		expect(reasons).toEqual(['notify']);
 	});
 
@@ -81,7 +78,7 @@ describe('trigger engine on Postgres', () => {
 		});
 		await w.start();
 		await enqueue(db.pool, db.schema, [{ queue, group: 'low' }]);
-		await until(() => reasons.length > 0);
+		await waitFor(() => reasons.length > 0, { what: 'reasons.length > 0' });
 		expect(reasons).toEqual(['poll']);
 		expect(w.counters.notifications).toBe(0);
 	});
@@ -103,10 +100,10 @@ describe('trigger engine on Postgres', () => {
 			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger:listen' AND query LIKE $1`,
 			[`LISTEN ${queueChannel(db.schema, queue)}%`],
 		);
-		await until(() => w.counters.lost > 0);
+		await waitFor(() => w.counters.lost > 0, { what: 'w.counters.lost > 0' });
 		// Work arrives while the connection is down; its notification goes nowhere.
 		await enqueue(db.pool, db.schema, [{ queue, group: 'normal' }]);
-		await until(() => reasons.length > 0);
+		await waitFor(() => reasons.length > 0, { what: 'reasons.length > 0' });
 		expect(w.counters.connects).toBe(2);
 		expect(reasons[0]).toMatch(/reconnect|notify/);
 	});
@@ -125,16 +122,16 @@ describe('trigger engine on Postgres', () => {
 			},
 		});
 		await w.start();
-		await until(() => w.counters.checks > 0);
+		await waitFor(() => w.counters.checks > 0, { what: 'w.counters.checks > 0' });
 		const checks = w.counters.checks;
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
-		await until(() => emitted.length > 0);
+		await waitFor(() => emitted.length > 0, { what: 'emitted.length > 0' });
 		expect(emitted.map((t) => t.payload)).toEqual([{ n: 1 }]);
 		// A task due in one second, announced by an empty-payload notification: not claimed early,
 		// claimed at its time (the poll interval is ten minutes, so the due time armed the timer).
 		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { n: 2 }, delaySeconds: 1 }]);
-		await until(() => w.counters.notifications >= 2);
-		await until(() => emitted.length > 1, 10_000);
+		await waitFor(() => w.counters.notifications >= 2, { what: 'w.counters.notifications >= 2' });
+		await waitFor(() => emitted.length > 1, { what: 'emitted.length > 1', timeoutMs: 10_000 });
 		expect(emitted.map((t) => t.payload)).toEqual([{ n: 1 }, { n: 2 }]);
 		expect(Date.parse(emitted[1].leaseExpiresAt) - 60_000).toBeGreaterThanOrEqual(Date.parse(emitted[1].availableAt));
 		expect(w.counters.checks).toBeGreaterThan(checks);
@@ -156,7 +153,7 @@ describe('trigger engine on Postgres', () => {
 			});
 		await Promise.all([claimer().start(), claimer().start()]);
 		for (let i = 0; i < 10; i++) await db.fill(queue, ['high', 'normal', 'low'][i % 3], 30);
-		await until(() => emitted.length >= 300, 15_000);
+		await waitFor(() => emitted.length >= 300, { what: 'emitted.length >= 300', timeoutMs: 15_000 });
 		expect(emitted).toHaveLength(300);
 		expect(new Set(emitted.map((t) => t.taskId)).size).toBe(300);
 	});
