@@ -26,6 +26,7 @@ import { testCredentials } from '../../helpers/fakeExecute';
 import { startPgbouncer, type Bouncer } from '../../helpers/pgbouncer';
 import { sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { makeCa, makeServerCert } from '../../helpers/tls';
+import { waitFor } from '../../helpers/wait';
 import { claim, complete, confirm, dequeue, enqueue, reserve, resolve, settle } from './run';
 
 jest.setTimeout(180_000);
@@ -204,7 +205,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 		});
 		await w.start();
 		await enqueue(testCredentials(bouncer.url, schema, { autoApplySchema: false }), queue, [{ x: 1 }]);
-		for (let t = 0; t < 5000 && claimed === 0; t += 50) await sleep(50);
+		await waitFor(() => claimed > 0, { what: 'a claim through pgbouncer', timeoutMs: 5000 });
 		await w.close();
 		await pool.end();
 		expect(claimed).toBe(1);

@@ -24,6 +24,7 @@ import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reser
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { sleep, startPrivatePostgres, startStandby, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { waitFor } from '../../helpers/wait';
 import { confirm, enqueue, reserve } from './run';
 
 jest.setTimeout(240_000);
@@ -74,21 +75,14 @@ async function reload(pg: PrivatePostgres, setting: string, value: string) {
 	await pg.sql(`ALTER SYSTEM SET ${setting} = '${value}'`, [], 'postgres');
 	await pg.sql('SELECT pg_reload_conf()', [], 'postgres');
 	// The postmaster re-reads it asynchronously; wait until a new session sees it.
-	for (let i = 0; i < 200; i++) {
-		const [r] = await pg.sql<{ v: string }>(`SELECT current_setting('${setting}') AS v`, [], 'postgres');
-		if (r.v === value) return;
-		await sleep(25);
-	}
-	throw new Error(`${setting} did not become '${value}'`);
+	await waitFor(async () => (await pg.sql<{ v: string }>(`SELECT current_setting('${setting}') AS v`, [], 'postgres'))[0].v === value, { what: `${setting} to become '${value}'` });
 }
 
 async function waitForSyncState(state: string) {
-	for (let i = 0; i < 400; i++) {
-		const rows = await primary.sql<{ s: string }>("SELECT sync_state AS s FROM pg_stat_replication WHERE application_name = 'standby1'", [], 'postgres');
-		if (rows[0]?.s === state) return;
-		await sleep(25);
-	}
-	throw new Error(`standby1 did not become ${state}`);
+	await waitFor(async () => (await primary.sql<{ s: string }>("SELECT sync_state AS s FROM pg_stat_replication WHERE application_name = 'standby1'", [], 'postgres'))[0]?.s === state, {
+		what: `standby1 to become ${state}`,
+		timeoutMs: 10_000,
+	});
 }
 
 /** Every item a node returned, split into error items and the rest (whatever the output indexes). */
@@ -207,6 +201,8 @@ describe('a synchronous standby that is gone', () => {
 		const started = Date.now();
 		let settled = false;
 		const q = c.query('BEGIN; SET LOCAL statement_timeout = 500; INSERT INTO public.syncrep_probe2 VALUES (1); COMMIT').finally(() => (settled = true));
+		// Real time on purpose: the commit must still wait for the standby well past the statement
+		// timeout (500 ms), so this test idles six times that long.
 		await sleep(3000);
 		// Six times the statement timeout, and still waiting for the standby.
 		expect(settled).toBe(false);

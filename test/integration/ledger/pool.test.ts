@@ -1,6 +1,7 @@
 import { acquirePool, closeAllPools, getPool, leaseCount, openPoolCount, poolCounters, toPgConfig } from '../../../src/db/pool';
 import { Client } from 'pg';
 import { DATABASE_URL } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 afterEach(async () => {
 	await closeAllPools();
@@ -38,9 +39,8 @@ describe('connection pools', () => {
 			const alive = async () =>
 				(await observer.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])', [pids])).rows[0].n;
 			expect(await alive()).toBe('3');
-			// Bounded wait (10 s) for the state that shows the close: the backends are gone.
-			const deadline = Date.now() + 10_000;
-			while ((await alive()) !== '0' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+			// The state that shows the close: the backends are gone.
+			await waitFor(async () => (await alive()) === '0', { what: 'the closed pool\'s backends to end', timeoutMs: 10_000 });
 			expect(await alive()).toBe('0');
 			expect(lease.pool.totalCount).toBe(0);
 			lease.release();
@@ -113,13 +113,12 @@ describe('connection pools', () => {
 			const held = acquirePool(cfg({ maxConnections: 7 }));
 			const idle = acquirePool(cfg({ maxConnections: 8 }));
 			idle.release();
-			await new Promise((r) => setTimeout(r, 600));
-			expect(idle.pool.ended).toBe(true);
+			// The sweep that ended the idle pool passed the held one, idle just as long: it skipped it.
+			await waitFor(() => idle.pool.ended, { what: 'the sweeper to end the unleased idle pool', timeoutMs: 5000 });
 			expect(held.pool.ended).toBe(false);
 			await expect(held.pool.query('SELECT 5 AS five')).resolves.toMatchObject({ rows: [{ five: 5 }] });
 			held.release();
-			await new Promise((r) => setTimeout(r, 600));
-			expect(held.pool.ended).toBe(true);
+			await waitFor(() => held.pool.ended, { what: 'the sweeper to end the released pool', timeoutMs: 5000 });
 			expect(openPoolCount()).toBe(0);
 			// The handle outlives sweeps: its next query opens a new pool.
 			await expect(getPool(cfg({ maxConnections: 7 })).query('SELECT 6 AS six')).resolves.toMatchObject({ rows: [{ six: 6 }] });

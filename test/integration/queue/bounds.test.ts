@@ -13,6 +13,7 @@ import { connectListener } from '../../../src/queue/listen';
 import { LedgerBusyError, boundedQuery } from '../../../src/db/bounds';
 import { complete, dequeue, enqueue, extendLease, fail, nextDue, nextDueFor, purge, release, requeueDead, stats, type ClaimedTask } from '../../../src/queue';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { activateTrigger } from '../../helpers/triggerHarness';
 import { complete as completeNode } from '../hardening/run';
@@ -329,14 +330,12 @@ describe('the credential\'s bounds reach the nodes', () => {
 			throw e;
 		});
 		try {
-			const t0 = Date.now();
-			while (t.warnings.length === 0 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 50));
+			await waitFor(() => t.warnings.length > 0, { what: 'the warning of the failed check', timeoutMs: 5_000 });
 			expect(t.warnings[0]).toMatch(/checking the queue failed \(The database did not answer in time: a row lock was not granted within the lock timeout \(300 ms\)/);
 			expect(t.emitted).toEqual([]);
 			await lock.release();
 			released = true;
-			const t1 = Date.now();
-			while (t.emitted.length === 0 && Date.now() - t1 < 5_000) await new Promise((r) => setTimeout(r, 50));
+			await waitFor(() => t.emitted.length > 0, { what: 'the claim after the lock was released', timeoutMs: 5_000 });
 			expect(t.emitted).toHaveLength(1);
 		} finally {
 			if (!released) await lock.release();
@@ -428,7 +427,7 @@ describe('the LISTEN connection', () => {
 			await expect(conn.listen('oplq_bounds_b')).rejects.toThrow(/LISTEN did not finish within the connection timeout \(500 ms\)/);
 			expect(Date.now() - t0).toBeLessThan(2_000);
 			// The socket was destroyed: the watcher hears of it through onLost and reconnects.
-			for (let k = 0; k < 50 && lost.length === 0; k++) await new Promise((r) => setTimeout(r, 20));
+			await waitFor(() => lost.length > 0, { what: 'onLost after the destroyed socket', timeoutMs: 1000 });
 			expect(lost.length).toBeGreaterThanOrEqual(1);
 			await conn.close();
 		});

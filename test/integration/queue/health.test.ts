@@ -5,17 +5,19 @@
  */
 import { complete, dequeue, stats } from '../../../src/queue';
 import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
 
 /** Statistics reach pg_stat_user_tables within about a second of each backend's last flush: poll (at most 10 s). */
 async function statsUntil(queue: string, ok: (s: Awaited<ReturnType<typeof stats>>) => boolean) {
-	let s = await stats(db.pool, db.schema, queue);
-	for (let i = 0; i < 40 && !ok(s); i++) {
-		await sleep(250);
-		s = await stats(db.pool, db.schema, queue);
-	}
-	return s;
+	return waitFor(
+		async () => {
+			const s = await stats(db.pool, db.schema, queue);
+			return ok(s) && s;
+		},
+		{ what: `the statistics of ${queue} to show the change`, timeoutMs: 10_000, intervalMs: 250 },
+	);
 }
 beforeAll(async () => {
 	db = await queueTestDb(4);
@@ -48,6 +50,8 @@ describe('stats: table and database health', () => {
 		await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
 		await holder.query(`SELECT count(*) FROM "${db.schema}".queue_tasks`);
 		const { rows: pidRows } = await holder.query('SELECT pg_backend_pid() AS pid');
+		// Real time on purpose: the holder's transaction must be a second old by the server's clock
+		// (pg_stat_activity.xact_start), which no test clock moves.
 		await sleep(1100);
 		for (let i = 0; i < 3; i++) await complete(db.pool, db.schema, await dequeue(db.pool, db.schema, { queue, limit: 100 }));
 		// The holder's xid age only grows: read it before Stats does.

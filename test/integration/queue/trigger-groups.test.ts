@@ -8,7 +8,7 @@ import type { IDataObject } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
 import { complete, enqueue } from '../../../src/queue';
 import { activateTrigger, triggerCredentials, type ActiveTrigger } from '../../helpers/triggerHarness';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { waitFor } from '../../helpers/wait';
 
 jest.setTimeout(60_000);
@@ -30,6 +30,16 @@ const credentials = (): IDataObject => triggerCredentials(db.schema);
 
 const vipOnly = { group: [{ name: 'vip', weight: 3 }] };
 
+/** When a trigger's queue_wake_state query last ended, if after `t` (pg_stat_activity); else null. */
+async function wakeCheckEndedAfter(t: Date): Promise<Date | null> {
+	const { rows } = await db.pool.query<{ at: Date | null }>(
+		`SELECT max(state_change) AS at FROM pg_stat_activity
+		  WHERE application_name = 'n8n-nodes-operation-ledger' AND state = 'idle' AND query LIKE '%queue_wake_state%' AND state_change > $1`,
+		[t],
+	);
+	return rows[0].at;
+}
+
 describe('Priority Dequeue Trigger: Priority Groups', () => {
 	test('Claim Tasks claims only the listed groups', async () => {
 		const queue = db.queueName('pg-claim');
@@ -50,9 +60,12 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 			},
 		});
 		active.push(t);
-		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 10_000 });
-		await sleep(1500); // more polls: the normal task must still not be claimed
-		expect(t.emitted.flat().map((i) => (i.json.payload as { n: string }).n)).toEqual(['vip']);
+		await waitFor(() => t.emitted.length > 0, { what: 'the claim of the vip task', timeoutMs: 10_000 });
+		// A later claim (batch of 10) takes the next vip task; it would have taken the normal one
+		// too had the trigger claimed that group.
+		await enqueue(db.pool, db.schema, [{ queue, group: 'vip', payload: { n: 'vip2' } }]);
+		await waitFor(() => t.emitted.length > 1, { what: 'the claim of the second vip task', timeoutMs: 10_000 });
+		expect(t.emitted.flat().map((i) => (i.json.payload as { n: string }).n)).toEqual(['vip', 'vip2']);
 		const left = await db.pool.query(`SELECT priority_group AS group, status FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
 		expect(left.rows).toEqual([{ group: 'normal', status: 'pending' }]);
 	});
@@ -66,7 +79,11 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 			consumer: async () => 'success',
 		});
 		active.push(t);
-		await sleep(2500);
+		// Two checks of the trigger finished (its queue_wake_state query ended, seen from
+		// pg_stat_activity) with the normal task due, and neither started an execution.
+		const t0 = new Date();
+		const first = await waitFor(() => wakeCheckEndedAfter(t0), { what: 'a check of the trigger', timeoutMs: 10_000 });
+		await waitFor(() => wakeCheckEndedAfter(first), { what: 'a second check of the trigger', timeoutMs: 10_000 });
 		expect(t.executions).toHaveLength(0);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'vip', payload: {} }]);
 		await waitFor(() => t.executions.length > 0, { what: 't.executions.length > 0', timeoutMs: 10_000 });

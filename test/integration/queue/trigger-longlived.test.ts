@@ -71,7 +71,8 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		await waitFor(() => poolCounters.sweptIdle > swept && openPoolCount() === 0, { what: 'poolCounters.sweptIdle > swept && openPoolCount() === 0', timeoutMs: 8000 });
 		expect(poolCounters.sweptIdle).toBeGreaterThan(swept);
 		expect(openPoolCount()).toBe(0);
-		// Several idle timeouts more.
+		// Real time on purpose: the trigger idles several pool idle timeouts more (the long-lived
+		// part under test), with no pool open.
 		await sleep(1000);
 		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
 		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 8000 });
@@ -124,7 +125,7 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 			const client = await other.connect();
 			try {
 				await client.query('BEGIN');
-				await sleep(50);
+				await sleep(50); // real time on purpose: the client is held across a pause
 				await client.query('SELECT 1');
 				await client.query('COMMIT');
 			} finally {
