@@ -20,7 +20,7 @@ import { stricterSslMode, type SslMode } from '../../../src/db/endpoint';
 import { ensureSchema, migrate, readSchemaState } from '../../../src/db/migrate';
 import { acquirePool, closeAllPools, getPool, toClientConfig, withClient, type ConnectionConfig } from '../../../src/db/pool';
 import { IsolatedClient } from '../../../src/vendor';
-import { freePort, sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { freePort, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { makeCa, makeServerCert } from '../../helpers/tls';
 import { waitFor } from '../../helpers/wait';
 
@@ -244,7 +244,9 @@ describe('killed backends never crash the process', () => {
 				() => 'resolved',
 				(e: Error) => e.message,
 			);
-			for (let i = 0; i < 100 && (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [APP])).length === 0; i++) await sleep(50);
+			await waitFor(async () => (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [APP])).length > 0, {
+				what: 'the migration waiting for its lock',
+			});
 			expect((await kill(`wait_event_type = 'Lock'`)).length).toBe(1);
 			return await running;
 		} finally {
@@ -257,7 +259,6 @@ describe('killed backends never crash the process', () => {
 		const schema = 'bd_kill_migrate';
 		const pool = getPool(base({ schema }));
 		expect(await killWaitingMigration(schema, () => ensureSchema(pool, schema, true))).toMatch(/terminat|Connection/i);
-		await sleep(100);
 		// The pool recovers: the next use applies the schema.
 		await expect(ensureSchema(pool, schema, true)).resolves.toBeGreaterThan(0);
 		expect((await readSchemaState(pool, schema)).version).toBeGreaterThan(0);
@@ -273,11 +274,12 @@ describe('killed backends never crash the process', () => {
 			() => 'resolved',
 			(e: Error) => e.message,
 		);
-		for (let i = 0; i < 100 && (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'SELECT pg_sleep(30)%'`, [APP])).length < 2; i++) await sleep(50);
+		await waitFor(async () => (await pg.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'SELECT pg_sleep(30)%'`, [APP])).length === 2, {
+			what: 'both queries running',
+		});
 		expect((await kill(`query LIKE 'SELECT pg_sleep(30)%'`)).length).toBe(2);
 		expect(await a).toMatch(/terminat|Connection/i);
 		expect(await b).toMatch(/terminat|Connection/i);
-		await sleep(100);
 		expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
 	});
 
@@ -304,7 +306,6 @@ describe('killed backends never crash the process', () => {
 		expect((await kill(`application_name = '${APP}:listen'`)).length).toBe(1);
 		await lost;
 		await conn.close().catch(() => undefined);
-		await sleep(100);
 	});
 
 	it('during the credential test and the migrator on a pool without listeners', async () => {

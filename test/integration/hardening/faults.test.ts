@@ -20,7 +20,8 @@ import { Pool } from 'pg';
 import { closeAllPools } from '../../../src/db/pool';
 import { migrate } from '../../../src/db/migrate';
 import { testCredentials } from '../../helpers/fakeExecute';
-import { sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { waitFor } from '../../helpers/wait';
 import { claim, confirm, dequeue, enqueue, reserve, resolve, settle, type Creds } from './run';
 import { createHash } from 'node:crypto';
 
@@ -74,26 +75,25 @@ const FAULTS: Fault[] = ['terminate', 'restart-fast', 'restart-immediate'];
  * fault. Only our own backend (our application_name, on our private server) is terminated.
  */
 async function faultMidStatement(fnName: string, fault: Fault): Promise<{ pid: number; ranMs: number }> {
-	const deadline = Date.now() + 20_000;
-	while (Date.now() < deadline) {
-		const rows = await q<{ pid: number; ms: number }>(
-			`SELECT pid, (extract(epoch FROM clock_timestamp() - query_start) * 1000)::int AS ms
-			   FROM pg_stat_activity
-			  WHERE application_name = $1 AND state = 'active' AND query LIKE $2 AND pid <> pg_backend_pid()`,
-			[APP, `%${fnName}%`],
-		);
-		if (rows.length === 1 && rows[0].ms >= 300) {
-			if (fault === 'terminate') {
-				const [t] = await q<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [rows[0].pid]);
-				expect(t.ok).toBe(true);
-			} else {
-				pg.restart(fault === 'restart-fast' ? 'fast' : 'immediate');
-			}
-			return { pid: rows[0].pid, ranMs: rows[0].ms };
-		}
-		await sleep(25);
+	const running = await waitFor(
+		async () => {
+			const rows = await q<{ pid: number; ms: number }>(
+				`SELECT pid, (extract(epoch FROM clock_timestamp() - query_start) * 1000)::int AS ms
+				   FROM pg_stat_activity
+				  WHERE application_name = $1 AND state = 'active' AND query LIKE $2 AND pid <> pg_backend_pid()`,
+				[APP, `%${fnName}%`],
+			);
+			return rows.length === 1 && rows[0].ms >= 300 && rows[0];
+		},
+		{ what: `the node's ${fnName} statement running for 300 ms`, timeoutMs: 20_000 },
+	);
+	if (fault === 'terminate') {
+		const [t] = await q<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [running.pid]);
+		expect(t.ok).toBe(true);
+	} else {
+		pg.restart(fault === 'restart-fast' ? 'fast' : 'immediate');
 	}
-	throw new Error(`the node's ${fnName} statement was never seen running`);
+	return { pid: running.pid, ranMs: running.ms };
 }
 
 /** Runs `step` while applying the fault mid-statement; returns the node's settled result. */

@@ -110,9 +110,11 @@ describe('watchSyncRep notices', () => {
 	});
 	it('after its own cancel, any WARNING on the COMMIT (any language) marks it unconfirmed; disarm stops the timer', async () => {
 		const c = client();
+		// Jest's clock (timers and Date): the 20 ms cancel timer fires when the clock is moved past it.
+		jest.useFakeTimers();
 		const w = watchSyncRep(c, 20, 100);
 		w.arm();
-		await new Promise((r) => setTimeout(r, 80));
+		jest.advanceTimersByTime(80);
 		c.emit('notice', { severity: 'WARNUNG', code: '01000', message: 'Warten auf synchrone Replikation wird abgebrochen' });
 		w.disarm();
 		expect(w.cancelSent).toBe(true);
@@ -122,8 +124,12 @@ describe('watchSyncRep notices', () => {
 		const quiet = watchSyncRep(c, 20, 100);
 		quiet.arm();
 		quiet.disarm();
-		await new Promise((r) => setTimeout(r, 60));
+		jest.advanceTimersByTime(60);
 		expect(quiet.cancelSent).toBe(false);
 		quiet.stop();
+		jest.useRealTimers();
 	});
 });
+
+// A test that moved Jest's clock never leaves it moved for the next.
+afterEach(() => jest.useRealTimers());
