@@ -358,8 +358,8 @@ describe('what each answer is recorded as', () => {
 });
 
 /** Holds a row lock on `key` from another session for `ms` once the target committed its write. */
-function lockWhileAnswering(key: string, ms: number): void {
-	{
+function lockWhileAnswering(key: string, ms: number): Promise<void> {
+	return new Promise((released) => {
 		target.beforeAnswer = async () => {
 			target.beforeAnswer = null;
 			const c = new Client({ connectionString: DATABASE_URL });
@@ -370,24 +370,25 @@ function lockWhileAnswering(key: string, ms: number): void {
 				void c
 					.query('COMMIT')
 					.then(() => c.end())
-					.catch(() => c.end());
+					.catch(() => c.end())
+					.finally(() => released());
 			}, ms);
 		};
-	}
+	});
 }
 
 describe("n8n's Retry (from node with error): a new execution resuming the failed one", () => {
 	test('the guarded node failed after sending (its answer could not be recorded): the retry answers In Progress and sends nothing', async () => {
 		const key = `g${process.pid}:retry:guarded`;
 		target.setMode('201');
-		lockWhileAnswering(key, 2500);
+		const released = lockWhileAnswering(key, 2500);
 		const ut = guarded('UT', {}, { credentials: { operationLedgerPostgresApi: FAST_LOCK } });
 		const w = wired(ut, [{ k: key, amount: 7 }], 'stopWorkflow');
 		const failed = await engine.run(w.nodes, w.connections);
 		expect(runError(failed.run)).toMatch(/were sent but their answers could not be recorded/);
 		expect(failed.run.data.resultData.lastNodeExecuted).toBe('UT');
 		expect(target.writesWhere('orderId', key)).toHaveLength(1);
-		await new Promise((r) => setTimeout(r, 2700));
+		await released; // the lock that kept the answer from being recorded is gone
 
 		const retried = await engine.retry(w.nodes, w.connections, failed.run);
 		expect(runError(retried.run)).toBeUndefined();
@@ -447,11 +448,11 @@ describe("n8n's Retry (from node with error): a new execution resuming the faile
 		const writes = () => target.writesWhere('k', key);
 		const w = separate(key, 'continueErrorOutput');
 		target.setModes(['504']);
-		lockWhileAnswering(key, 2000);
+		const released = lockWhileAnswering(key, 2000);
 		const failed = await engine.run(w.nodes, w.connections);
 		expect(failed.run.data.resultData.lastNodeExecuted).toBe('Confirm');
 		expect(runError(failed.run)).toMatch(/stayed locked/);
-		await new Promise((r) => setTimeout(r, 2200));
+		await released;
 		const retried = await engine.retry(w.nodes, w.connections, failed.run);
 		expect(runError(retried.run)).toBeUndefined();
 		expect(writes()).toHaveLength(1);

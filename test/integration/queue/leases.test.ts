@@ -43,6 +43,8 @@ describe('leases', () => {
 				if (got.length === 0) {
 					const s = await stats(db.pool, db.schema, queue);
 					if (s.depth === 0 && s.inFlight === 0 && s.expiredLeases === 0) return;
+					// Real time on purpose: nothing is claimable until a dead consumer's 1 s lease runs
+					// out on the wall clock, which this test races claims against.
 					await sleep(200);
 					continue;
 				}
