@@ -285,7 +285,7 @@ describe('inlined literals mean what the parameters mean', () => {
 					return q(...a);
 				};
 			});
-			const got = await boundedQuery(pool, sql, values);
+			const got = await boundedQuery<{ a: unknown; t: unknown }>(pool, sql, values);
 			expect(seen).toHaveLength(1);
 			expect(String(seen[0])).toMatch(/^BEGIN; SET LOCAL statement_timeout = \d+; SET LOCAL lock_timeout = \d+; SELECT .*O''Brien.*; COMMIT$/s);
 			expect(got).toEqual(expected);

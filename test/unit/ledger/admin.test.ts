@@ -40,9 +40,9 @@ describe('Operation Ledger Admin input checks (nothing is written for bad input)
 
 	it('a refusal names who decided', () => {
 		expect(
-			refusalMessage({ index: 0, result: 'refused', status: 'succeeded', attempt: 1, externalRef: 'p', retryable: null, decidedBy: 'ann', decidedAt: '2026-12-01T00:00:00.000Z', decision: 'happened' }),
+			refusalMessage({ index: 0, result: 'refused', status: 'succeeded', attempt: 1, externalRef: 'p', retryable: null, decidedBy: 'ann', decidedAt: '2026-12-01T00:00:00.000Z', decision: 'happened', settleUntil: null }),
 		).toBe('Already settled as succeeded (happened) by ann at 2026-12-01T00:00:00.000Z; only unknown or review operations can be settled by hand');
-		expect(refusalMessage({ index: 0, result: 'refused', status: 'reserved', attempt: 2, externalRef: null, retryable: null, decidedBy: null, decidedAt: null, decision: null })).toMatch(
+		expect(refusalMessage({ index: 0, result: 'refused', status: 'reserved', attempt: 2, externalRef: null, retryable: null, decidedBy: null, decidedAt: null, decision: null, settleUntil: null })).toMatch(
 			/is reserved, not unknown or review/,
 		);
 	});

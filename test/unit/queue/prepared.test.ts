@@ -2,6 +2,7 @@
 // function is where its rules live; the operation checks raw inputs with it (before anything is
 // sent) and does not check prepared ones again.
 import * as types from '../../../src/queue/types';
+import type { Queryable } from '../../../src/db/values';
 import { InputError } from '../../../src/errors';
 import {
 	complete,
@@ -33,10 +34,7 @@ const task = { taskId: '42', leaseToken: TOKEN };
 /** A Queryable that records the SQL it is given and answers no rows. */
 function recordingDb() {
 	const sent: string[] = [];
-	return { sent, query: async (sql: string) => (sent.push(sql), { rows: [] as never[], rowCount: 0 }) } as unknown as {
-		sent: string[];
-		query: (sql: string) => Promise<{ rows: never[] }>;
-	};
+	return { sent, query: async (sql: string) => (sent.push(sql), { rows: [] as never[], rowCount: 0 }) } as unknown as Queryable & { sent: string[] };
 }
 
 afterEach(() => jest.restoreAllMocks());

@@ -318,7 +318,7 @@ describe('QueueWatcher', () => {
 				backoffBaseMs: 50,
 				backoffCapMs: 50,
 				connect: undefined,
-				check: async () => ({ due: state.due, inMs: state.due ? 0 : null, claims: String(claims) }),
+				check: async (): ReturnType<WatcherDeps['check']> => ({ due: state.due, inMs: state.due ? 0 : null, claims: String(claims) }),
 				fire: async () => {
 					times.push(Date.now());
 					claims += claimsPerRun;
@@ -347,7 +347,7 @@ describe('QueueWatcher', () => {
 				pollMs: 10,
 				maxPerMinute: 3,
 				directOnNotify: false,
-				check: async () => {
+				check: async (): ReturnType<WatcherDeps['check']> => {
 					checks++;
 					return { due: state.due, inMs: state.due ? 0 : null };
 				},
