@@ -14,7 +14,8 @@
  * Every request has a 30 s client deadline.
  */
 import { parse } from 'flatted';
-import { sleep, type Json } from './n8nHarness';
+import { type Json } from './n8nHarness';
+import { waitFor } from './wait';
 
 export interface Execution {
 	id: string;
@@ -90,13 +91,13 @@ export async function ownerSession(baseUrl: string): Promise<N8nRest> {
 		retry: (executionId, loadWorkflow) => request('POST', `/rest/executions/${executionId}/retry`, { loadWorkflow }),
 		execution,
 		async finished(id, timeoutMs = 120_000) {
-			const deadline = Date.now() + timeoutMs;
-			for (;;) {
-				const e = await execution(id).catch(() => undefined);
-				if (e && !['new', 'running', 'waiting'].includes(e.status)) return e;
-				if (Date.now() > deadline) throw new Error(`execution ${id} did not finish within ${timeoutMs} ms (status ${e?.status})`);
-				await sleep(200);
-			}
+			return waitFor(
+				async () => {
+					const e = await execution(id).catch(() => undefined);
+					return e && !['new', 'running', 'waiting'].includes(e.status) && e;
+				},
+				{ what: `execution ${id} to finish`, timeoutMs, intervalMs: 200 },
+			);
 		},
 		async workflow(id) {
 			const r = await request('GET', `/rest/workflows/${id}`);

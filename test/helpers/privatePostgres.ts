@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { waitFor } from './wait';
 
 export const repoRoot = path.resolve(__dirname, '../..');
 
@@ -390,16 +391,14 @@ export async function startStandby(primary: PrivatePostgres, o: StandbyOptions):
 	if (owner) chownTree(dataDir, owner.uid, owner.gid);
 	const handle = clusterHandle({ bin, dir, dataDir, logFile, port, asOwner });
 	handle.start();
-	const deadline = Date.now() + 30_000;
-	for (;;) {
-		const rows = await primary.sql<{ n: number }>(
-			"SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
-			[application],
-			'postgres',
+	try {
+		await waitFor(
+			async () =>
+				(await primary.sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'", [application], 'postgres'))[0].n > 0,
+			{ what: `the standby ${application} to start streaming`, timeoutMs: 30_000, intervalMs: 50 },
 		);
-		if (rows[0].n > 0) break;
-		if (Date.now() > deadline) throw new Error(`the standby ${application} did not start streaming within 30 s:\n${handle.log().slice(-2000)}`);
-		await sleep(50);
+	} catch (e) {
+		throw new Error(`${(e as Error).message}:\n${handle.log().slice(-2000)}`);
 	}
 	return handle;
 }

@@ -6,6 +6,7 @@
  */
 import { complete, dequeue, enqueue, fail, purge, release, requeueDead } from '../../../src/queue';
 import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -71,14 +72,15 @@ describe('requeue dead under contention', () => {
 		// Proven by a state, not by sleeping: the requeue's backend waits on a lock (the producer's
 		// uncommitted key) before the producer commits.
 		const observer = await db.client();
-		for (let i = 0; ; i++) {
-			const { rows } = await observer.query(
-				`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%queue_requeue_dead%' AND datname = current_database()`,
-			);
-			if (rows[0].n > 0) break;
-			if (i >= 200) throw new Error('Requeue Dead never waited on the uncommitted key');
-			await sleep(25);
-		}
+		await waitFor(
+			async () =>
+				(
+					await observer.query(
+						`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%queue_requeue_dead%' AND datname = current_database()`,
+					)
+				).rows[0].n > 0,
+			{ what: 'Requeue Dead to wait on the uncommitted key' },
+		);
 		await producer.query('COMMIT');
 		const out = await pending;
 		const byId = new Map(out.map((r) => [r.taskId, r]));
