@@ -13,7 +13,7 @@
 import { credentials, dist, loadFakeExecute, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
 import { finishLoad, freshOrders, ledgerSizes, mib, timedReserve } from './lib/ledger.mjs';
 
-const { runRetention, checkRetentionOptions } = dist('src/ledger/admin.js');
+const { runRetention, checkRetentionOptions } = dist('src/ledger/admin/retention.js');
 const { closeAllPools } = dist('src/db/pool.js');
 const { fakeExecute } = await loadFakeExecute();
 

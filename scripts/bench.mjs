@@ -40,7 +40,7 @@ function run(cmd, argv, opts = {}) {
 }
 
 function ensureBuilt() {
-	const needed = ['nodes/ReserveOperation/ReserveOperation.node.js', 'nodes/ConfirmOperation/ConfirmOperation.node.js', 'nodes/PriorityDequeue/PriorityDequeue.node.js', 'nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node.js', 'src/queue/index.js', 'src/ledger/admin.js', 'schema/functions/queue/queue_claim.sql'];
+	const needed = ['nodes/ReserveOperation/ReserveOperation.node.js', 'nodes/ConfirmOperation/ConfirmOperation.node.js', 'nodes/PriorityDequeue/PriorityDequeue.node.js', 'nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node.js', 'src/queue/index.js', 'src/ledger/admin/retention.js', 'schema/functions/queue/queue_claim.sql'];
 	if (needed.every((f) => existsSync(path.join(root, 'dist', f)))) return;
 	say('dist/ is missing or incomplete: npm run build');
 	run('npm', ['run', 'build']);

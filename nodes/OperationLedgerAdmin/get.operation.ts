@@ -1,6 +1,6 @@
 /** Operation Ledger Admin, operation "Get": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { getOperation } from '../../src/ledger/admin';
+import { getOperation } from '../../src/ledger/admin/get';
 import { checkOperationKey } from '../../src/ledger/validate';
 import { prepareItems, readEach } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';

@@ -1,6 +1,6 @@
 /** Operation Ledger Admin, operation "Health": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { ledgerHealth } from '../../src/ledger/admin';
+import { ledgerHealth } from '../../src/ledger/admin/health';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';

@@ -1,6 +1,6 @@
 /** Operation Ledger Admin, operation "List": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { checkListOptions, listOperations } from '../../src/ledger/admin';
+import { checkListOptions, listOperations } from '../../src/ledger/admin/list';
 import { prepareItems, readEach } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';
 

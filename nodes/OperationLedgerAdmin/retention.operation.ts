@@ -1,6 +1,6 @@
 /** Operation Ledger Admin, operations "Compact" and "Hard Delete": one retention pass, two modes. */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
-import { checkRetentionOptions, RetentionError, runRetention } from '../../src/ledger/admin';
+import { checkRetentionOptions, RetentionError, runRetention } from '../../src/ledger/admin/retention';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorJson, prepareItems } from '../shared/items';

@@ -1,6 +1,6 @@
 /** Operation Ledger Admin, operation "Settle by Hand": its entry in the Operation list, its parameters and its execute. */
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
-import { prepareSettleItem, refusalMessage, settleByHand, type SettleResultRow } from '../../src/ledger/admin';
+import { prepareSettleItem, refusalMessage, settleByHand, type SettleResultRow } from '../../src/ledger/admin/settle';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';

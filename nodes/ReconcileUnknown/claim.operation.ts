@@ -1,6 +1,6 @@
 /** Reconcile Unknown, operation "Claim": take a batch of due unknown operations to look up. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile';
+import { checkClaimOptions, claimUnknown } from '../../src/ledger/reconcile/claim';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';

@@ -1,7 +1,8 @@
 /** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 import { parseStatusOverrides } from '../../src/ledger/classify';
-import { RECONCILE_RESOLUTIONS, checkResolveOptions, classifyLookup, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile';
+import { RECONCILE_RESOLUTIONS, classifyLookup } from '../../src/ledger/reconcile/lookup';
+import { checkResolveOptions, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile/resolve';
 import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';

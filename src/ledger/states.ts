@@ -8,7 +8,7 @@
  * the SQL function that answers with it can return.
  */
 import { storableText } from '../text';
-import type { SettleResult } from './admin';
+import type { SettleResult } from './admin/settle';
 
 export const OPERATION_STATUSES = ['reserved', 'succeeded', 'failed', 'unknown', 'review'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
@@ -57,7 +57,7 @@ export type ResolveResult = (typeof RESOLVE_RESULTS)[number];
 export const SETTLE_BY_HAND_RESULTS = ['settled', 'refused', 'refused_early', 'not_found'] as const;
 export type SettleByHandResult = (typeof SETTLE_BY_HAND_RESULTS)[number];
 /**
- * Compiles only while Settle by Hand's result type (SettleResult, src/ledger/admin.ts, still
+ * Compiles only while Settle by Hand's result type (SettleResult, src/ledger/admin/settle.ts, still
  * written out there) is exactly SETTLE_BY_HAND_RESULTS (`npx tsc --noEmit` fails otherwise).
  */
 export type SettleByHandResultsAgree = MustBeTrue<Same<SettleResult, SettleByHandResult>>;

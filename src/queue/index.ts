@@ -19,4 +19,5 @@ export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from 
 export { groupsFromRows } from './groups';
 export { QueueWatcher, type WatcherDeps, type WakeReason, type ListenConnection } from './watcher';
 export { connectListener } from './listen';
-export { nextDue, nextDueFor, type NextDue } from './nextDue';
+export { nextDue, type NextDue } from './nextDue';
+export { nextDueFor } from './wakeState';

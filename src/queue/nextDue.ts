@@ -1,5 +1,7 @@
 /**
- * Next due: when the queue next has claimable work (used by the trigger's polling).
+ * Priority Dequeue → Next Due: when the queue next has claimable work, in one read-only round trip
+ * to schema/functions/queue/queue_next_due.sql. The trigger's narrower poll (its groups and a
+ * progress marker) is wakeState.ts.
  */
 import { checkQueueName, fn, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
@@ -30,24 +32,8 @@ export async function nextDue(db: Queryable, schema: string, queue: string, boun
 	return toNextDue(rows[0]?.due_at ?? null, rows[0].now);
 }
 
-/**
- * Like nextDue, restricted to work of `groups` (the groups a consumer's Dequeue claims; null or
- * omitted: every group), plus the progress marker. One round trip to queue_wake_state.
- * Read-only. Throws InputError on an invalid queue name; LedgerBusyError when a bound fires.
- */
-export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null, bounds?: Bounds): Promise<NextDue> {
-	checkQueueName(queue);
-	const rows = await boundedQuery<{ due_at: Date | null; claims: string; now: Date }>(
-		db,
-		`SELECT due_at, claims, now FROM ${fn(schema, 'queue_wake_state')}($1, $2::text[])`,
-		[queue, groups && groups.length > 0 ? groups : null],
-		bounds,
-		{ readOnly: true },
-	);
-	return { ...toNextDue(rows[0]?.due_at ?? null, rows[0].now), claims: String(rows[0].claims) };
-}
-
-function toNextDue(dueAt: Date | null, now: Date): NextDue {
+/** A due time and the database's now as a NextDue (shared with wakeState.ts). */
+export function toNextDue(dueAt: Date | null, now: Date): NextDue {
 	if (!dueAt) return { dueAt: null, due: false, inMs: null };
 	const inMs = Math.max(0, dueAt.getTime() - now.getTime());
 	return { dueAt: iso(dueAt), due: inMs === 0, inMs };

@@ -28,7 +28,7 @@ import {
 	RESOLVE_RESULTS,
 	SETTLE_BY_HAND_RESULTS,
 } from '../../src/ledger/states';
-import { RECONCILE_RESOLUTIONS } from '../../src/ledger/reconcile';
+import { RECONCILE_RESOLUTIONS } from '../../src/ledger/reconcile/lookup';
 import { ARCHIVE_STATES, DEAD_REASONS, LEASE_ENDS, LIVE_TABLE_STATES, REQUEUE_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;

@@ -11,7 +11,7 @@ import { EndpointError } from '../../src/db/endpoint';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
 import { MigrationLockTimeoutError, SchemaNotReadyError } from '../../src/db/migrate';
 import { NotJsonError } from '../../src/json/canonical';
-import { RetentionError, type RetentionReport } from '../../src/ledger/admin';
+import { RetentionError, type RetentionReport } from '../../src/ledger/admin/retention';
 
 const report: RetentionReport = { mode: 'compact', batches: 0, operations: 0, eventsDeleted: 0, stoppedBecause: 'done', durationMs: 0 };
 const pgError = (code: string, message = 'x', severity = 'ERROR') => Object.assign(new Error(message), { code, severity });

@@ -7,7 +7,7 @@
 import { buildOperationKey, checkOperationKey } from '../../src/ledger/validate';
 import { InputError } from '../../src/errors';
 import { prepareReserveItem } from '../../src/ledger/reserve';
-import { checkClaimOptions } from '../../src/ledger/reconcile';
+import { checkClaimOptions } from '../../src/ledger/reconcile/claim';
 import { checkGroups } from '../../src/queue/dequeue';
 import { prepareEnqueueInput } from '../../src/queue/enqueue';
 import { checkGroupName, checkQueueName } from '../../src/queue/types';

@@ -7,7 +7,8 @@
  * - one error model: every error class of src/ descends from CoreError (src/errors.ts), one
  *   input-error class, errors recognised with instanceof, never by a name string; no SQLSTATE or
  *   driver-message classification in nodes/ (src/db/driverError.ts does it);
- * - the ledger and queue cores send statements through src/db/bounds.ts only.
+ * - the ledger and queue cores send statements through src/db/bounds.ts only;
+ * - one core file per operation: a core file calls the SQL functions of one operation only.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -112,5 +113,29 @@ describe('code layout', () => {
 		expect(BARE.test('await boundedQuery<Row>(db, `x`, [], bounds)')).toBe(false);
 		const bad = [...tsFiles('src/queue'), ...tsFiles('src/ledger')].filter((f) => BARE.test(code(f)));
 		expect(bad).toEqual([]);
+	});
+	it('one core file per operation: a file under src/ledger or src/queue calls one SQL function, or the several of one operation listed here', () => {
+		// A call is sqlFunction(schema, 'name') or the queue's alias fn(schema, 'name').
+		const calls = (text: string) => [...new Set([...text.matchAll(/\b(?:sqlFunction|fn)\(\s*\w+\s*,\s*'(\w+)'\s*\)/g)].map((m) => m[1]))].sort();
+		expect(calls("`SELECT * FROM ${sqlFunction(schema, 'ops_health')}($1)`; fn(s, 'queue_claim'); fn(s, 'queue_claim')")).toEqual(['ops_health', 'queue_claim']);
+		// The operations that need more than one SQL function, and why.
+		const ONE_OPERATION: Record<string, string[]> = {
+			// Retention: compaction or hard delete, the mode chosen per run.
+			'src/ledger/admin/retention.ts': ['ops_compact_batch', 'ops_hard_delete_batch'],
+			// Enqueue: the insert, and the NOTIFY on the queue's channel after it.
+			'src/queue/enqueue.ts': ['queue_channel', 'queue_enqueue'],
+			// Stats: one report of counts, table health and the dead tasks, in one transaction.
+			'src/queue/stats.ts': ['queue_health', 'queue_list_dead', 'queue_stats'],
+		};
+		const files = [...tsFiles('src/ledger'), ...tsFiles('src/queue')].map((f) => f.split(path.sep).join('/'));
+		const bad = files.flatMap((f) => {
+			const names = calls(code(f));
+			if (names.length <= 1) return [];
+			const allowed = ONE_OPERATION[f];
+			return allowed && names.every((n) => allowed.includes(n)) ? [] : [`${f}: ${names.join(', ')}`];
+		});
+		expect(bad).toEqual([]);
+		// Every listed file still exists and still needs its list (an entry outliving its reason would hide a second operation).
+		for (const [f, names] of Object.entries(ONE_OPERATION)) expect(calls(code(f))).toEqual(names);
 	});
 });

@@ -1,7 +1,9 @@
 import { cutAny, cutText } from '../../src/text';
 import { prepareConfirmItem } from '../../src/ledger/confirm';
 import { classifyHttpResult } from '../../src/ledger/classify';
-import { classifyLookup, prepareResolveItem, checkClaimOptions } from '../../src/ledger/reconcile';
+import { classifyLookup } from '../../src/ledger/reconcile/lookup';
+import { prepareResolveItem } from '../../src/ledger/reconcile/resolve';
+import { checkClaimOptions } from '../../src/ledger/reconcile/claim';
 import { buildOperationKey, checkLeaseSeconds, checkSettleSeconds } from '../../src/ledger/validate';
 import { quoteSchema } from '../../src/db/identifiers';
 import { batchFailure } from '../../nodes/shared/items';
@@ -108,7 +110,7 @@ describe('issue 23: a value Postgres cannot store fails its own item (or is made
 	const { prepareCompleteInput } = jest.requireActual('../../src/queue/complete') as typeof import('../../src/queue/complete');
 	const { checkTaskId } = jest.requireActual('../../src/queue/types') as typeof import('../../src/queue/types');
 	const { eventContextJson } = jest.requireActual('../../src/ledger/states') as typeof import('../../src/ledger/states');
-	const { checkListOptions } = jest.requireActual('../../src/ledger/admin') as typeof import('../../src/ledger/admin');
+	const { checkListOptions } = jest.requireActual('../../src/ledger/admin/list') as typeof import('../../src/ledger/admin/list');
 	const task = { taskId: '1', leaseToken: TOKEN };
 
 	it('storableText: NUL and lone surrogates become U+FFFD, pairs stay, the cut keeps pairs whole', () => {

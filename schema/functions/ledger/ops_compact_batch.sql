@@ -17,7 +17,7 @@ DECLARE
     v_cut timestamptz;
     v_keys text[];
 BEGIN
-    -- The node's bounds (src/ledger/admin.ts, checkRetentionOptions).
+    -- The node's bounds (src/ledger/admin/retention.ts, checkRetentionOptions).
     PERFORM ol_check_numbers('older than (days)', NULL, ARRAY[p_older_than_days::double precision], 1, 36500, true),
             ol_check_numbers('the batch size', NULL, ARRAY[p_limit::double precision], 1, 10000, true);
     v_cut := ledger_now() - make_interval(days => p_older_than_days);

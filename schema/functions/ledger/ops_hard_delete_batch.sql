@@ -19,7 +19,7 @@ BEGIN
         RAISE EXCEPTION 'hard delete refused: it needs the acknowledgement text (a deleted key that is retried runs its write again)'
             USING ERRCODE = '22023';
     END IF;
-    -- The node's bounds (src/ledger/admin.ts, checkRetentionOptions).
+    -- The node's bounds (src/ledger/admin/retention.ts, checkRetentionOptions).
     PERFORM ol_check_numbers('older than (days)', NULL, ARRAY[p_older_than_days::double precision], 1, 36500, true),
             ol_check_numbers('the batch size', NULL, ARRAY[p_limit::double precision], 1, 10000, true);
     v_cut := ledger_now() - make_interval(days => p_older_than_days);

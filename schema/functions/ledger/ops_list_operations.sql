@@ -27,7 +27,7 @@ DECLARE
     v_last_at text;
     v_last_key text;
 BEGIN
-    -- The node's bounds (src/ledger/admin.ts, checkListOptions); SQLSTATE 22023 otherwise.
+    -- The node's bounds (src/ledger/admin/list.ts, checkListOptions); SQLSTATE 22023 otherwise.
     PERFORM ol_check_numbers('the minimum age (seconds)', NULL, ARRAY[p_min_age_seconds::double precision], 0, 316224000, true),
             ol_check_numbers('the page size', NULL, ARRAY[p_limit::double precision], 1, 1000, true),
             ol_check_texts('the target', NULL, ARRAY[p_target], 'target', 200);

@@ -22,7 +22,7 @@
 -- Every event carries the database role that wrote it (operation_events.db_role, migration 0012):
 -- "by" is what the caller says, db_role is what the database knows.
 -- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it
--- (src/ledger/admin.ts, prepareSettleItem): a key outside the node's rules, a decision other than
+-- (src/ledger/admin/settle.ts, prepareSettleItem): a key outside the node's rules, a decision other than
 -- the two, no person (at most 200 characters), no reason (at most 2000), happened without a
 -- reference (at most 1000).
 -- Lock waits: one budget for the batch (ol_lock_deadline); a row held past it fails the batch

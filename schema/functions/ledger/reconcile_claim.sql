@@ -4,7 +4,7 @@
 -- other reconcilers away. p_target: only operations for this target (NULL: all).
 -- The claim token is returned once; the row keeps its hash (ledger_token_hash) and claimed_at,
 -- which reconcile_resolve() compares with settle_until.
--- Refused (SQLSTATE 22023, nothing claimed), as the node refuses it (src/ledger/reconcile.ts): a
+-- Refused (SQLSTATE 22023, nothing claimed), as the node refuses it (src/ledger/reconcile/claim.ts): a
 -- limit outside 1 .. 1000, an extra settle delay outside 0 .. 2592000 or a claim outside 1 .. 86400
 -- whole seconds, a target outside the rules of key-like text. Row locks are never waited for
 -- (SKIP LOCKED).

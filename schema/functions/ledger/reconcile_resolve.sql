@@ -12,7 +12,7 @@
 -- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it: a key
 -- outside the node's rules, a resolution other than the three, a reference over 1000 or a reason
 -- over 2000 characters, max checks outside 1 .. 1000, a backoff base outside 1 .. 86400 or a
--- ceiling outside 1 .. 2592000 whole seconds (src/ledger/reconcile.ts).
+-- ceiling outside 1 .. 2592000 whole seconds (src/ledger/reconcile/resolve.ts).
 -- Lock waits: one budget for the batch (ol_lock_deadline), so held keys answer busy within about
 -- one lock_timeout in all.
 CREATE OR REPLACE FUNCTION reconcile_resolve(

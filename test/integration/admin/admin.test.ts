@@ -1,18 +1,12 @@
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { claimUnknown, prepareResolveItem, resolveUnknown } from '../../../src/ledger/reconcile';
-import {
-	checkListOptions,
-	checkRetentionOptions,
-	getOperation,
-	ledgerHealth,
-	listOperations,
-	prepareSettleItem,
-	refusalMessage,
-	RetentionError,
-	runRetention,
-	settleByHand,
-} from '../../../src/ledger/admin';
+import { claimUnknown } from '../../../src/ledger/reconcile/claim';
+import { prepareResolveItem, resolveUnknown } from '../../../src/ledger/reconcile/resolve';
+import { checkListOptions, listOperations } from '../../../src/ledger/admin/list';
+import { checkRetentionOptions, RetentionError, runRetention } from '../../../src/ledger/admin/retention';
+import { getOperation } from '../../../src/ledger/admin/get';
+import { ledgerHealth } from '../../../src/ledger/admin/health';
+import { prepareSettleItem, refusalMessage, settleByHand } from '../../../src/ledger/admin/settle';
 import { closeAllPools } from '../../../src/db/pool';
 import { setLedgerClock, testDatabase } from '../../helpers/db';
 

@@ -10,7 +10,8 @@ import { Pool } from 'pg';
 import { migrate } from '../../../src/db/migrate';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { checkRetentionOptions, getOperation, runRetention } from '../../../src/ledger/admin';
+import { checkRetentionOptions, runRetention } from '../../../src/ledger/admin/retention';
+import { getOperation } from '../../../src/ledger/admin/get';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
 
 const admin = new Pool({ connectionString: DATABASE_URL, max: 2 });

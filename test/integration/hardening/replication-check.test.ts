@@ -19,7 +19,7 @@ import { Client, Pool } from 'pg';
 import { migrate } from '../../../src/db/migrate';
 import { closeAllPools } from '../../../src/db/pool';
 import { ReplicationUnconfirmedError } from '../../../src/db/bounds';
-import { ledgerHealth } from '../../../src/ledger/admin';
+import { ledgerHealth } from '../../../src/ledger/admin/health';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { testCredentials } from '../../helpers/fakeExecute';

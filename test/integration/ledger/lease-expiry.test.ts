@@ -3,7 +3,7 @@
 // late "unknown" report) must leave the same row and the same lease_expired event.
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { claimUnknown } from '../../../src/ledger/reconcile';
+import { claimUnknown } from '../../../src/ledger/reconcile/claim';
 import { fixLedgerClock, setLedgerClock, testDatabase } from '../../helpers/db';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;

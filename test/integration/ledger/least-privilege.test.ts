@@ -9,7 +9,7 @@ import { Pool } from 'pg';
 import { migrate } from '../../../src/db/migrate';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { claimUnknown } from '../../../src/ledger/reconcile';
+import { claimUnknown } from '../../../src/ledger/reconcile/claim';
 import { complete, dequeue, enqueue, stats } from '../../../src/queue';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
 

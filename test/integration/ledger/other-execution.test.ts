@@ -14,7 +14,8 @@
  */
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
-import { listOperations, checkListOptions, settleByHand, prepareSettleItem } from '../../../src/ledger/admin';
+import { listOperations, checkListOptions } from '../../../src/ledger/admin/list';
+import { settleByHand, prepareSettleItem } from '../../../src/ledger/admin/settle';
 import { setLedgerClock, testDatabase } from '../../helpers/db';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;

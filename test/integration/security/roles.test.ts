@@ -13,8 +13,13 @@ import { Pool, type PoolClient } from 'pg';
 import { migrate } from '../../../src/db/migrate';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { claimUnknown, prepareResolveItem, resolveUnknown } from '../../../src/ledger/reconcile';
-import { checkListOptions, checkRetentionOptions, getOperation, ledgerHealth, listOperations, prepareSettleItem, runRetention, settleByHand } from '../../../src/ledger/admin';
+import { claimUnknown } from '../../../src/ledger/reconcile/claim';
+import { prepareResolveItem, resolveUnknown } from '../../../src/ledger/reconcile/resolve';
+import { checkListOptions, listOperations } from '../../../src/ledger/admin/list';
+import { checkRetentionOptions, runRetention } from '../../../src/ledger/admin/retention';
+import { getOperation } from '../../../src/ledger/admin/get';
+import { ledgerHealth } from '../../../src/ledger/admin/health';
+import { prepareSettleItem, settleByHand } from '../../../src/ledger/admin/settle';
 import { complete, dequeue, enqueue, fail, listDead, purge, release, requeueDead, stats } from '../../../src/queue';
 import { DATABASE_URL, randomSchema, setLedgerClock } from '../../helpers/db';
 

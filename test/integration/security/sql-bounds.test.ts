@@ -8,8 +8,11 @@
  */
 import { Pool } from 'pg';
 import { checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from '../../../src/ledger/validate';
-import { checkClaimOptions, checkResolveOptions } from '../../../src/ledger/reconcile';
-import { checkListOptions, checkRetentionOptions, prepareSettleItem } from '../../../src/ledger/admin';
+import { checkClaimOptions } from '../../../src/ledger/reconcile/claim';
+import { checkResolveOptions } from '../../../src/ledger/reconcile/resolve';
+import { checkListOptions } from '../../../src/ledger/admin/list';
+import { checkRetentionOptions } from '../../../src/ledger/admin/retention';
+import { prepareSettleItem } from '../../../src/ledger/admin/settle';
 import { checkGroupName, checkQueueName, prepareBackoff, prepareDequeueOptions, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
 import { preparePurgeOptions } from '../../../src/queue/purge';
 import { prepareRequeueDeadOptions } from '../../../src/queue/requeueDead';

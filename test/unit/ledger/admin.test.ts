@@ -1,4 +1,6 @@
-import { checkListOptions, checkRetentionOptions, prepareSettleItem, refusalMessage } from '../../../src/ledger/admin';
+import { checkListOptions } from '../../../src/ledger/admin/list';
+import { checkRetentionOptions } from '../../../src/ledger/admin/retention';
+import { prepareSettleItem, refusalMessage } from '../../../src/ledger/admin/settle';
 
 describe('Operation Ledger Admin input checks (nothing is written for bad input)', () => {
 	it('list options: kind, bounds, and only cursors this node issued', () => {

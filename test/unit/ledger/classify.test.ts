@@ -1,5 +1,5 @@
 import { classifyHttpResult, classifyStatus, parseStatusOverrides, STATUS_TABLE, statusRule, type StatusOverrides } from '../../../src/ledger/classify';
-import { classifyLookup } from '../../../src/ledger/reconcile';
+import { classifyLookup } from '../../../src/ledger/reconcile/lookup';
 
 describe('classifyStatus', () => {
 	it.each([
