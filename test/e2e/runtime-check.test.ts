@@ -1,7 +1,7 @@
 /**
- * The n8n runtime's native-module check (scripts/lib/n8n.mjs, "Installing n8n"; issue 22). A
- * runtime installed by npm without install scripts had no sqlite3 binding, and n8n then refused to
- * activate any workflow holding an AI Agent; the old check looked only for the n8n and node bins.
+ * The n8n runtime's native-module check (scripts/lib/n8n/runtime.mjs, "Installing n8n"). A runtime
+ * installed by npm without install scripts has no sqlite3 binding, and n8n then refuses to activate
+ * any workflow holding an AI Agent; a check that looks only for the n8n and node bins misses it.
  *
  * Asserted on the real, pinned runtime and on small runtime folders made from it:
  *   1. the real runtime passes the check, and sqlite3 is among the modules it loads;
