@@ -60,7 +60,7 @@ export default [
 		// No node of this package is an AI tool: n8n hands an agent only output 0 (Unrecorded), so
 		// every other outcome would be lost, and the write-side nodes must not be
 		// callable by an agent at all. usableAsTool only accepts true, so the rule that asks for it is
-		// off; test/engine/fail-closed.test.ts checks that no description sets it.
+		// off; test/engine/fail-closed-editor.test.ts checks that no description sets it.
 		files: ['nodes/**/*.ts'],
 		rules: { '@n8n/community-nodes/node-usable-as-tool': 'off' },
 	},
