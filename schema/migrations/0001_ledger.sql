@@ -1,26 +1,34 @@
--- n8n-nodes-operation-ledger, migration 0001: the operation ledger.
+-- n8n-nodes-operation-ledger, migration 0001: the operation ledger's tables, operations (one row
+-- per operation key, the business intent) and operation_events (its history, appended to by the
+-- functions only).
 --
 -- Applied once, in order, by the nodes' migrator (when the credential allows it) or by
--- schema/apply.sql with psql (see the README, "Applying the schema"). Its functions are in
--- schema/functions/.
+-- schema/apply.sql with psql (see the README, "Applying the schema"). Later migrations add
+-- columns and constraints to these tables; the functions that change them are in
+-- schema/functions/ledger/, one per file.
 --
--- One row per operation key (the business intent), and an append-only event log.
---
--- State machine. Each arrow is one guarded change inside the functions below; every arrow appends
--- an event. Time always comes from the database clock (now()).
+-- State machine. Each arrow is one guarded statement of the function named on it, and appends an
+-- event. Times come from ledger_now() (the database clock; schema/functions/ledger/ledger_now.sql).
 --
 --   (no row) --reserve--------------------------------> reserved  (attempt 1, lease, lease token)
 --   reserved --confirm succeeded (lease token)---------> succeeded (external reference, response)
 --   reserved --confirm failed (lease token)------------> failed    (reason, retryable or not)
---   reserved --confirm unknown (lease token)-----------> unknown
---   reserved --lease expired, seen by reserve/reconcile> unknown   (never re-reserved silently)
+--   reserved --confirm unknown (lease token)-----------> unknown   (its settle window starts)
+--   reserved --confirm succeeded, another execution----> review    (flagged possible duplicate)
+--   reserved --confirm failed/unknown, other execution-> unknown
+--   reserved --lease ended (ledger_expire_lease)-------> unknown   (never re-reserved silently)
 --   failed(retryable) --reserve------------------------> reserved  (attempt + 1, new downstream key)
 --   unknown --late confirm from the same lease token---> succeeded | failed (evidence, flagged late)
---   unknown --reconcile: happened----------------------> succeeded (migration 0003)
---   unknown --reconcile: did not happen----------------> failed, retryable (migration 0003)
---   unknown --reconcile: still unknown x N-------------> review    (migration 0003; for a human)
+--   unknown --reconcile_resolve: happened--------------> succeeded
+--   unknown --reconcile_resolve: did not happen--------> failed, retryable (after the settle window)
+--   unknown --reconcile_resolve: still unknown x N-----> review    (for a person)
+--   unknown | review --ops_settle_by_hand: happened----> succeeded (a named person, a reference)
+--   unknown | review --ops_settle_by_hand: not happened> failed, retryable (after the settle window,
+--                                                        or with an explicit override)
 --
--- Rows are never deleted by this package.
+-- Settled rows stay: retention (ops_compact_batch) drops old bodies and events but keeps the key
+-- and its outcome, so a late retry is still answered; only ops_hard_delete_batch, an explicit and
+-- acknowledged operator choice, removes operations (docs/operations.md, "Retention").
 
 CREATE SCHEMA IF NOT EXISTS :"schema";
 SET search_path TO :"schema";

@@ -1,8 +1,9 @@
--- n8n-nodes-operation-ledger, migration 0002: the priority task queue (Priority Dequeue).
+-- n8n-nodes-operation-ledger, migration 0002: the priority task queue's tables (Priority Dequeue).
 --
 -- Applied once, in order, by the nodes' migrator (when the credential allows it) or by
--- schema/apply.sql with psql (see the README, "Applying the schema"). Its functions are in
--- schema/functions/.
+-- schema/apply.sql with psql (see the README, "Applying the schema"). Later migrations add
+-- columns, tables and indexes; the functions that change the queue are in schema/functions/queue/,
+-- one per file.
 --
 -- A task is one row of queue_tasks while it is live or dead; a succeeded task moves to
 -- queue_tasks_archive in the same statement that completes it, so the hot table only holds work.
@@ -11,16 +12,13 @@
 -- guarded statement. The closed list of states is src/queue/states.ts (TASK_STATES);
 -- test/integration/states.test.ts checks it against the CHECK constraints below.
 --
--- A lease is live while status = 'processing' and lease_expires_at > now(). Every settling
--- statement (complete, fail, extend lease, release) requires a live lease with the caller's lease
--- token; a holder whose lease was lost changes nothing and is told why.
+-- A lease is live while status = 'processing' and its lease_expires_at has not passed. Every
+-- settling statement (complete, fail, extend lease, release) requires a live lease with the
+-- caller's lease token; a holder whose lease was lost changes nothing and is told why.
 --
--- Weighted fair queuing (queue_claim): the groups are given in priority order with weights (default
--- high 5, normal 2, low 1). Each claimed slot is chosen by smooth weighted round robin over the
--- groups that have ready work, with the round-robin counters kept in queue_scheduler and locked for
--- the claim, so the order is one global sequence across executions and concurrent workers. Aging: a
--- group whose oldest ready task has waited n aging intervals competes as n positions higher (never
--- above the first); in a slot, among the groups competing at that position, the oldest head wins.
+-- Which task a claim takes (weighted fair queuing across priority groups, and aging) is decided
+-- by start-time fair queuing tags given at enqueue (migration 0009) and an aging sweep (migration
+-- 0010), as docs/queue.md explains ("Weighted fair queuing (Scheduling)", "Aging").
 
 SET search_path TO :"schema";
 
@@ -86,8 +84,8 @@ CREATE TABLE queue_tasks_archive (
 CREATE INDEX queue_tasks_archive_finished_idx ON queue_tasks_archive (queue, status, finished_at);
 CREATE INDEX queue_tasks_archive_archived_idx ON queue_tasks_archive (archived_at);
 
--- Scheduler state per queue: the smooth weighted round robin's current weight per group
--- ({"high": 3, "normal": -2, ...}) and the number of tasks claimed so far (claim sequence).
+-- A smooth weighted round robin's state per queue (current weight per group, claims so far). No
+-- function writes it: claims follow the tags of migration 0009. Kept so that nothing reading it breaks.
 CREATE TABLE queue_scheduler (
     queue             text PRIMARY KEY,
     current_weights   jsonb NOT NULL DEFAULT '{}'::jsonb,

@@ -1,6 +1,6 @@
 -- n8n-nodes-operation-ledger, migration 0009: weighted fairness decided at enqueue (start-time fair
 -- queuing tags), so that a claim is a plain ordered FOR UPDATE SKIP LOCKED over one index and
--- concurrent claims of a queue overlap (issue 15). The model, with a worked example, is in
+-- concurrent claims of a queue overlap instead of waiting for each other. The model, with a worked example, is in
 -- docs/queue.md ("Scheduling").
 --
 --   queue_tasks.vtag      the task's virtual start time. A pending task with a tag is claimable

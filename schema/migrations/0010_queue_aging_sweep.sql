@@ -1,9 +1,9 @@
--- n8n-nodes-operation-ledger, migration 0010: aging as a rate-limited sweep (issue 15).
+-- n8n-nodes-operation-ledger, migration 0010: aging as a rate-limited sweep.
 --
--- Before this, a backlog older than the aging interval sent EVERY claim down the full path (its
--- aging step moved Batch Size aged tasks to the head tag, so the next claim found the rest still
--- behind and moved the next ones): claims of an old backlog cost several times a young one's
--- (BENCHMARKS.md, section 3b, "Third follow-up"). Now each (queue, group) is swept at most once per
+-- An aging step in every claim that moves Batch Size aged tasks to the head tag sends EVERY claim
+-- of a backlog older than the aging interval down the full path (the next claim finds the rest
+-- still behind and moves the next ones): claims of an old backlog then cost several times a young
+-- one's (BENCHMARKS.md, "the aging cliff"). So each (queue, group) is swept at most once per
 -- sweep gap (a tenth of the claim's aging interval, at most 1 s), and a sweep moves up to
 -- max(Batch Size, 1000) of the oldest aged tasks at once; between sweeps the fast path serves them
 -- from the head. docs/queue.md ("Aging") has the rule and its bound.

@@ -1,5 +1,5 @@
 -- n8n-nodes-operation-ledger, migration 0011: which execution holds a lease, and operations that
--- may have been written more than once (issue 24).
+-- may have been written more than once.
 --
 -- Applied once, in order, by the nodes' migrator (when the credential allows it) or by
 -- schema/apply.sql with psql (see the README, "Applying the schema").

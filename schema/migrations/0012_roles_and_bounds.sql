@@ -1,5 +1,5 @@
--- n8n-nodes-operation-ledger, migration 0012: only the functions change the ledger, for every role
--- (issue 23); a consumer's claims find its own groups' due tasks.
+-- n8n-nodes-operation-ledger, migration 0012: only the functions change the ledger, for every role;
+-- a consumer's claims find its own groups' due tasks.
 --
 -- Applied once, in order, by the nodes' migrator (when the credential allows it) or by
 -- schema/apply.sql with psql (see the README, "Applying the schema"). docs/security.md says who may

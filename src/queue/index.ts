@@ -1,7 +1,8 @@
 /**
- * The priority task queue core: plain values in, plain rows out; knows nothing of n8n.
- * Contract: docs/queue.md. Inputs are checked once, here: each operation's prepare function
- * (prepared.ts). Schema and state machine: schema/migrations/0002_queue.sql.
+ * The priority task queue core: plain values in, plain rows out; knows nothing of n8n. One file per
+ * operation (enqueue.ts, dequeue.ts, complete.ts, ...), each calling its SQL function in
+ * schema/functions/queue/. Contract and state machine: docs/queue.md ("Task life"). Inputs are
+ * checked once, by each operation's prepare function (prepared.ts marks a prepared input).
  */
 export * from './states';
 export * from './types';

@@ -15,7 +15,7 @@ export interface NextDue {
 	inMs: number | null;
 	/**
 	 * Only from nextDueFor(): a progress marker (decimal string): the id of the first claimable task
-	 * of the groups in claim order, '0' when none (before migration 0009: a per-queue claim counter).
+	 * of the groups in claim order, '0' when none.
 	 * The same value before and after an execution while work is due means it claimed nothing.
 	 */
 	claims?: string;

@@ -10,9 +10,10 @@
 -- the head (run_at, id order across the groups, rows held elsewhere skipped): they go to the
 -- front, FIFO (id order) among themselves. Returns how many tasks were moved. Never waits for a
 -- lock.
--- Why a gap and a thousand at once: moving only a batch per claim sent every claim of an old
--- backlog down the full path (BENCHMARKS.md, section 3b, "Third follow-up"); now the claims between
--- two sweeps take the fast path, and the sweep costs one statement per gap.
+-- Why a gap and a thousand at once: moving only a batch per claim would send every claim of an old
+-- backlog down the full path, at several times a young backlog's cost (BENCHMARKS.md, "the aging
+-- cliff"); with the gap, the claims between two sweeps take the fast path, and the sweep costs one
+-- statement per gap.
 CREATE OR REPLACE FUNCTION queue_age(
     p_queue text, p_groups text[], p_limit integer, p_aging_secs double precision, p_now timestamptz
 ) RETURNS integer

@@ -12,7 +12,7 @@
 --      to them (queue_set_weights; rare, never waits).
 --   3. Untagged due tasks of the listed groups: tagged now (queue_tag_due; never waits). Other groups'
 --      are left to their own consumers' claims: tagging them here (FIFO across every group, 10,000 at
---      a time) used to leave this claim empty while its own tasks waited behind another group's backlog.
+--      a time) would leave this claim empty while its own tasks waited behind another group's backlog.
 --   4. Aging (p_aging_secs > 0): the sweep, queue_age: a listed group whose oldest task waited longer
 --      than the interval and is behind the head tag, and that was not swept within the sweep gap (a
 --      tenth of the interval, at most 1 s), has its oldest aged tasks (up to max(p_limit, 1000)

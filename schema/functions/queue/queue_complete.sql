@@ -17,8 +17,8 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 -- Plans made once per connection: every statement below finds its rows by primary key whatever the
 -- batch (the status tests cannot use the lease index, see below), so a cached plan is as good as one
--- made per call, and planning per call was a measurable part of completing one task (BENCHMARKS.md,
--- section 3b).
+-- made per call, and planning per call is a measurable part of completing one task (BENCHMARKS.md,
+-- "where a task's time goes").
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column

@@ -5,8 +5,8 @@
 -- was held by another transaction at enqueue (queue_enqueue), and retries after a backoff
 -- (queue_fail). Called by queue_claim (queue_claim_full) when its probe finds one in its groups.
 -- Only the claim's own groups: another group's untagged backlog is tagged by the claims that list
--- that group, so it never uses up this claim's share (it used to be tagged here FIFO across every
--- group, 10,000 at a time, leaving the claim empty while its own tasks waited).
+-- that group, so it never uses up this claim's share (tagged here FIFO across every group, 10,000
+-- at a time, it would leave the claim empty while its own tasks waited).
 -- At most 10,000 tasks per call, shared out evenly among the groups (rounded up). Never waits: task
 -- rows another transaction holds are skipped while the tasks are chosen (FOR UPDATE SKIP LOCKED in
 -- each group's ordered scan of queue_tasks_untagged_group_idx), and so is a group whose tag row

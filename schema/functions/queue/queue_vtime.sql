@@ -5,7 +5,7 @@
 -- plpgsql, not sql: a SQL-language function with a SET clause (every function gets search_path, see
 -- schema/security/function_security.sql) is never inlined, and the statement that calls it plans
 -- its body again on every execution (0.13 ms for this body, measured with pgbench: BENCHMARKS.md,
--- section 3b, "Third follow-up"); plpgsql keeps the plan for the connection.
+-- "planned SQL functions"); plpgsql keeps the plan for the connection.
 CREATE OR REPLACE FUNCTION queue_vtime(p_queue text) RETURNS double precision
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT

@@ -7,8 +7,8 @@
 --   claims  a progress marker: the id of the first claimable task of the listed groups in claim order
 --           (tag, id), 0 when none is tagged and ready. A claim takes that task first, so the
 --           marker unchanged between two calls while work is due = nobody claimed from these
---           groups in between. (Before migration 0009 this was a per-queue claim counter, which
---           every claim had to lock; the trigger only compares it for equality.)
+--           groups in between. It is read from the tasks, not counted: a counter would be a row
+--           every claim had to lock, and the trigger only compares the marker for equality.
 --   now     the queue's clock (queue_now()), to turn due_at into a delay.
 -- Reads the first entry per listed group of the ready index and the lease index; writes nothing.
 -- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.

@@ -26,13 +26,15 @@ export function n8nRuntimeDir() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Installing n8n
 //
 // The recipe (RUNTIME_RECIPE), the same on every machine:
 //   1. `npm install --ignore-scripts node@<N8N_NODE_VERSION> n8n@<N8N_VERSION>`: no install script
-//      runs in this step, whatever the configuration. (Before recipe 2 the scripts ran or not by
-//      accident: npm hands its settings to the scripts it runs as npm_config_* variables, so this
-//      repository's `ignore-scripts=true` reached the runtime's install whenever it ran inside
-//      `npm test` or `npm run demo`, and sqlite3 was never built.)
+//      runs in this step, whatever the configuration. (Off on purpose rather than left to npm's
+//      settings: npm hands its settings to the scripts it runs as npm_config_* variables, so this
+//      repository's `ignore-scripts=true` would reach the runtime's install whenever it ran inside
+//      `npm test` or `npm run demo`, and whether sqlite3 got built would depend on who started it.
+//      Step 3 builds the native modules explicitly instead.)
 //   2. The Node binary: the `node` package's preinstall (installArchSpecificPackage.js), run here.
 //   3. The native modules (packages with a binding.gyp, see nativeModules): `npm rebuild <them>`
 //      with scripts on, the runtime's Node first on PATH and `--nodedir` at that Node's own headers
