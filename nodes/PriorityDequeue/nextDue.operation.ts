@@ -1,8 +1,8 @@
 /**
  * Priority Dequeue, operation "Next Due" (resource Queue): when the queue next has claimable work.
  * Read-only. The first operation added by the recipe in CONTRIBUTING.md: SQL
- * schema/functions/queue/queue_next_due.sql, core src/queue/nextDue.ts, this file, one line in
- * router.ts.
+ * schema/functions/queue/queue_wake_state.sql (queue_next_due for every group), core
+ * src/queue/nextDue.ts, this file, one line in router.ts.
  */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { checkQueueName, nextDue } from '../../src/queue';

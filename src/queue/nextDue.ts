@@ -1,7 +1,8 @@
 /**
  * Priority Dequeue → Next Due: when the queue next has claimable work, in one read-only round trip
- * to schema/functions/queue/queue_next_due.sql. The trigger's narrower poll (its groups and a
- * progress marker) is wakeState.ts.
+ * to schema/functions/queue/queue_wake_state.sql for every group (which answers queue_next_due's
+ * due time with the queue's clock beside it). The trigger's poll of its own groups, with a
+ * progress marker, is wakeState.ts.
  */
 import { checkQueueName, fn, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
