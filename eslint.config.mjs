@@ -57,6 +57,17 @@ export default [
 		},
 	},
 	{
+		// Numeric defaults and ranges are read from LIMITS (src/limits.ts: `default: LIMITS.x.default`,
+		// `typeOptions: numberRange(LIMITS.x)`), which these two rules cannot see through (they look
+		// for literals). TypeScript requires `default` on every INodeProperties, and
+		// test/unit/nodes/description-pin.test.ts pins each resolved default and typeOptions.
+		files: ['nodes/**/*.ts', 'credentials/**/*.ts'],
+		rules: {
+			'n8n-nodes-base/node-param-default-missing': 'off',
+			'n8n-nodes-base/node-param-type-options-missing-from-limit': 'off',
+		},
+	},
+	{
 		// No node of this package is an AI tool: n8n hands an agent only output 0 (Unrecorded), so
 		// every other outcome would be lost, and the write-side nodes must not be
 		// callable by an agent at all. usableAsTool only accepts true, so the rule that asks for it is

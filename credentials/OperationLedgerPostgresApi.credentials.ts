@@ -1,4 +1,5 @@
 import type { ICredentialType, INodeProperties, Icon } from 'n8n-workflow';
+import { LIMITS } from '../src/limits';
 
 /**
  * The Postgres database that holds the operation ledger and the task queue.
@@ -124,8 +125,8 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			displayName: 'Max Connections',
 			name: 'maxConnections',
 			type: 'number',
-			typeOptions: { minValue: 1, maxValue: 100 },
-			default: 5,
+			typeOptions: { minValue: LIMITS.maxConnections.min, maxValue: LIMITS.maxConnections.max },
+			default: LIMITS.maxConnections.default,
 			description:
 				'Upper bound of connections each n8n process (main or worker) opens to this database for these nodes. Idle connections close after 10 seconds.',
 		},
@@ -133,8 +134,8 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			displayName: 'Connection Timeout (Ms)',
 			name: 'connectTimeoutMs',
 			type: 'number',
-			typeOptions: { minValue: 100, maxValue: 600000 },
-			default: 10000,
+			typeOptions: { minValue: LIMITS.connectTimeoutMs.min, maxValue: LIMITS.connectTimeoutMs.max },
+			default: LIMITS.connectTimeoutMs.default,
 			description:
 				'Longest wait for a connection from the pool (all Max Connections busy) or for a new connection to be set up, in milliseconds. The item then fails with a retry-safe error; nothing was recorded.',
 		},
@@ -142,8 +143,8 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			displayName: 'Statement Timeout (Ms)',
 			name: 'statementTimeoutMs',
 			type: 'number',
-			typeOptions: { minValue: 100, maxValue: 600000 },
-			default: 30000,
+			typeOptions: { minValue: LIMITS.statementTimeoutMs.min, maxValue: LIMITS.statementTimeoutMs.max },
+			default: LIMITS.statementTimeoutMs.default,
 			description:
 				'Longest time one statement of these nodes may run in the database, in milliseconds (SET LOCAL statement_timeout): every ledger batch and every queue call, the trigger\'s included. When it fires the batch is rolled back: nothing of it was recorded and running it again is safe. A COMMIT waiting for a synchronous standby is cancelled after this + 1 second; the batch is then recorded on the server but not confirmed by the standby (the error says so).',
 		},
@@ -151,8 +152,8 @@ export class OperationLedgerPostgresApi implements ICredentialType {
 			displayName: 'Lock Timeout (Ms)',
 			name: 'lockTimeoutMs',
 			type: 'number',
-			typeOptions: { minValue: 10, maxValue: 600000 },
-			default: 5000,
+			typeOptions: { minValue: LIMITS.lockTimeoutMs.min, maxValue: LIMITS.lockTimeoutMs.max },
+			default: LIMITS.lockTimeoutMs.default,
 			description:
 				'Longest wait for a lock another transaction holds, in milliseconds (SET LOCAL lock_timeout). Ledger: that operation key then fails with a retry-safe error and the other keys of the batch are not held up. Queue: the settle call fails with a retry-safe error, nothing changed (claims skip locked tasks).',
 		},

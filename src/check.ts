@@ -3,17 +3,18 @@
  * or throws InputError (src/errors.ts) naming the field; nothing has been written at that point.
  */
 import { InputError } from './errors';
+import type { Limit } from './limits';
 
-/** An integer within [min, max], given as a number or a decimal string. Throws InputError. */
-export function checkInt(value: unknown, what: string, min: number, max: number): number {
+/** An integer within [limit.min, limit.max] (an entry of LIMITS, src/limits.ts), given as a number or a decimal string. Throws InputError. */
+export function checkInt(value: unknown, what: string, { min, max }: Limit): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
 		throw new InputError(`${what} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
 	return n;
 }
 
-/** A finite number of seconds within [min, max], given as a number or a decimal string. Throws InputError. */
-export function checkSeconds(value: unknown, what: string, min: number, max: number): number {
+/** A finite number of seconds within [limit.min, limit.max] (an entry of LIMITS, src/limits.ts), given as a number or a decimal string. Throws InputError. */
+export function checkSeconds(value: unknown, what: string, { min, max }: Limit): number {
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
 	if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max)
 		throw new InputError(`${what} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(value)}`);

@@ -46,6 +46,7 @@ import { batchFailure, errorItem, prepareItems, scrubSecrets } from '../shared/i
 import { operationKeyParameter, operationKeyProperties } from '../shared/operationKey';
 import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import type { NodeOperation } from '../shared/router';
+import { LIMITS, numberRange, rangeText } from '../shared/limits';
 
 /** The outputs' display names after Unrecorded. */
 export const OUTPUT_NAMES = outputLabels(GUARDED_OUTPUTS, GUARDED_OUTPUT_LABELS);
@@ -207,19 +208,19 @@ const description: INodeProperties[] = [
 		displayName: 'Lease (Seconds)',
 		name: 'leaseSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 604800 },
-		default: 300,
+		typeOptions: numberRange(LIMITS.leaseSeconds),
+		default: LIMITS.leaseSeconds.default,
 		description:
-			'How long this execution holds the operation while the request runs, in seconds (1 to 604800); at least the timeout plus 5 s. A lease that ends without a recorded answer (the worker died) makes the operation unknown, never free to send again.',
+			`How long this execution holds the operation while the request runs, in seconds (${rangeText(LIMITS.leaseSeconds)}); at least the timeout plus 5 s. A lease that ends without a recorded answer (the worker died) makes the operation unknown, never free to send again.`,
 	},
 	{
 		displayName: 'Settle Window (Seconds)',
 		name: 'settleSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 2592000 },
-		default: 120,
+		typeOptions: numberRange(LIMITS.settleWindowSeconds),
+		default: LIMITS.settleWindowSeconds.default,
 		description:
-			'How long after the operation became unknown the write may still land at the target, in seconds (1 to 2592000). Reconcile Unknown looks it up only after this window. Choose more than the target takes to finish a request it received.',
+			`How long after the operation became unknown the write may still land at the target, in seconds (${rangeText(LIMITS.settleWindowSeconds)}). Reconcile Unknown looks it up only after this window. Choose more than the target takes to finish a request it received.`,
 	},
 	{
 		displayName: 'Options',

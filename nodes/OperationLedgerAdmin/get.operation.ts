@@ -4,6 +4,7 @@ import { getOperation } from '../../src/ledger/admin/get';
 import { checkOperationKey } from '../../src/ledger/validate';
 import { prepareItems, readEach } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';
+import { LIMITS, numberRange } from '../shared/limits';
 
 
 /** Get's parameters; Operation Key is shown for Settle by Hand too (one parameter, one place). */
@@ -22,8 +23,8 @@ const description: INodeProperties[] = [
 		displayName: 'Max Events',
 		name: 'maxEvents',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 10000 },
-		default: 500,
+		typeOptions: numberRange(LIMITS.getMaxEvents),
+		default: LIMITS.getMaxEvents.default,
 		description: 'Most events to return (the newest; "eventsTotal" says how many exist)',
 		displayOptions: showFor('get'),
 	},

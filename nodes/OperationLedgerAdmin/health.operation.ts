@@ -4,6 +4,7 @@ import { ledgerHealth } from '../../src/ledger/admin/health';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';
+import { LIMITS, numberRange } from '../shared/limits';
 
 
 const description: INodeProperties[] = [
@@ -11,8 +12,8 @@ const description: INodeProperties[] = [
 		displayName: 'Days of Events',
 		name: 'days',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 366 },
-		default: 7,
+		typeOptions: numberRange(LIMITS.healthDays),
+		default: LIMITS.healthDays.default,
 		description: 'Events per day for this many days (UTC), today included',
 		displayOptions: showFor('health'),
 	},

@@ -3,6 +3,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { checkListOptions, listOperations } from '../../src/ledger/admin/list';
 import { prepareItems, readEach } from '../shared/items';
 import { type NodeOperation, showFor } from '../shared/router';
+import { LIMITS, numberRange } from '../shared/limits';
 
 
 const description: INodeProperties[] = [
@@ -28,8 +29,8 @@ const description: INodeProperties[] = [
 		displayName: 'Minimum Age (Seconds)',
 		name: 'minAgeSeconds',
 		type: 'number',
-		typeOptions: { minValue: 0 },
-		default: 0,
+		typeOptions: numberRange(LIMITS.listMinAgeSeconds),
+		default: LIMITS.listMinAgeSeconds.default,
 		description: 'Only operations at least this old, in seconds (e.g. 3600 for an alert on anything unknown for an hour). 0: all.',
 		displayOptions: showFor('list'),
 	},
@@ -45,8 +46,8 @@ const description: INodeProperties[] = [
 		displayName: 'Page Size',
 		name: 'limit',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 1000 },
-		default: 50,
+		typeOptions: numberRange(LIMITS.listPageSize),
+		default: LIMITS.listPageSize.default,
 		description: 'Max number of results to return',
 		displayOptions: showFor('list'),
 	},

@@ -6,6 +6,7 @@ import { eventContext } from '../shared/context';
 import { batchFailure, errorJson, prepareItems } from '../shared/items';
 import { toCoreError } from '../../src/db/driverError';
 import { type NodeOperation, showFor } from '../shared/router';
+import { LIMITS, numberRange } from '../shared/limits';
 
 
 /** Hard Delete's acknowledgement and the fields both modes share. */
@@ -23,8 +24,8 @@ const description: INodeProperties[] = [
 		displayName: 'Settled More Than (Days)',
 		name: 'olderThanDays',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 36500 },
-		default: 90,
+		typeOptions: numberRange(LIMITS.retentionOlderThanDays),
+		default: LIMITS.retentionOlderThanDays.default,
 		description: 'Only operations settled (succeeded or failed) more than this many days ago. Unknown, review and reserved operations are never touched.',
 		displayOptions: showFor('compact', 'hardDelete'),
 	},
@@ -32,8 +33,8 @@ const description: INodeProperties[] = [
 		displayName: 'Batch Size',
 		name: 'batchSize',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 10000 },
-		default: 1000,
+		typeOptions: numberRange(LIMITS.retentionBatchSize),
+		default: LIMITS.retentionBatchSize.default,
 		description: 'Operations per batch; each batch is one short transaction that skips rows a workflow holds',
 		displayOptions: showFor('compact', 'hardDelete'),
 	},
@@ -41,8 +42,8 @@ const description: INodeProperties[] = [
 		displayName: 'Max Batches',
 		name: 'maxBatches',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 100000 },
-		default: 100,
+		typeOptions: numberRange(LIMITS.retentionMaxBatches),
+		default: LIMITS.retentionMaxBatches.default,
 		description: 'Stop after this many batches; the next run continues',
 		displayOptions: showFor('compact', 'hardDelete'),
 	},
@@ -50,8 +51,8 @@ const description: INodeProperties[] = [
 		displayName: 'Max Duration (Seconds)',
 		name: 'maxDurationSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 3600 },
-		default: 60,
+		typeOptions: { minValue: LIMITS.retentionMaxDurationMs.min / 1000, maxValue: LIMITS.retentionMaxDurationMs.max / 1000 },
+		default: LIMITS.retentionMaxDurationMs.default / 1000,
 		description: 'Start no new batch after this many seconds; the next run continues',
 		displayOptions: showFor('compact', 'hardDelete'),
 	},
@@ -59,8 +60,8 @@ const description: INodeProperties[] = [
 		displayName: 'Statement Timeout (Ms)',
 		name: 'statementTimeoutMs',
 		type: 'number',
-		typeOptions: { minValue: 100, maxValue: 600000 },
-		default: 30000,
+		typeOptions: numberRange(LIMITS.retentionStatementTimeoutMs),
+		default: LIMITS.retentionStatementTimeoutMs.default,
 		description: 'Statement and lock timeout of each batch, in milliseconds; a batch that exceeds it is rolled back',
 		displayOptions: showFor('compact', 'hardDelete'),
 	},

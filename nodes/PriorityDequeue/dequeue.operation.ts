@@ -5,6 +5,7 @@ import { dequeue, groupsFromRows, prepareDequeueOptions } from '../../src/queue'
 import { getLedgerConnection } from '../shared/connection';
 import { priorityGroupsProperty } from '../shared/groups';
 import { batchFailure, prepareItems } from '../shared/items';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	{
@@ -20,8 +21,8 @@ const description: INodeProperties[] = [
 		displayName: 'Batch Size',
 		name: 'batchSize',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 10000 },
-		default: 10,
+		typeOptions: numberRange(LIMITS.dequeueBatchSize),
+		default: LIMITS.dequeueBatchSize.default,
 		description: 'Maximum number of tasks to claim in this execution',
 		displayOptions: show('dequeue'),
 	},
@@ -29,8 +30,8 @@ const description: INodeProperties[] = [
 		displayName: 'Lease (Seconds)',
 		name: 'leaseSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 86400 },
-		default: 300,
+		typeOptions: numberRange(LIMITS.queueLeaseSeconds),
+		default: LIMITS.queueLeaseSeconds.default,
 		description:
 			'Visibility timeout: how long the claim holds each task. A task not completed, failed, released or extended by then is handed out again, and that counts as an attempt.',
 		displayOptions: show('dequeue'),
@@ -51,8 +52,8 @@ const description: INodeProperties[] = [
 				displayName: 'Aging Interval (Seconds)',
 				name: 'agingSeconds',
 				type: 'number',
-				typeOptions: { minValue: 0 },
-				default: 300,
+				typeOptions: numberRange(LIMITS.agingSeconds),
+				default: LIMITS.agingSeconds.default,
 				description:
 					'Tasks that have waited longer than this many seconds move to the front, oldest first, within a tenth of the interval (at most 1 s), so no task waits forever behind other groups\' work. 0 switches aging off.',
 			},

@@ -5,6 +5,7 @@ import { enqueue, type NotifyMode, prepareEnqueueInput } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { jsonParameter } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	queueField('enqueue'),
@@ -46,16 +47,16 @@ const description: INodeProperties[] = [
 				displayName: 'Delay (Seconds)',
 				name: 'delaySeconds',
 				type: 'number',
-				typeOptions: { minValue: 0 },
-				default: 0,
+				typeOptions: numberRange(LIMITS.enqueueDelaySeconds),
+				default: LIMITS.enqueueDelaySeconds.default,
 				description: 'Seconds from now before the task may be claimed',
 			},
 			{
 				displayName: 'Max Attempts',
 				name: 'maxAttempts',
 				type: 'number',
-				typeOptions: { minValue: 1, maxValue: 1000 },
-				default: 5,
+				typeOptions: numberRange(LIMITS.maxAttempts),
+				default: LIMITS.maxAttempts.default,
 				description: 'Claims allowed before the task goes to the dead letter (an expired lease counts as an attempt)',
 			},
 			{

@@ -3,6 +3,7 @@ import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n
 import { type QueueOperation, show, taskFields } from './common';
 import { extendLease, prepareExtendLeaseInput } from '../../src/queue';
 import { runSettle } from './settle';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	...taskFields('extendLease'),
@@ -10,8 +11,8 @@ const description: INodeProperties[] = [
 		displayName: 'Lease (Seconds)',
 		name: 'leaseSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 86400 },
-		default: 300,
+		typeOptions: numberRange(LIMITS.queueLeaseSeconds),
+		default: LIMITS.queueLeaseSeconds.default,
 		description: 'New lease length from now (heartbeat). An already expired lease cannot be extended.',
 		displayOptions: show('extendLease'),
 	},

@@ -3,6 +3,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { type QueueOperation, show, taskFields } from './common';
 import { type BackoffOptions, fail, prepareBackoff, prepareFailInput } from '../../src/queue';
 import { runSettle } from './settle';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	...taskFields('fail'),
@@ -26,16 +27,16 @@ const description: INodeProperties[] = [
 				displayName: 'Backoff Base (Seconds)',
 				name: 'backoffBaseSeconds',
 				type: 'number',
-				typeOptions: { minValue: 0 },
-				default: 5,
+				typeOptions: numberRange(LIMITS.backoffBaseSeconds),
+				default: LIMITS.backoffBaseSeconds.default,
 				description: 'Backoff of the first retry. Attempt n waits min(cap, base × 2^(n-1)) with equal jitter: half of it fixed, half random.',
 			},
 			{
 				displayName: 'Backoff Cap (Seconds)',
 				name: 'backoffCapSeconds',
 				type: 'number',
-				typeOptions: { minValue: 0 },
-				default: 3600,
+				typeOptions: numberRange(LIMITS.backoffCapSeconds),
+				default: LIMITS.backoffCapSeconds.default,
 				description: 'Upper bound of the backoff before jitter',
 			},
 			{

@@ -3,6 +3,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { type QueueOperation, show, taskFields } from './common';
 import { prepareReleaseInput, release } from '../../src/queue';
 import { runSettle } from './settle';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	...taskFields('release'),
@@ -25,8 +26,8 @@ const description: INodeProperties[] = [
 				displayName: 'Delay (Seconds)',
 				name: 'delaySeconds',
 				type: 'number',
-				typeOptions: { minValue: 0 },
-				default: 0,
+				typeOptions: numberRange(LIMITS.releaseDelaySeconds),
+				default: LIMITS.releaseDelaySeconds.default,
 				description: 'Seconds before the task may be claimed again. 0 keeps its place at the head of its group.',
 			},
 		],

@@ -4,6 +4,7 @@ import { asJson, queueField, type QueueOperation, show } from './common';
 import { prepareStatsRequest, statsReport } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	queueField('stats'),
@@ -19,8 +20,8 @@ const description: INodeProperties[] = [
 				displayName: 'Include Dead Tasks',
 				name: 'deadTasks',
 				type: 'number',
-				typeOptions: { minValue: 0, maxValue: 1000 },
-				default: 0,
+				typeOptions: numberRange(LIMITS.statsDeadTasks),
+				default: LIMITS.statsDeadTasks.default,
 				description: 'How many of the most recent dead tasks to list under deadTasks (0: none)',
 			},
 		],

@@ -29,14 +29,15 @@ import {
 import { ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
 import { CREDENTIAL_NAME, loadLedgerCredential } from '../shared/credential';
 import { priorityGroupsProperty } from '../shared/groups';
+import { LIMITS, numberRange } from '../shared/limits';
 
 /** The Options entries. */
 const AGING_OPTION: INodeProperties = {
 	displayName: 'Aging Interval (Seconds)',
 	name: 'agingSeconds',
 	type: 'number',
-	typeOptions: { minValue: 0 },
-	default: 300,
+	typeOptions: numberRange(LIMITS.agingSeconds),
+	default: LIMITS.agingSeconds.default,
 	description:
 		'Claim mode: tasks that have waited longer than this many seconds move to the front, oldest first, within a tenth of the interval (at most 1 s). 0 switches aging off.',
 };
@@ -44,8 +45,8 @@ const TIMEOUT_OPTION: INodeProperties = {
 	displayName: 'Execution Timeout (Seconds)',
 	name: 'inFlightTimeoutSeconds',
 	type: 'number',
-	typeOptions: { minValue: 1 },
-	default: 600,
+	typeOptions: numberRange(LIMITS.triggerExecutionTimeoutSeconds),
+	default: LIMITS.triggerExecutionTimeoutSeconds.default,
 	description: 'After this long, a started execution no longer counts against Max Parallel Executions',
 };
 
@@ -108,8 +109,8 @@ export class PriorityDequeueTrigger implements INodeType {
 				displayName: 'Batch Size',
 				name: 'batchSize',
 				type: 'number',
-				typeOptions: { minValue: 1, maxValue: 10000 },
-				default: 10,
+				typeOptions: numberRange(LIMITS.dequeueBatchSize),
+				default: LIMITS.dequeueBatchSize.default,
 				description: 'Maximum number of tasks to claim per execution',
 				displayOptions: { show: { mode: ['claim'] } },
 			},
@@ -117,8 +118,8 @@ export class PriorityDequeueTrigger implements INodeType {
 				displayName: 'Lease (Seconds)',
 				name: 'leaseSeconds',
 				type: 'number',
-				typeOptions: { minValue: 1, maxValue: 86400 },
-				default: 300,
+				typeOptions: numberRange(LIMITS.queueLeaseSeconds),
+				default: LIMITS.queueLeaseSeconds.default,
 				description: 'Visibility timeout of each claimed task',
 				displayOptions: { show: { mode: ['claim'] } },
 			},
@@ -134,8 +135,8 @@ export class PriorityDequeueTrigger implements INodeType {
 				displayName: 'Poll Interval (Seconds)',
 				name: 'pollSeconds',
 				type: 'number',
-				typeOptions: { minValue: 1 },
-				default: 30,
+				typeOptions: numberRange(LIMITS.triggerPollSeconds),
+				default: LIMITS.triggerPollSeconds.default,
 				description:
 					'How often to check the queue even without a notification (and how late work is noticed when LISTEN/NOTIFY is off). Delayed tasks are picked up at their time.',
 			},
@@ -143,16 +144,16 @@ export class PriorityDequeueTrigger implements INodeType {
 				displayName: 'Max Parallel Executions',
 				name: 'maxInFlight',
 				type: 'number',
-				typeOptions: { minValue: 1, maxValue: 100 },
-				default: 1,
+				typeOptions: numberRange(LIMITS.triggerMaxInFlight),
+				default: LIMITS.triggerMaxInFlight.default,
 				description: 'Executions this trigger may have running at once; more work waits until one finishes',
 			},
 			{
 				displayName: 'Max Executions per Minute',
 				name: 'maxPerMinute',
 				type: 'number',
-				typeOptions: { minValue: 1, maxValue: 6000 },
-				default: 120,
+				typeOptions: numberRange(LIMITS.triggerMaxPerMinute),
+				default: LIMITS.triggerMaxPerMinute.default,
 				description:
 					'Upper bound of executions this trigger starts in any 60-second window, so also of its throughput: at most this × the batch size tasks a minute (1,200 with the defaults). Besides this cap, after an execution that fails or claims nothing it waits 1 s, doubling up to 60 s, until an execution makes progress.',
 			},
@@ -174,17 +175,17 @@ export class PriorityDequeueTrigger implements INodeType {
 		const queue = checkQueueName(this.getNodeParameter('queue') as string);
 		const mode = this.getNodeParameter('mode', 'wakeUp') as string;
 		const options = this.getNodeParameter('options', {}) as IDataObject;
-		const pollMs = checkSeconds(this.getNodeParameter('pollSeconds', 30), 'Poll interval', 1, 86_400) * 1000;
-		const maxInFlight = checkInt(this.getNodeParameter('maxInFlight', 1), 'Max parallel executions', 1, 100);
-		const inFlightTimeoutMs = checkSeconds(options.inFlightTimeoutSeconds ?? 600, 'Execution timeout', 1, 86_400) * 1000;
+		const pollMs = checkSeconds(this.getNodeParameter('pollSeconds', LIMITS.triggerPollSeconds.default), 'Poll interval', LIMITS.triggerPollSeconds) * 1000;
+		const maxInFlight = checkInt(this.getNodeParameter('maxInFlight', LIMITS.triggerMaxInFlight.default), 'Max parallel executions', LIMITS.triggerMaxInFlight);
+		const inFlightTimeoutMs = checkSeconds(options.inFlightTimeoutSeconds ?? LIMITS.triggerExecutionTimeoutSeconds.default, 'Execution timeout', LIMITS.triggerExecutionTimeoutSeconds) * 1000;
 		const claim =
 			mode === 'claim'
 				? // Checked once here (src/queue: prepareDequeueOptions), not again at every claim.
 					prepareDequeueOptions({
 						queue,
-						limit: this.getNodeParameter('batchSize', 10) as number,
-						leaseSeconds: this.getNodeParameter('leaseSeconds', 300) as number,
-						agingSeconds: (options.agingSeconds ?? 300) as number,
+						limit: this.getNodeParameter('batchSize', LIMITS.dequeueBatchSize.default) as number,
+						leaseSeconds: this.getNodeParameter('leaseSeconds', LIMITS.queueLeaseSeconds.default) as number,
+						agingSeconds: (options.agingSeconds ?? LIMITS.agingSeconds.default) as number,
 						groups: groupsFromRows(this.getNodeParameter('priorityGroups')),
 					})
 				: undefined;
@@ -192,7 +193,7 @@ export class PriorityDequeueTrigger implements INodeType {
 		// a notification (which anyone who can connect may send, and which does not say the group)
 		// is only a hint to check: it never starts an execution by itself.
 		const watchGroups = claim ? null : checkGroups(groupsFromRows(this.getNodeParameter('priorityGroups'))).map((g) => g.name);
-		const maxPerMinute = checkInt(this.getNodeParameter('maxPerMinute', 120), 'Max executions per minute', 1, 6000);
+		const maxPerMinute = checkInt(this.getNodeParameter('maxPerMinute', LIMITS.triggerMaxPerMinute.default), 'Max executions per minute', LIMITS.triggerMaxPerMinute);
 		// A handle that holds no pool between calls: the idle sweeper or eviction may end the pool
 		// underneath, and the next call simply uses a new one (src/db/pool.ts).
 		const pool = getPool(config);

@@ -7,6 +7,7 @@ import { batchFailure, prepareItems } from '../shared/items';
 import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import { OUTPUT_COUNT, TO_CHECK } from './outputs';
 import type { NodeOperation } from '../shared/router';
+import { LIMITS, numberRange, rangeText } from '../shared/limits';
 
 const show = { show: { operation: ['claim'] } };
 
@@ -15,27 +16,27 @@ export const claimProperties: INodeProperties[] = [
 		displayName: 'Batch Size',
 		name: 'batchSize',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 1000 },
-		default: 50,
-		description: 'Most operations to claim in one execution (1 to 1000), oldest first',
+		typeOptions: numberRange(LIMITS.reconcileBatchSize),
+		default: LIMITS.reconcileBatchSize.default,
+		description: `Most operations to claim in one execution (${rangeText(LIMITS.reconcileBatchSize)}), oldest first`,
 		displayOptions: show,
 	},
 	{
 		displayName: 'Extra Settle Delay (Seconds)',
 		name: 'settleSeconds',
 		type: 'number',
-		typeOptions: { minValue: 0, maxValue: 2592000 },
-		default: 0,
+		typeOptions: numberRange(LIMITS.reconcileSettleDelaySeconds),
+		default: LIMITS.reconcileSettleDelaySeconds.default,
 		description:
-			'Seconds to wait on top of each operation\'s own settle window before checking it (0 to 2592000). The window itself belongs to the operation: it is set by Reserve Operation\'s "Settle Window (Seconds)" and stored when the operation becomes unknown, and the database refuses "did not happen" from a claim made before it ended.',
+			`Seconds to wait on top of each operation's own settle window before checking it (${rangeText(LIMITS.reconcileSettleDelaySeconds)}). The window itself belongs to the operation: it is set by Reserve Operation's "Settle Window (Seconds)" and stored when the operation becomes unknown, and the database refuses "did not happen" from a claim made before it ended.`,
 		displayOptions: show,
 	},
 	{
 		displayName: 'Claim Duration (Seconds)',
 		name: 'claimSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 86400 },
-		default: 300,
+		typeOptions: numberRange(LIMITS.reconcileClaimSeconds),
+		default: LIMITS.reconcileClaimSeconds.default,
 		description:
 			'How long this execution holds the claimed operations, in seconds, so another reconciler does not check them at the same time. The Resolve step must run before it ends.',
 		displayOptions: show,

@@ -11,6 +11,7 @@ import { fieldFromLineage, upstreamNodeNames } from '../shared/lineage';
 import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import { OUTPUT_COUNT, resolveOutput } from './outputs';
 import type { NodeOperation } from '../shared/router';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
 
@@ -77,8 +78,8 @@ export const resolveProperties: INodeProperties[] = [
 		displayName: 'Max Checks',
 		name: 'maxChecks',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 1000 },
-		default: 10,
+		typeOptions: numberRange(LIMITS.resolveMaxChecks),
+		default: LIMITS.resolveMaxChecks.default,
 		description: 'After this many inconclusive checks the operation goes to human review (it is never deleted)',
 		displayOptions: show(),
 	},
@@ -86,8 +87,8 @@ export const resolveProperties: INodeProperties[] = [
 		displayName: 'Backoff Base (Seconds)',
 		name: 'backoffBaseSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1 },
-		default: 60,
+		typeOptions: numberRange(LIMITS.resolveBackoffBaseSeconds),
+		default: LIMITS.resolveBackoffBaseSeconds.default,
 		description: 'Wait before the next check after an inconclusive one, in seconds; doubles with each check',
 		displayOptions: show(),
 	},
@@ -95,8 +96,8 @@ export const resolveProperties: INodeProperties[] = [
 		displayName: 'Backoff Ceiling (Seconds)',
 		name: 'backoffMaxSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1 },
-		default: 3600,
+		typeOptions: numberRange(LIMITS.resolveBackoffMaxSeconds),
+		default: LIMITS.resolveBackoffMaxSeconds.default,
 		description: 'Longest wait between checks, in seconds',
 		displayOptions: show(),
 	},

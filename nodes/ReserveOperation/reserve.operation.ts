@@ -19,6 +19,7 @@ import { cutText } from '../../src/text';
 import { UNRECORDED, emptyOutputs } from '../shared/outputs';
 import { InputError } from '../../src/errors';
 import type { NodeOperation } from '../shared/router';
+import { LIMITS, numberRange, rangeText } from '../shared/limits';
 
 /** Output index per decision, in the order of RESERVE_OUTPUTS after Unrecorded (nodes/shared/outputs.ts). */
 const OUTPUT = Object.fromEntries(RESERVE_OUTPUTS.map((o, i) => [o, i + 1])) as Record<ReserveDecision, number>;
@@ -76,19 +77,19 @@ const description: INodeProperties[] = [
 		displayName: 'Lease (Seconds)',
 		name: 'leaseSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 604800 },
-		default: 300,
+		typeOptions: numberRange(LIMITS.leaseSeconds),
+		default: LIMITS.leaseSeconds.default,
 		description:
-			'How long this execution holds the operation, in seconds (1 to 604800). Choose more than the write can take. A lease that expires without Confirm makes the operation unknown, never free to send again.',
+			`How long this execution holds the operation, in seconds (${rangeText(LIMITS.leaseSeconds)}). Choose more than the write can take. A lease that expires without Confirm makes the operation unknown, never free to send again.`,
 	},
 	{
 		displayName: 'Settle Window (Seconds)',
 		name: 'settleSeconds',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: 2592000 },
-		default: 120,
+		typeOptions: numberRange(LIMITS.settleWindowSeconds),
+		default: LIMITS.settleWindowSeconds.default,
 		description:
-			'How long a write may still land at the target after the operation became unknown (or after its lease ended), in seconds (1 to 2592000). Stored with the operation: Reconcile Unknown claims it only after this window and the database refuses "did not happen" from an earlier lookup. Choose more than the target\'s timeout plus its retries.',
+			`How long a write may still land at the target after the operation became unknown (or after its lease ended), in seconds (${rangeText(LIMITS.settleWindowSeconds)}). Stored with the operation: Reconcile Unknown claims it only after this window and the database refuses "did not happen" from an earlier lookup. Choose more than the target's timeout plus its retries.`,
 	},
 ];
 

@@ -5,6 +5,7 @@
  */
 import type { IDisplayOptions, INodeProperties } from 'n8n-workflow';
 import { DEFAULT_GROUPS } from '../../src/queue/states';
+import { LIMITS, numberRange, rangeText } from './limits';
 
 /** The parameter; `show` limits it (e.g. to an operation; none: always shown), `description` says what it is for. */
 export function priorityGroupsProperty(show: IDisplayOptions['show'] | undefined, description: string): INodeProperties {
@@ -35,9 +36,9 @@ export function priorityGroupsProperty(show: IDisplayOptions['show'] | undefined
 						displayName: 'Weight',
 						name: 'weight',
 						type: 'number',
-						typeOptions: { minValue: 1, maxValue: 1000 },
-						default: 1,
-						description: 'Its share of claims while every group has work (a whole number, 1 to 1000)',
+						typeOptions: numberRange(LIMITS.groupWeight),
+						default: LIMITS.groupWeight.default,
+						description: `Its share of claims while every group has work (a whole number, ${rangeText(LIMITS.groupWeight)})`,
 					},
 				],
 			},

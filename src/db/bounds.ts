@@ -56,17 +56,18 @@ import { DeadlineError } from './deadline';
 import { ReplicationUnconfirmedError, watchSyncRep } from './syncRep';
 import { escapeLiteral, prepareValue } from '../vendor';
 import { CoreError, everyItemSafe } from '../errors';
+import { LIMITS } from '../limits';
 
 export { DeadlineError } from './deadline';
 export { ReplicationUnconfirmedError } from './syncRep';
 
 export const DEFAULTS = {
-	/** Longest a batch statement may run, in milliseconds. */
-	statementTimeoutMs: 30_000,
-	/** Longest wait for one row lock, in milliseconds. */
-	lockTimeoutMs: 5_000,
-	/** Longest wait for a pool connection (and for a new connection's handshake), in milliseconds. */
-	connectTimeoutMs: 10_000,
+	/** Longest a batch statement may run, in milliseconds (LIMITS.statementTimeoutMs). */
+	statementTimeoutMs: LIMITS.statementTimeoutMs.default,
+	/** Longest wait for the row locks of one batch, in milliseconds (LIMITS.lockTimeoutMs). */
+	lockTimeoutMs: LIMITS.lockTimeoutMs.default,
+	/** Longest wait for a pool connection (and for a new connection's handshake), in milliseconds (LIMITS.connectTimeoutMs). */
+	connectTimeoutMs: LIMITS.connectTimeoutMs.default,
 	/**
 	 * Longest wait of the schema migrator for a lock, in milliseconds: its advisory lock (another
 	 * process applying the schema) and each table lock a migration statement takes (src/db/migrate.ts).
@@ -100,11 +101,11 @@ export const DEFAULTS = {
 	retryBaseMs: 20,
 } as const;
 
-/** Accepted ranges (milliseconds) for the credential fields. */
+/** Accepted ranges (milliseconds) for the credential fields (LIMITS, src/limits.ts). */
 export const RANGES = {
-	statementTimeoutMs: { min: 100, max: 600_000 },
-	lockTimeoutMs: { min: 10, max: 600_000 },
-	connectTimeoutMs: { min: 100, max: 600_000 },
+	statementTimeoutMs: LIMITS.statementTimeoutMs,
+	lockTimeoutMs: LIMITS.lockTimeoutMs,
+	connectTimeoutMs: LIMITS.connectTimeoutMs,
 } as const;
 
 export interface Bounds {

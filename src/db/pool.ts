@@ -29,6 +29,7 @@ import { quoteSchema } from './identifiers';
 import { DEFAULTS, roundTripDeadlineMs } from './bounds';
 import { checkedOut } from './checkout';
 import { DeadlineError } from './deadline';
+import { LIMITS } from '../limits';
 
 export type { SslMode };
 
@@ -118,7 +119,7 @@ function poolKey(cfg: ConnectionConfig): string {
  */
 export function toPgConfig(cfg: ConnectionConfig): PoolConfig {
 	const e = resolveEndpoint(cfg);
-	const max = Math.min(Math.max(Math.trunc(cfg.maxConnections ?? 5), 1), 100);
+	const max = Math.min(Math.max(Math.trunc(cfg.maxConnections ?? LIMITS.maxConnections.default), LIMITS.maxConnections.min), LIMITS.maxConnections.max);
 	const password = e.password;
 	return {
 		max,

@@ -11,7 +11,8 @@ import { cutAny, cutText, storableText } from '../text';
 import { queryChunked } from '../db/batch';
 import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
-import { CONFIRM_OUTCOMES, eventContextJson, isConfirmOutcome, LIMITS, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
+import { CONFIRM_OUTCOMES, eventContextJson, isConfirmOutcome, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
+import { TEXT_LIMITS } from '../limits';
 import { checkOperationKey, checkOptionalText } from './validate';
 
 
@@ -85,7 +86,7 @@ export function prepareConfirmItem(index: number, input: ConfirmInput): ConfirmI
 	if (!isConfirmOutcome(outcome)) {
 		throw new InputError(`The outcome must be ${CONFIRM_OUTCOMES.slice(0, -1).join(', ')} or ${CONFIRM_OUTCOMES[CONFIRM_OUTCOMES.length - 1]}; got ${cutAny(JSON.stringify(outcome), 40)}`);
 	}
-	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
+	const externalRef = checkOptionalText(input.externalRef, 'The external reference', TEXT_LIMITS.maxReferenceLength);
 	// Diagnostic text, cut anyway: made storable (NUL, lone surrogates: U+FFFD) instead of failing the outcome.
 	const reason = checkOptionalText(typeof input.reason === 'string' ? storableText(input.reason, 2000) : input.reason, 'The reason', 2000);
 	let responseJson: string;

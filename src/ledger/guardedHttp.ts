@@ -14,7 +14,7 @@ import { InputError } from '../errors';
 import { assertJson, NotJsonError } from '../json/canonical';
 import { cutText } from '../text';
 import { classifyHttpResult, classifyStatus, type Classification, type StatusOverrides } from './classify';
-import { LIMITS } from './states';
+import { TEXT_LIMITS } from '../limits';
 
 /** The methods offered (a write is usually POST, PUT, PATCH or DELETE). */
 export const GUARDED_METHODS = ['DELETE', 'GET', 'PATCH', 'POST', 'PUT'] as const;
@@ -271,5 +271,5 @@ export function referenceAt(body: unknown, path: string): string | null {
 	}
 	if (typeof v === 'number' && Number.isFinite(v)) return String(v);
 	if (typeof v !== 'string' || v === '') return null;
-	return cutText(v, LIMITS.maxReferenceLength);
+	return cutText(v, TEXT_LIMITS.maxReferenceLength);
 }

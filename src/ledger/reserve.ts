@@ -10,7 +10,8 @@ import { type Bounds } from '../db/bounds';
 import { queryChunked } from '../db/batch';
 import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
 import { createHash } from 'node:crypto';
-import { eventContextJson, LIMITS, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
+import { eventContextJson, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
+import { TEXT_LIMITS } from '../limits';
 import { DEFAULT_SETTLE_SECONDS, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from './validate';
 
 
@@ -27,10 +28,10 @@ export interface ReserveItem {
 	/** RFC 8785 canonical JSON text of the request (stored for reconcile lookups). */
 	canonicalRequest: string;
 	target: string | null;
-	/** Lease duration in seconds (1 .. 604800). */
+	/** Lease duration in seconds (LIMITS.leaseSeconds: 1 .. 7 days). */
 	leaseSeconds: number;
 	/**
-	 * Settle window in seconds (1 .. 2592000, default 120): how long after the operation becomes unknown
+	 * Settle window in seconds (LIMITS.settleWindowSeconds: 1 .. 30 days, default 120): how long after the operation becomes unknown
 	 * (or after its lease ends) a write may still land at the target. Stored with the operation;
 	 * Reconcile Unknown cannot record "did not happen" before it has passed.
 	 */
@@ -79,7 +80,7 @@ export function prepareReserveItem(
 	const operationKey = checkOperationKey(input.operationKey);
 	const leaseSeconds = checkLeaseSeconds(input.leaseSeconds);
 	const settleSeconds = checkSettleSeconds(input.settleSeconds ?? DEFAULT_SETTLE_SECONDS);
-	const target = checkOptionalKeyText(input.target, 'The target', LIMITS.maxTargetLength);
+	const target = checkOptionalKeyText(input.target, 'The target', TEXT_LIMITS.maxTargetLength);
 	let canonicalRequest: string;
 	try {
 		canonicalRequest = canonicalJson(input.request === undefined ? null : input.request);
@@ -87,10 +88,10 @@ export function prepareReserveItem(
 		if (e instanceof NotJsonError) throw new InputError(`The request cannot be fingerprinted: ${e.message.replace(/^\$/, 'request')}`);
 		throw e;
 	}
-	if (canonicalRequest.length > LIMITS.maxRequestBytes) {
+	if (canonicalRequest.length > TEXT_LIMITS.maxRequestBytes) {
 		const bytes = Buffer.byteLength(canonicalRequest, 'utf8');
-		if (bytes > LIMITS.maxRequestBytes) {
-			throw new InputError(`The request is ${bytes} bytes as canonical JSON; at most ${LIMITS.maxRequestBytes} are allowed. Fingerprint a smaller business identity (ids and amounts), not whole documents.`);
+		if (bytes > TEXT_LIMITS.maxRequestBytes) {
+			throw new InputError(`The request is ${bytes} bytes as canonical JSON; at most ${TEXT_LIMITS.maxRequestBytes} are allowed. Fingerprint a smaller business identity (ids and amounts), not whole documents.`);
 		}
 	}
 	const fp = createHash('sha256').update(canonicalRequest, 'utf8').digest('hex');

@@ -156,21 +156,6 @@ export function outputLabels<K extends string>(order: readonly K[], labels: Read
 	return order.map((k) => labels[k]);
 }
 
-/** Limits checked before anything is written. */
-export const LIMITS = {
-	/** Operation keys: 1..512 bytes of UTF-8 (the table's CHECK constraint agrees). */
-	maxKeyBytes: 512,
-	/** Lease: 1 second .. 7 days. */
-	minLeaseSeconds: 1,
-	maxLeaseSeconds: 7 * 24 * 3600,
-	/** Requests stored for reconcile lookups: at most 1 MiB of canonical JSON. */
-	maxRequestBytes: 1024 * 1024,
-	/** Target names: at most 200 characters. */
-	maxTargetLength: 200,
-	/** External references: at most 1000 characters. */
-	maxReferenceLength: 1000,
-} as const;
-
 /**
  * Context recorded on every event: which execution, workflow and node caused it. `executionId` is
  * also what Reserve records as the lease's execution and what Confirm compares it with (a report

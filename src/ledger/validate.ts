@@ -1,5 +1,5 @@
 /** Checks on what a node is about to write; each throws InputError (src/errors.ts) with a clear message. */
-import { LIMITS } from './states';
+import { LIMITS, TEXT_LIMITS } from '../limits';
 import { cutAny, cutText } from '../text';
 import { checkKeyText } from '../keyText';
 import { InputError } from '../errors';
@@ -35,7 +35,7 @@ export function checkOperationKey(key: unknown): string {
 	}
 	const nfc = key.normalize('NFC');
 	const bytes = Buffer.byteLength(nfc, 'utf8');
-	if (bytes > LIMITS.maxKeyBytes) throw new InputError(`The operation key is ${bytes} bytes long; at most ${LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
+	if (bytes > TEXT_LIMITS.maxKeyBytes) throw new InputError(`The operation key is ${bytes} bytes long; at most ${TEXT_LIMITS.maxKeyBytes} are allowed. Hash long parts first.`);
 	return nfc;
 }
 
@@ -62,23 +62,25 @@ export function buildOperationKey(parts: { resource: unknown; action: unknown; e
 	return checkOperationKey(out.join(':'));
 }
 
-/** Default settle window: 120 seconds. */
-export const DEFAULT_SETTLE_SECONDS = 120;
+/** Default settle window: LIMITS.settleWindowSeconds.default (120 seconds). */
+export const DEFAULT_SETTLE_SECONDS = LIMITS.settleWindowSeconds.default;
 
-/** Validates a settle window in seconds (integer, 1 .. 2592000 = 30 days; a floor above zero). */
+/** Validates a settle window in seconds (integer within LIMITS.settleWindowSeconds, 1 .. 30 days; a floor above zero). */
 export function checkSettleSeconds(value: unknown): number {
+	const { min, max } = LIMITS.settleWindowSeconds;
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-	if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 2592000) {
-		throw new InputError(`The settle window must be a whole number of seconds from 1 to 2592000 (30 days); got ${cutAny(value, 40)}`);
+	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+		throw new InputError(`The settle window must be a whole number of seconds from ${min} to ${max} (30 days); got ${cutAny(value, 40)}`);
 	}
 	return n;
 }
 
-/** Validates a lease duration in seconds (integer, 1 .. 604800). */
+/** Validates a lease duration in seconds (integer within LIMITS.leaseSeconds, 1 .. 7 days). */
 export function checkLeaseSeconds(value: unknown): number {
+	const { min, max } = LIMITS.leaseSeconds;
 	const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-	if (typeof n !== 'number' || !Number.isInteger(n) || n < LIMITS.minLeaseSeconds || n > LIMITS.maxLeaseSeconds) {
-		throw new InputError(`The lease must be a whole number of seconds from ${LIMITS.minLeaseSeconds} to ${LIMITS.maxLeaseSeconds} (7 days); got ${cutAny(value, 40)}`);
+	if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+		throw new InputError(`The lease must be a whole number of seconds from ${min} to ${max} (7 days); got ${cutAny(value, 40)}`);
 	}
 	return n;
 }

@@ -1,7 +1,8 @@
 /**
  * Dequeue: claim up to N ready tasks, weighted fair across priority groups, each with a lease.
  */
-import { DEFAULT_AGING_SECONDS, DEFAULT_GROUPS, DEFAULT_LEASE_SECONDS, type GroupWeight } from './states';
+import { DEFAULT_GROUPS, type GroupWeight } from './states';
+import { AGING_MIN_POSITIVE_SECONDS, LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
 import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, type Queryable } from './types';
 import { InputError } from '../errors';
@@ -11,11 +12,11 @@ export interface DequeueOptions {
 	queue: string;
 	/** Maximum number of tasks to claim (1 to 10,000). */
 	limit: number;
-	/** Lease (visibility timeout) in seconds (1 to 86,400; default 300). */
+	/** Lease (visibility timeout) in seconds (LIMITS.queueLeaseSeconds: 1 to 86,400; default 300). */
 	leaseSeconds?: number;
 	/** Groups with integer weights >= 1 (default high 5, normal 2, low 1); their order does not matter. Recorded for the queue: enqueue tags with them. */
 	groups?: readonly GroupWeight[];
-	/** Aging interval in seconds: 0 switches aging off, else 0.001 to 31,536,000 (default 300). */
+	/** Aging interval in seconds (LIMITS.agingSeconds): 0 switches aging off, else 0.001 to 31,536,000 (default 300). */
 	agingSeconds?: number;
 }
 
@@ -62,31 +63,31 @@ interface Row {
 	waited_secs: number;
 }
 
-/** Validates groups: 1 to 20, distinct names, integer weights 1 to 1000. Throws InputError. */
+/** Validates groups: LIMITS.priorityGroups (1 to 20), distinct names, integer weights LIMITS.groupWeight (1 to 1000). Throws InputError. */
 export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
-	if (!Array.isArray(groups) || groups.length === 0 || groups.length > 20)
-		throw new InputError('Give 1 to 20 priority groups');
+	if (!Array.isArray(groups) || groups.length < LIMITS.priorityGroups.min || groups.length > LIMITS.priorityGroups.max)
+		throw new InputError(`Give ${LIMITS.priorityGroups.min} to ${LIMITS.priorityGroups.max} priority groups`);
 	const seen = new Set<string>();
 	return groups.map((g) => {
 		const name = checkGroupName(g.name);
 		if (seen.has(name)) throw new InputError(`Priority group "${name}" is listed twice`);
 		seen.add(name);
-		return { name, weight: checkInt(g.weight, `Weight of group "${name}"`, 1, 1000) };
+		return { name, weight: checkInt(g.weight, `Weight of group "${name}"`, LIMITS.groupWeight) };
 	});
 }
 
 /**
- * Checks dequeue options (queue name; batch size 1 to 10,000; lease 1 to 86,400 s, default 300;
- * aging 0 or 0.001 to 31,536,000 s, default 300; groups as checkGroups, default DEFAULT_GROUPS) and
+ * Checks dequeue options (queue name; batch size, lease and aging within LIMITS (src/limits.ts):
+ * batch 1 to 10,000; lease 1 to 86,400 s, default 300; aging 0 or 0.001 to 31,536,000 s, default 300; groups as checkGroups, default DEFAULT_GROUPS) and
  * returns them normalised, defaults filled in, prepared (prepared.ts). Throws InputError.
  */
 export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
 	const queue = checkQueueName(options.queue);
-	const limit = checkInt(options.limit, 'Batch size', 1, 10_000);
-	const leaseSeconds = checkSeconds(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400);
-	const aging = checkSeconds(options.agingSeconds ?? DEFAULT_AGING_SECONDS, 'Aging interval', 0, 31_536_000);
+	const limit = checkInt(options.limit, 'Batch size', LIMITS.dequeueBatchSize);
+	const leaseSeconds = checkSeconds(options.leaseSeconds ?? LIMITS.queueLeaseSeconds.default, 'Lease', LIMITS.queueLeaseSeconds);
+	const aging = checkSeconds(options.agingSeconds ?? LIMITS.agingSeconds.default, 'Aging interval', LIMITS.agingSeconds);
 	// Below a millisecond the aging position (wait / interval) would leave the double range.
-	if (aging > 0 && aging < 0.001) throw new InputError(`Aging interval must be 0 (off) or at least 0.001 seconds, got ${aging}`);
+	if (aging > 0 && aging < AGING_MIN_POSITIVE_SECONDS) throw new InputError(`Aging interval must be 0 (off) or at least ${AGING_MIN_POSITIVE_SECONDS} seconds, got ${aging}`);
 	const groups = checkGroups(options.groups ?? DEFAULT_GROUPS);
 	return markPrepared<Required<DequeueOptions>>({ queue, limit, leaseSeconds, agingSeconds: aging, groups });
 }

@@ -6,7 +6,7 @@ import { checkKeyText } from '../keyText';
 import { cutAny } from '../text';
 import { queryChunked } from '../db/batch';
 import { boundedQuery, type Bounds } from '../db/bounds';
-import { DEFAULT_MAX_ATTEMPTS } from './states';
+import { LIMITS } from '../limits';
 import { assertJson, NotJsonError } from '../json/canonical';
 import { markPrepared, prepareOnce } from './prepared';
 import {
@@ -29,11 +29,11 @@ export interface EnqueueInput {
 	payload?: unknown;
 	/** Idempotency: while a task with this key is live (pending or processing) in the queue, it is returned instead. */
 	dedupeKey?: string | null;
-	/** Seconds from now before the task may be claimed (0 to 31,536,000). */
+	/** Seconds from now before the task may be claimed (LIMITS.enqueueDelaySeconds: 0 to 31,536,000). */
 	delaySeconds?: number;
 	/** Not before this time (ISO-8601 string or Date). The later of this and the delay wins. */
 	notBefore?: string | Date | null;
-	/** Claims allowed before the task goes dead (1 to 1000, default 5). */
+	/** Claims allowed before the task goes dead (LIMITS.maxAttempts: 1 to 1000, default 5). */
 	maxAttempts?: number;
 }
 
@@ -139,7 +139,7 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		queue: checkQueueName(input.queue),
 		group: checkGroupName(input.group),
 		payload: checkPayload(input.payload === undefined ? {} : input.payload),
-		maxAttempts: checkInt(input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'Max attempts', 1, 1000),
+		maxAttempts: checkInt(input.maxAttempts ?? LIMITS.maxAttempts.default, 'Max attempts', LIMITS.maxAttempts),
 		dedupeKey: null,
 		notBefore: null,
 	};
@@ -153,7 +153,7 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		out.dedupeKey = nfc;
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
-		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', 0, 31_536_000);
+		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', LIMITS.enqueueDelaySeconds);
 	if (input.notBefore !== undefined && input.notBefore !== null && input.notBefore !== '') {
 		const t = input.notBefore instanceof Date ? input.notBefore : parseTimestamp(String(input.notBefore));
 		const shown = () => cutAny(input.notBefore instanceof Date ? 'an invalid Date' : JSON.stringify(String(input.notBefore)), 60);

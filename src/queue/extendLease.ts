@@ -1,14 +1,14 @@
 /**
  * Extend lease (heartbeat): the holder of a live lease pushes its expiry to now + N seconds.
  */
-import { DEFAULT_LEASE_SECONDS } from './states';
+import { LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface ExtendLeaseInput extends SettleTarget {
-	/** New lease length from now, seconds (1 to 86,400; default 300). */
+	/** New lease length from now, seconds (LIMITS.queueLeaseSeconds: 1 to 86,400; default 300). */
 	leaseSeconds?: number;
 }
 
@@ -23,7 +23,7 @@ interface Row extends SettleRow {
 
 /** Checks one input (id, token, seconds); returns it normalised and prepared (prepared.ts). Throws InputError. */
 export function prepareExtendLeaseInput(it: ExtendLeaseInput): ExtendLeaseInput {
-	return markPrepared({ ...checkSettleTarget(it), leaseSeconds: checkSeconds(it.leaseSeconds ?? DEFAULT_LEASE_SECONDS, 'Lease', 1, 86_400) });
+	return markPrepared({ ...checkSettleTarget(it), leaseSeconds: checkSeconds(it.leaseSeconds ?? LIMITS.queueLeaseSeconds.default, 'Lease', LIMITS.queueLeaseSeconds) });
 }
 
 /**

@@ -2,7 +2,7 @@
  * Fail: the holder of a live lease reports a failure; the task is retried after a capped
  * exponential backoff with jitter, or goes dead (dead letter) at its maximum attempts.
  */
-import { DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_CAP_SECONDS } from './states';
+import { LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
@@ -62,11 +62,11 @@ export function prepareFailInput(it: FailInput): FailInput {
 /** Longest stored error text of a failure, in UTF-16 code units. */
 export const MAX_ERROR_UNITS = 10_000;
 
-/** Checks the backoff of a fail batch (base 0 to 86,400 s, cap 0 to 31,536,000 s); defaults filled in. Throws InputError. */
+/** Checks the backoff of a fail batch (LIMITS.backoffBaseSeconds: 0 to 86,400 s, LIMITS.backoffCapSeconds: 0 to 31,536,000 s); defaults filled in. Throws InputError. */
 export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {
 	return markPrepared({
-		baseSeconds: checkSeconds(backoff.baseSeconds ?? DEFAULT_BACKOFF_BASE_SECONDS, 'Backoff base', 0, 86_400),
-		capSeconds: checkSeconds(backoff.capSeconds ?? DEFAULT_BACKOFF_CAP_SECONDS, 'Backoff cap', 0, 31_536_000),
+		baseSeconds: checkSeconds(backoff.baseSeconds ?? LIMITS.backoffBaseSeconds.default, 'Backoff base', LIMITS.backoffBaseSeconds),
+		capSeconds: checkSeconds(backoff.capSeconds ?? LIMITS.backoffCapSeconds.default, 'Backoff cap', LIMITS.backoffCapSeconds),
 	});
 }
 

@@ -5,6 +5,7 @@
 import { markPrepared, prepareOnce } from './prepared';
 import { checkInt, checkQueueName, checkSeconds, fn, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
+import { LIMITS } from '../limits';
 
 export interface PurgeOptions {
 	/** Only this queue; omit for every queue in the schema. */
@@ -31,10 +32,10 @@ export function preparePurgeOptions(options: PurgeOptions): PurgeOptions {
 	const q = typeof options.queue === 'string' ? options.queue.trim() : options.queue;
 	return markPrepared({
 		queue: q ? checkQueueName(q) : null,
-		deadAfterSeconds: options.deadAfterSeconds == null ? null : checkSeconds(options.deadAfterSeconds, 'Dead retention', 0, 3_153_600_000),
+		deadAfterSeconds: options.deadAfterSeconds == null ? null : checkSeconds(options.deadAfterSeconds, 'Dead retention', LIMITS.purgeRetentionSeconds),
 		archiveAfterSeconds:
-			options.archiveAfterSeconds == null ? null : checkSeconds(options.archiveAfterSeconds, 'Archive retention', 0, 3_153_600_000),
-		limit: checkInt(options.limit ?? 10_000, 'Purge limit', 1, 100_000),
+			options.archiveAfterSeconds == null ? null : checkSeconds(options.archiveAfterSeconds, 'Archive retention', LIMITS.purgeRetentionSeconds),
+		limit: checkInt(options.limit ?? LIMITS.purgeLimit.default, 'Purge limit', LIMITS.purgeLimit),
 	});
 }
 

@@ -5,6 +5,7 @@ import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
 import { checkSeconds, fn, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
+import { LIMITS } from '../limits';
 
 export interface ReleaseInput extends SettleTarget {
 	/** Seconds before it may be claimed again; 0 (default) keeps its place at the head of its group. */
@@ -28,7 +29,7 @@ interface Row extends SettleRow {
 export function prepareReleaseInput(it: ReleaseInput): ReleaseInput {
 	return markPrepared({
 		...checkSettleTarget(it),
-		delaySeconds: checkSeconds(it.delaySeconds ?? 0, 'Release delay', 0, 31_536_000),
+		delaySeconds: checkSeconds(it.delaySeconds ?? LIMITS.releaseDelaySeconds.default, 'Release delay', LIMITS.releaseDelaySeconds),
 		countAttempt: it.countAttempt === true,
 	});
 }

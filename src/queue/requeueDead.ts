@@ -5,6 +5,7 @@ import type { RequeueOutcome, TaskState } from './states';
 import { markPrepared, prepareOnce } from './prepared';
 import { checkGroupName, checkInt, checkQueueName, checkTaskId, fn, idText, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
+import { LIMITS } from '../limits';
 
 export interface RequeueDeadOptions {
 	queue: string;
@@ -47,7 +48,7 @@ export function prepareRequeueDeadOptions(options: RequeueDeadOptions): RequeueD
 		queue: checkQueueName(options.queue),
 		taskIds: options.taskIds ? options.taskIds.map(checkTaskId) : undefined,
 		group: options.group ? checkGroupName(options.group) : null,
-		limit: checkInt(options.limit ?? 100, 'Limit', 1, 10_000),
+		limit: checkInt(options.limit ?? LIMITS.requeueDeadLimit.default, 'Limit', LIMITS.requeueDeadLimit),
 	});
 }
 

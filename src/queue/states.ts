@@ -68,9 +68,4 @@ export const DEFAULT_GROUPS: readonly GroupWeight[] = Object.freeze([
 	{ name: 'low', weight: 1 },
 ]);
 
-export const DEFAULT_MAX_ATTEMPTS = 5;
-export const DEFAULT_LEASE_SECONDS = 300;
-/** Default aging interval: a waiting group moves one position up per 5 minutes its head waited. */
-export const DEFAULT_AGING_SECONDS = 300;
-export const DEFAULT_BACKOFF_BASE_SECONDS = 5;
-export const DEFAULT_BACKOFF_CAP_SECONDS = 3600;
+/* The numeric defaults (lease, aging, attempts, backoff) are in LIMITS, src/limits.ts. */

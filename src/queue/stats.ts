@@ -5,6 +5,7 @@ import { markPrepared, prepareOnce } from './prepared';
 import { checkInt, checkQueueName, fn, idText, iso, type Queryable } from './types';
 import { boundedTransaction, type Bounds } from '../db/bounds';
 import type { DeadReason } from './states';
+import { LIMITS } from '../limits';
 
 export interface GroupStats {
 	group: string;
@@ -201,23 +202,28 @@ interface DeadRow {
 	dead_at: Date;
 }
 
-/** The most recent dead tasks of a queue, newest first (limit 1 to 1000). Read-only. `bounds`: as in stats(). */
+/** listDead's limit (LIMITS.listDeadLimit). Throws InputError. */
+export function checkListDeadLimit(limit: unknown): number {
+	return checkInt(limit, 'Dead task limit', LIMITS.listDeadLimit);
+}
+
+/** The most recent dead tasks of a queue, newest first (limit: LIMITS.listDeadLimit, 1 to 1000). Read-only. `bounds`: as in stats(). */
 export async function listDead(db: Queryable, schema: string, queue: string, limit: number, bounds?: Bounds): Promise<DeadTask[]> {
 	const q = checkQueueName(queue);
-	const n = checkInt(limit, 'Dead task limit', 1, 1000);
+	const n = checkListDeadLimit(limit);
 	return boundedTransaction(db, bounds, (t) => readDead(t, schema, q, n), { readOnly: true });
 }
 
 /** What Priority Dequeue's Stats operation asks for one input item. */
 export interface StatsRequest {
 	queue: string;
-	/** Also list this many of the most recent dead tasks (0 to 1000; default 0: none). */
+	/** Also list this many of the most recent dead tasks (LIMITS.statsDeadTasks: 0 to 1000; default 0: none). */
 	deadTasks?: number;
 }
 
 /** Checks a stats request; returns it normalised, prepared (prepared.ts). Throws InputError. */
 export function prepareStatsRequest(request: StatsRequest): StatsRequest {
-	return markPrepared({ queue: checkQueueName(request.queue), deadTasks: checkInt(request.deadTasks ?? 0, 'Include dead tasks', 0, 1000) });
+	return markPrepared({ queue: checkQueueName(request.queue), deadTasks: checkInt(request.deadTasks ?? LIMITS.statsDeadTasks.default, 'Include dead tasks', LIMITS.statsDeadTasks) });
 }
 
 /**

@@ -10,7 +10,7 @@ import { iso as ledgerIso } from '../../src/ledger/states';
 describe('one plumbing', () => {
 	it('ledger and queue input errors are one class, recognised with instanceof', () => {
 		const caught: unknown[] = [];
-		for (const f of [() => checkOperationKey(''), () => checkQueueName(''), () => checkLeaseToken('x'), () => checkInt(0.5, 'N', 1, 2)]) {
+		for (const f of [() => checkOperationKey(''), () => checkQueueName(''), () => checkLeaseToken('x'), () => checkInt(0.5, 'N', { min: 1, max: 2 })]) {
 			try {
 				f();
 			} catch (e) {

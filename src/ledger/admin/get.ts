@@ -8,6 +8,7 @@ import type { Queryable } from '../../db/values';
 import type { OperationStatus } from '../states';
 import { checkOperationKey } from '../validate';
 import { checkWholeNumber } from '../wholeNumber';
+import { LIMITS } from '../../limits';
 
 /** One event of an operation's history. `at` is ISO-8601 from the database clock. */
 export interface LedgerEvent {
@@ -38,6 +39,11 @@ export interface OperationWithHistory {
 	eventsTotal: number;
 }
 
+/** Get's Max Events (LIMITS.getMaxEvents). Throws InputError. */
+export function checkMaxEvents(value: unknown): number {
+	return checkWholeNumber(value, 'Max events', LIMITS.getMaxEvents);
+}
+
 /**
  * Reads one operation by key with its newest `maxEvents` events (1..10000), in order. Returns
  * null when no operation has the key. Throws InputError for a bad key.
@@ -46,11 +52,11 @@ export async function getOperation(
 	db: Queryable,
 	schema: string,
 	key: unknown,
-	maxEvents: unknown = 500,
+	maxEvents: unknown = LIMITS.getMaxEvents.default,
 	bounds?: Bounds,
 ): Promise<OperationWithHistory | null> {
 	const k = checkOperationKey(key);
-	const max = checkWholeNumber(maxEvents, 'Max events', 1, 10000);
+	const max = checkMaxEvents(maxEvents);
 	const rows = await boundedQuery<{ r: OperationWithHistory | null }>(db, `SELECT ${sqlFunction(schema, 'ops_get_operation')}($1, $2) AS r`, [k, max], bounds, { readOnly: true });
 	const r = rows[0]?.r ?? null;
 	if (r) r.eventsTotal = Number(r.eventsTotal);

@@ -9,6 +9,7 @@ import type { Queryable } from '../../db/values';
 import { assessReplication, readReplication, type ReplicationReport } from '../../db/replication';
 import type { OperationStatus } from '../states';
 import { checkWholeNumber } from '../wholeNumber';
+import { LIMITS } from '../../limits';
 
 export interface LedgerHealth {
 	now: string;
@@ -27,12 +28,17 @@ export interface LedgerHealth {
 	replication: ReplicationReport;
 }
 
+/** Health's days of events (LIMITS.healthDays). Throws InputError. */
+export function checkHealthDays(value: unknown): number {
+	return checkWholeNumber(value, 'Days of events', LIMITS.healthDays);
+}
+
 /**
  * Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes, and
  * the server's replication report (a second bounded read-only statement).
  */
-export async function ledgerHealth(db: Queryable, schema: string, days: unknown = 7, bounds?: Bounds): Promise<LedgerHealth> {
-	const d = checkWholeNumber(days, 'Days of events', 1, 366);
+export async function ledgerHealth(db: Queryable, schema: string, days: unknown = LIMITS.healthDays.default, bounds?: Bounds): Promise<LedgerHealth> {
+	const d = checkHealthDays(days);
 	const rows = await boundedQuery<{ r: Omit<LedgerHealth, 'replication'> }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds, { readOnly: true });
 	const replication = assessReplication(await readReplication(db, bounds));
 	return { ...rows[0].r, replication };

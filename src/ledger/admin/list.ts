@@ -8,7 +8,7 @@ import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import { InputError } from '../../errors';
 import { cutAny } from '../../text';
-import { LIMITS } from '../states';
+import { LIMITS, TEXT_LIMITS } from '../../limits';
 import { checkOperationKey, checkOptionalText } from '../validate';
 import { checkWholeNumber } from '../wholeNumber';
 
@@ -22,7 +22,7 @@ export interface ListOptions {
 	minAgeSeconds: number;
 	/** Only this target; null for all. */
 	target: string | null;
-	/** Page size (1..1000). */
+	/** Page size (LIMITS.listPageSize). */
 	limit: number;
 	/** The `nextCursor` of the previous page, or null for the first page. */
 	cursor: string | null;
@@ -46,9 +46,9 @@ export function checkListOptions(o: { kind: unknown; minAgeSeconds?: unknown; ta
 	if (cursor !== null) decodeCursor(cursor);
 	return {
 		kind: o.kind as ListKind,
-		minAgeSeconds: checkWholeNumber(o.minAgeSeconds ?? 0, 'The minimum age (seconds)', 0, 10 * 366 * 86400),
-		target: checkOptionalText(o.target, 'The target', LIMITS.maxTargetLength),
-		limit: checkWholeNumber(o.limit ?? 50, 'The page size', 1, 1000),
+		minAgeSeconds: checkWholeNumber(o.minAgeSeconds ?? LIMITS.listMinAgeSeconds.default, 'The minimum age (seconds)', LIMITS.listMinAgeSeconds),
+		target: checkOptionalText(o.target, 'The target', TEXT_LIMITS.maxTargetLength),
+		limit: checkWholeNumber(o.limit ?? LIMITS.listPageSize.default, 'The page size', LIMITS.listPageSize),
 		cursor,
 	};
 }

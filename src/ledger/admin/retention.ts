@@ -14,6 +14,7 @@ import { InputError } from '../../errors';
 import { cutAny } from '../../text';
 import { eventContextJson, type EventContext } from '../states';
 import { checkWholeNumber } from '../wholeNumber';
+import { LIMITS } from '../../limits';
 
 /** The text ops_hard_delete_batch requires, stating the consequence. */
 export const HARD_DELETE_ACKNOWLEDGEMENT = 'forget these keys: a retry will run the write again';
@@ -51,11 +52,11 @@ export function checkRetentionOptions(o: {
 	}
 	return {
 		mode: o.mode,
-		olderThanDays: checkWholeNumber(o.olderThanDays, 'Older than (days)', 1, 36500),
-		batchSize: checkWholeNumber(o.batchSize ?? 1000, 'The batch size', 1, 10000),
-		maxBatches: checkWholeNumber(o.maxBatches ?? 100, 'Max batches', 1, 100000),
-		maxDurationMs: checkWholeNumber(o.maxDurationMs ?? 60000, 'Max duration (ms)', 1000, 3600000),
-		statementTimeoutMs: checkWholeNumber(o.statementTimeoutMs ?? 30000, 'The statement timeout (ms)', 100, 600000),
+		olderThanDays: checkWholeNumber(o.olderThanDays, 'Older than (days)', LIMITS.retentionOlderThanDays),
+		batchSize: checkWholeNumber(o.batchSize ?? LIMITS.retentionBatchSize.default, 'The batch size', LIMITS.retentionBatchSize),
+		maxBatches: checkWholeNumber(o.maxBatches ?? LIMITS.retentionMaxBatches.default, 'Max batches', LIMITS.retentionMaxBatches),
+		maxDurationMs: checkWholeNumber(o.maxDurationMs ?? LIMITS.retentionMaxDurationMs.default, 'Max duration (ms)', LIMITS.retentionMaxDurationMs),
+		statementTimeoutMs: checkWholeNumber(o.statementTimeoutMs ?? LIMITS.retentionStatementTimeoutMs.default, 'The statement timeout (ms)', LIMITS.retentionStatementTimeoutMs),
 	};
 }
 

@@ -10,7 +10,8 @@ import type { Queryable } from '../../db/values';
 import { InputError } from '../../errors';
 import { cutAny } from '../../text';
 import { resultsByItem } from '../rows';
-import { eventContextJson, LIMITS, type EventContext, type OperationStatus } from '../states';
+import { TEXT_LIMITS } from '../../limits';
+import { eventContextJson, type EventContext, type OperationStatus } from '../states';
 import { checkOperationKey, checkOptionalText } from '../validate';
 
 /** A person's verdict on an operation whose outcome is unknown. */
@@ -72,7 +73,7 @@ export function prepareSettleItem(
 	if (decidedBy === null) throw new InputError('"Decided By" is empty: a decision by hand must name the person who made it');
 	const reason = checkOptionalText(typeof input.reason === 'string' ? input.reason.trim() : input.reason, 'The reason', 2000);
 	if (reason === null) throw new InputError('The reason is empty: say why (e.g. "found payment pi_123 in the Stripe dashboard")');
-	const externalRef = checkOptionalText(typeof input.externalRef === 'string' ? input.externalRef.trim() : input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
+	const externalRef = checkOptionalText(typeof input.externalRef === 'string' ? input.externalRef.trim() : input.externalRef, 'The external reference', TEXT_LIMITS.maxReferenceLength);
 	if (decision === 'happened' && externalRef === null) {
 		throw new InputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
 	}

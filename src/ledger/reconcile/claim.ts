@@ -6,19 +6,20 @@
 import { sqlFunction } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
-import { eventContextJson, LIMITS, iso, type EventContext } from '../states';
+import { eventContextJson, iso, type EventContext } from '../states';
+import { LIMITS, TEXT_LIMITS } from '../../limits';
 import { checkOptionalKeyText } from '../validate';
 import { checkWholeNumber } from '../wholeNumber';
 
 export interface ClaimOptions {
-	/** Most operations to claim (1..1000). */
+	/** Most operations to claim (LIMITS.reconcileBatchSize). */
 	limit: number;
 	/**
 	 * Extra seconds on top of each operation's own settle window (stored by Reserve) before it is
 	 * checked; 0 by default.
 	 */
 	settleSeconds: number;
-	/** Seconds the claim keeps other reconcilers away (1..86400). */
+	/** Seconds the claim keeps other reconcilers away (LIMITS.reconcileClaimSeconds). */
 	claimSeconds: number;
 	/** Only operations for this target; null for all. */
 	target: string | null;
@@ -43,10 +44,10 @@ export interface ClaimedOperation {
 /** Validates claim options. Throws InputError. */
 export function checkClaimOptions(o: { limit: unknown; settleSeconds?: unknown; claimSeconds: unknown; target?: unknown }): ClaimOptions {
 	return {
-		limit: checkWholeNumber(o.limit, 'The batch size', 1, 1000),
-		settleSeconds: checkWholeNumber(o.settleSeconds ?? 0, 'The extra settle delay (seconds)', 0, 30 * 86400),
-		claimSeconds: checkWholeNumber(o.claimSeconds, 'The claim duration (seconds)', 1, 86400),
-		target: checkOptionalKeyText(o.target, 'The target', LIMITS.maxTargetLength),
+		limit: checkWholeNumber(o.limit, 'The batch size', LIMITS.reconcileBatchSize),
+		settleSeconds: checkWholeNumber(o.settleSeconds ?? LIMITS.reconcileSettleDelaySeconds.default, 'The extra settle delay (seconds)', LIMITS.reconcileSettleDelaySeconds),
+		claimSeconds: checkWholeNumber(o.claimSeconds, 'The claim duration (seconds)', LIMITS.reconcileClaimSeconds),
+		target: checkOptionalKeyText(o.target, 'The target', TEXT_LIMITS.maxTargetLength),
 	};
 }
 

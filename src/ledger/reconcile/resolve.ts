@@ -12,7 +12,8 @@ import { InputError } from '../../errors';
 import { canonicalJson, NotJsonError } from '../../json/canonical';
 import { cutAny, cutText, storableText } from '../../text';
 import { resultsByItem } from '../rows';
-import { eventContextJson, LIMITS, iso, type EventContext, type OperationStatus, type ResolveResult } from '../states';
+import { TEXT_LIMITS, LIMITS } from '../../limits';
+import { eventContextJson, iso, type EventContext, type OperationStatus, type ResolveResult } from '../states';
 import { checkOperationKey, checkOptionalText } from '../validate';
 import { checkWholeNumber } from '../wholeNumber';
 import { RECONCILE_RESOLUTIONS, type ReconcileResolution } from './lookup';
@@ -43,7 +44,7 @@ export function prepareResolveItem(
 	if (!RECONCILE_RESOLUTIONS.includes(resolution as ReconcileResolution)) {
 		throw new InputError(`The resolution must be happened, not_happened or still_unknown; got ${cutAny(JSON.stringify(resolution), 40)}`);
 	}
-	const externalRef = checkOptionalText(input.externalRef, 'The external reference', LIMITS.maxReferenceLength);
+	const externalRef = checkOptionalText(input.externalRef, 'The external reference', TEXT_LIMITS.maxReferenceLength);
 	if (resolution === 'happened' && externalRef === null) {
 		throw new InputError('"Happened" needs the target\'s reference for the write (e.g. the payment ID), as evidence');
 	}
@@ -61,7 +62,7 @@ export function prepareResolveItem(
 }
 
 export interface ResolveOptions {
-	/** Checks after which a still-unknown operation goes to review (1..1000). */
+	/** Checks after which a still-unknown operation goes to review (LIMITS.resolveMaxChecks). */
 	maxChecks: number;
 	/** First backoff in seconds; doubles per check. */
 	backoffBaseSeconds: number;
@@ -81,9 +82,9 @@ export interface ResolveResultRow {
 
 /** Validates resolve options. Throws InputError. */
 export function checkResolveOptions(o: { maxChecks: unknown; backoffBaseSeconds: unknown; backoffMaxSeconds: unknown }): ResolveOptions {
-	const maxChecks = checkWholeNumber(o.maxChecks, 'Max checks', 1, 1000);
-	const backoffBaseSeconds = checkWholeNumber(o.backoffBaseSeconds, 'The backoff base (seconds)', 1, 86400);
-	const backoffMaxSeconds = checkWholeNumber(o.backoffMaxSeconds, 'The backoff ceiling (seconds)', 1, 30 * 86400);
+	const maxChecks = checkWholeNumber(o.maxChecks, 'Max checks', LIMITS.resolveMaxChecks);
+	const backoffBaseSeconds = checkWholeNumber(o.backoffBaseSeconds, 'The backoff base (seconds)', LIMITS.resolveBackoffBaseSeconds);
+	const backoffMaxSeconds = checkWholeNumber(o.backoffMaxSeconds, 'The backoff ceiling (seconds)', LIMITS.resolveBackoffMaxSeconds);
 	if (backoffMaxSeconds < backoffBaseSeconds) throw new InputError('The backoff ceiling must not be below the backoff base');
 	return { maxChecks, backoffBaseSeconds, backoffMaxSeconds };
 }

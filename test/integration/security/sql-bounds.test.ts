@@ -3,22 +3,28 @@
  * is checked by its function too, with the same numbers, so a direct call (psql, another client)
  * cannot store a lease of -3600 s or 10^9 s, a line feed or a zero-width space in a key. Each case
  * is tried on both sides: the node's check throws InputError and the function raises SQLSTATE
- * 22023; the value just inside the bound passes both. And the refused characters are the same
- * code points in SQL as in src/keyText.ts.
+ * 22023; the value just inside the bound passes both. The numeric bounds are read from LIMITS
+ * (src/limits.ts), where the nodes and the core read them too: a bound changed in TypeScript or in
+ * SQL alone fails here. And the refused characters are the same code points in SQL as in
+ * src/keyText.ts.
  */
 import { Pool } from 'pg';
 import { checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from '../../../src/ledger/validate';
 import { checkClaimOptions } from '../../../src/ledger/reconcile/claim';
 import { checkResolveOptions } from '../../../src/ledger/reconcile/resolve';
 import { checkListOptions } from '../../../src/ledger/admin/list';
-import { checkRetentionOptions } from '../../../src/ledger/admin/retention';
+import { checkMaxEvents } from '../../../src/ledger/admin/get';
+import { checkHealthDays } from '../../../src/ledger/admin/health';
+import { checkRetentionOptions, HARD_DELETE_ACKNOWLEDGEMENT } from '../../../src/ledger/admin/retention';
 import { prepareSettleItem } from '../../../src/ledger/admin/settle';
 import { checkGroupName, checkQueueName, prepareBackoff, prepareDequeueOptions, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
 import { preparePurgeOptions } from '../../../src/queue/purge';
+import { checkListDeadLimit } from '../../../src/queue/stats';
 import { prepareRequeueDeadOptions } from '../../../src/queue/requeueDead';
 import { InputError } from '../../../src/errors';
 import { REFUSED_RANGES } from '../../../src/keyText';
 import { testDatabase } from '../../helpers/db';
+import { AGING_MIN_POSITIVE_SECONDS, LIMITS, TEXT_LIMITS, type Limit } from '../../../src/limits';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 let pool: Pool;
@@ -48,22 +54,33 @@ const sqlOf: Record<string, (v: unknown) => [string, unknown[]]> = {
 	'resolve: backoff base': (v) => [`SELECT * FROM ${q}.reconcile_resolve('[]', 5, $1, 86400, '{}')`, [v]],
 	'resolve: backoff ceiling': (v) => [`SELECT * FROM ${q}.reconcile_resolve('[]', 5, 1, $1, '{}')`, [v]],
 	'settle by hand: decided by': (v) => [`SELECT * FROM ${q}.ops_settle_by_hand($1::jsonb, '{}')`, [JSON.stringify([{ i: 0, k: 'b:none', d: 'happened', ref: 'x', reason: 'r', by: v }])]],
+	'get: max events': (v) => [`SELECT ${q}.ops_get_operation('b:none', $1)`, [v]],
 	'list: page size': (v) => [`SELECT ${q}.ops_list_operations('unknown', 0, NULL, $1, NULL, NULL)`, [v]],
+	'list: minimum age': (v) => [`SELECT ${q}.ops_list_operations('unknown', $1, NULL, 10, NULL, NULL)`, [v]],
 	'health: days': (v) => [`SELECT ${q}.ops_health($1)`, [v]],
 	'compact: older than days': (v) => [`SELECT * FROM ${q}.ops_compact_batch($1, 10, '{}')`, [v]],
+	'compact: batch size': (v) => [`SELECT * FROM ${q}.ops_compact_batch(90, $1, '{}')`, [v]],
+	'hard delete: older than days': (v) => [`SELECT * FROM ${q}.ops_hard_delete_batch($1, 10, $2, '{}')`, [v, HARD_DELETE_ACKNOWLEDGEMENT]],
+	'hard delete: batch size': (v) => [`SELECT * FROM ${q}.ops_hard_delete_batch(90, $1, $2, '{}')`, [v, HARD_DELETE_ACKNOWLEDGEMENT]],
 	'enqueue: queue name': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: v, g: 'high', p: {} }])]],
 	'enqueue: group': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: v, p: {} }])]],
 	'enqueue: dedupe key': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, k: v }])]],
 	'enqueue: max attempts': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, m: v }])]],
 	'enqueue: delay': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, d: v }])]],
 	'claim tasks: lease': (v) => [`SELECT * FROM ${q}.queue_claim('bq', ARRAY['high'], ARRAY[5], 1, $1, 0)`, [v]],
+	'claim tasks: batch size': (v) => [`SELECT * FROM ${q}.queue_claim('bq', ARRAY['high'], ARRAY[5], $1, 30, 0)`, [v]],
+	'claim tasks: weight': (v) => [`SELECT * FROM ${q}.queue_claim('bq', ARRAY['high'], ARRAY[$1::integer], 1, 30, 0)`, [v]],
+	'claim tasks: aging': (v) => [`SELECT * FROM ${q}.queue_claim('bq', ARRAY['high'], ARRAY[5], 1, 30, $1)`, [v]],
 	'claim tasks: queue name': (v) => [`SELECT * FROM ${q}.queue_claim($1, ARRAY['high'], ARRAY[5], 1, 30, 0)`, [v]],
 	'claim tasks: group': (v) => [`SELECT * FROM ${q}.queue_claim('bq', ARRAY[$1::text], ARRAY[5], 1, 30, 0)`, [v]],
 	'extend lease: lease': (v) => [`SELECT * FROM ${q}.queue_extend_lease($1::jsonb)`, [JSON.stringify([{ i: 0, id: 1, tok: TOKEN, secs: v }])]],
 	'fail: backoff base': (v) => [`SELECT * FROM ${q}.queue_fail('[]', $1, 600)`, [v]],
+	'fail: backoff cap': (v) => [`SELECT * FROM ${q}.queue_fail('[]', 0, $1)`, [v]],
 	'release: delay': (v) => [`SELECT * FROM ${q}.queue_release($1::jsonb)`, [JSON.stringify([{ i: 0, id: 1, tok: TOKEN, delay: v }])]],
 	'requeue dead: limit': (v) => [`SELECT * FROM ${q}.queue_requeue_dead('bq', NULL, NULL, $1)`, [v]],
 	'purge: limit': (v) => [`SELECT * FROM ${q}.queue_purge('bq', 60, NULL, $1)`, [v]],
+	'purge: dead retention': (v) => [`SELECT * FROM ${q}.queue_purge('bq', $1, NULL, 10)`, [v]],
+	'purge: archive retention': (v) => [`SELECT * FROM ${q}.queue_purge('bq', NULL, $1, 10)`, [v]],
 	'list dead: limit': (v) => [`SELECT * FROM ${q}.queue_list_dead('bq', $1)`, [v]],
 	'stats: queue name': (v) => [`SELECT * FROM ${q}.queue_stats($1)`, [v]],
 	'next due: queue name': (v) => [`SELECT ${q}.queue_next_due($1)`, [v]],
@@ -73,7 +90,7 @@ const nodeOf: Record<string, (v: unknown) => unknown> = {
 	'reserve: lease': (v) => checkLeaseSeconds(v),
 	'reserve: settle window': (v) => checkSettleSeconds(v),
 	'reserve: operation key': (v) => checkOperationKey(v),
-	'reserve: target': (v) => checkOptionalKeyText(v, 'The target', 200),
+	'reserve: target': (v) => checkOptionalKeyText(v, 'The target', TEXT_LIMITS.maxTargetLength),
 	'confirm: operation key': (v) => checkOperationKey(v),
 	'claim: limit': (v) => checkClaimOptions({ limit: v, claimSeconds: 60 }),
 	'claim: extra settle delay': (v) => checkClaimOptions({ limit: 10, settleSeconds: v, claimSeconds: 60 }),
@@ -82,87 +99,145 @@ const nodeOf: Record<string, (v: unknown) => unknown> = {
 	'resolve: backoff base': (v) => checkResolveOptions({ maxChecks: 5, backoffBaseSeconds: v, backoffMaxSeconds: 86400 }),
 	'resolve: backoff ceiling': (v) => checkResolveOptions({ maxChecks: 5, backoffBaseSeconds: 1, backoffMaxSeconds: v }),
 	'settle by hand: decided by': (v) => prepareSettleItem(0, { operationKey: 'b:none', decision: 'happened', externalRef: 'x', reason: 'r', decidedBy: v }),
+	'get: max events': (v) => checkMaxEvents(v),
 	'list: page size': (v) => checkListOptions({ kind: 'unknown', limit: v }),
-	'health: days': (v) => {
-		if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 366) throw new InputError('Days of events'); // ledgerHealth's own check
-	},
+	'list: minimum age': (v) => checkListOptions({ kind: 'unknown', minAgeSeconds: v }),
+	'health: days': (v) => checkHealthDays(v),
 	'compact: older than days': (v) => checkRetentionOptions({ mode: 'compact', olderThanDays: v }),
+	'compact: batch size': (v) => checkRetentionOptions({ mode: 'compact', olderThanDays: 90, batchSize: v }),
+	'hard delete: older than days': (v) => checkRetentionOptions({ mode: 'hard_delete', acknowledge: true, olderThanDays: v }),
+	'hard delete: batch size': (v) => checkRetentionOptions({ mode: 'hard_delete', acknowledge: true, olderThanDays: 90, batchSize: v }),
 	'enqueue: queue name': (v) => checkQueueName(v),
 	'enqueue: group': (v) => checkGroupName(v),
 	'enqueue: dedupe key': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, dedupeKey: v as string }),
 	'enqueue: max attempts': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, maxAttempts: v as number }),
 	'enqueue: delay': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, delaySeconds: v as number }),
 	'claim tasks: lease': (v) => prepareDequeueOptions({ queue: 'bq', limit: 1, leaseSeconds: v as number }),
+	'claim tasks: batch size': (v) => prepareDequeueOptions({ queue: 'bq', limit: v as number }),
+	'claim tasks: weight': (v) => prepareDequeueOptions({ queue: 'bq', limit: 1, groups: [{ name: 'high', weight: v as number }] }),
+	'claim tasks: aging': (v) => prepareDequeueOptions({ queue: 'bq', limit: 1, agingSeconds: v as number }),
 	'claim tasks: queue name': (v) => prepareDequeueOptions({ queue: v as string, limit: 1 }),
 	'claim tasks: group': (v) => prepareDequeueOptions({ queue: 'bq', limit: 1, groups: [{ name: v as string, weight: 5 }] }),
 	'extend lease: lease': (v) => prepareExtendLeaseInput({ taskId: '1', leaseToken: TOKEN, leaseSeconds: v as number }),
 	'fail: backoff base': (v) => prepareBackoff({ baseSeconds: v as number, capSeconds: 600 }),
+	'fail: backoff cap': (v) => prepareBackoff({ baseSeconds: 0, capSeconds: v as number }),
 	'release: delay': (v) => prepareReleaseInput({ taskId: '1', leaseToken: TOKEN, delaySeconds: v as number }),
 	'requeue dead: limit': (v) => prepareRequeueDeadOptions({ queue: 'bq', limit: v as number }),
 	'purge: limit': (v) => preparePurgeOptions({ queue: 'bq', deadAfterSeconds: 60, limit: v as number }),
-	'list dead: limit': (v) => {
-		if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 1000) throw new InputError('Dead task limit'); // listDead's own check
-	},
+	'purge: dead retention': (v) => preparePurgeOptions({ queue: 'bq', deadAfterSeconds: v as number }),
+	'purge: archive retention': (v) => preparePurgeOptions({ queue: 'bq', archiveAfterSeconds: v as number }),
+	'list dead: limit': (v) => checkListDeadLimit(v),
 	'stats: queue name': (v) => checkQueueName(v),
 	'next due: queue name': (v) => checkQueueName(v),
 	'wake state: group': (v) => checkGroupName(v),
 };
 const long = (n: number, ch = 'x') => ch.repeat(n);
-/** [case, values both sides refuse, values both sides accept]. */
-const CASES: Array<[string, unknown[], unknown[]]> = [
-	['reserve: lease', [-3600, 0, 0.5, 604801, 1e9], [1, 604800]],
-	['reserve: settle window', [0, -1, 2592001, 1.5], [1, 2592000]],
+/** Text cases: [case, values both sides refuse, values both sides accept]. */
+const TEXT_CASES: Array<[string, unknown[], unknown[]]> = [
 	['reserve: operation key', ['a\nb', 'a\tb', 'pay_123\u200b', 'pay\u00a0123', ' pay', 'pay ', 'pay :1', long(513), 'a\u2028b', 'a\ufeffb'], ['pay_123', 'caf\u00e9', long(512), 'a b:c']],
 	['reserve: target', ['a\nb', 'stripe\u200b', long(201), '\u{1F600}'.repeat(101)], [null, 'stripe', long(200), '\u{1F600}'.repeat(100)]],
 	['confirm: operation key', ['a\nb', 'k\u200c'], ['k']],
-	['claim: limit', [0, 1001], [1, 1000]],
-	['claim: extra settle delay', [-1, 2592001], [0, 2592000]],
-	['claim: claim seconds', [0, 86401], [1, 86400]],
-	['resolve: max checks', [0, 1001], [1, 1000]],
-	['resolve: backoff base', [0, 86401], [1, 86400]],
-	['resolve: backoff ceiling', [0, 2592001], [1, 2592000]],
 	['settle by hand: decided by', ['', ' ', long(201)], ['alice', long(200)]],
-	['list: page size', [0, 1001], [1, 1000]],
-	['health: days', [0, 367], [1, 366]],
-	['compact: older than days', [0, 36501], [1, 36500]],
 	['enqueue: queue name', ['', ' ', 'q\nx', 'q\u200b', long(201)], ['bq', long(200), 'Zürich']],
 	['enqueue: group', ['', 'g\n', 'g\u00a0', long(101)], ['high', long(100)]],
 	['enqueue: dedupe key', ['d\n', 'd\u200b', 'd\u00a0', long(513)], ['d-1', long(512)]],
-	['enqueue: max attempts', [0, 1001, 1.5], [1, 1000]],
-	['enqueue: delay', [-1, 31536001], [0, 31536000]],
-	['claim tasks: lease', [-3600, 0, 0.5, 86401, 1e9], [1, 86400]],
 	['claim tasks: queue name', ['q\n', ' ', 'q\u200b'], ['bq', 'Zürich']],
 	['claim tasks: group', ['g\n', 'g\u3000'], ['high']],
-	['extend lease: lease', [-3600, 0, 0.5, 86401, 1e9], [1, 86400]],
-	['fail: backoff base', [-1, 86401], [0, 86400]],
-	['release: delay', [-1, 31536001], [0, 31536000]],
-	['requeue dead: limit', [0, 10001], [1, 10000]],
-	['purge: limit', [0, 100001], [1, 100000]],
-	['list dead: limit', [0, 1001], [1, 1000]],
 	['stats: queue name', ['q\n', '', 'q\u200b'], ['bq']],
 	['next due: queue name', ['q\r', ' '], ['bq']],
 	['wake state: group', ['g\u00a0', ''], ['high']],
 ];
 
+/**
+ * Every entry of LIMITS: the cases that call its SQL function(s) (whole: only whole numbers are
+ * accepted; extra: more values both sides refuse), or why no SQL function checks it. A Record over
+ * every key, so a new entry does not compile until it is listed here.
+ */
+type Checked = { cases: string[]; whole: boolean; extra?: unknown[] };
+const BY_LIMIT: Record<keyof typeof LIMITS, Checked | string> = {
+	maxConnections: 'the pool size of the n8n process: no SQL function sees it',
+	connectTimeoutMs: 'a client-side wait: no SQL function sees it',
+	statementTimeoutMs: 'applied by SET LOCAL statement_timeout, which Postgres checks itself',
+	lockTimeoutMs: 'applied by SET LOCAL lock_timeout, which Postgres checks itself',
+	leaseSeconds: { cases: ['reserve: lease'], whole: true, extra: [-3600, 0.5, 1e9] },
+	settleWindowSeconds: { cases: ['reserve: settle window'], whole: true, extra: [1.5] },
+	reconcileBatchSize: { cases: ['claim: limit'], whole: true },
+	reconcileSettleDelaySeconds: { cases: ['claim: extra settle delay'], whole: true },
+	reconcileClaimSeconds: { cases: ['claim: claim seconds'], whole: true },
+	resolveMaxChecks: { cases: ['resolve: max checks'], whole: true },
+	resolveBackoffBaseSeconds: { cases: ['resolve: backoff base'], whole: true },
+	resolveBackoffMaxSeconds: { cases: ['resolve: backoff ceiling'], whole: true },
+	getMaxEvents: { cases: ['get: max events'], whole: true },
+	listPageSize: { cases: ['list: page size'], whole: true },
+	listMinAgeSeconds: { cases: ['list: minimum age'], whole: true },
+	healthDays: { cases: ['health: days'], whole: true },
+	retentionOlderThanDays: { cases: ['compact: older than days', 'hard delete: older than days'], whole: true },
+	retentionBatchSize: { cases: ['compact: batch size', 'hard delete: batch size'], whole: true },
+	retentionMaxBatches: 'the number of batches the node runs, one call each: no SQL function sees it',
+	retentionMaxDurationMs: 'a client-side clock between batches: no SQL function sees it',
+	retentionStatementTimeoutMs: 'applied by SET LOCAL statement_timeout, which Postgres checks itself',
+	queueLeaseSeconds: { cases: ['claim tasks: lease', 'extend lease: lease'], whole: false, extra: [-3600, 0.5, 1e9] },
+	dequeueBatchSize: { cases: ['claim tasks: batch size'], whole: true },
+	agingSeconds: { cases: ['claim tasks: aging'], whole: false, extra: [AGING_MIN_POSITIVE_SECONDS / 2] },
+	priorityGroups: 'queue_claim takes any number of groups; the cap keeps a node parameter small',
+	groupWeight: { cases: ['claim tasks: weight'], whole: true },
+	maxAttempts: { cases: ['enqueue: max attempts'], whole: true, extra: [1.5] },
+	enqueueDelaySeconds: { cases: ['enqueue: delay'], whole: false },
+	releaseDelaySeconds: { cases: ['release: delay'], whole: false },
+	backoffBaseSeconds: { cases: ['fail: backoff base'], whole: false },
+	backoffCapSeconds: { cases: ['fail: backoff cap'], whole: false },
+	statsDeadTasks: 'Stats lists dead tasks through queue_list_dead only when it is above 0 (listDeadLimit)',
+	listDeadLimit: { cases: ['list dead: limit'], whole: true },
+	requeueDeadLimit: { cases: ['requeue dead: limit'], whole: true },
+	purgeLimit: { cases: ['purge: limit'], whole: true },
+	purgeRetentionSeconds: { cases: ['purge: dead retention', 'purge: archive retention'], whole: false },
+	triggerPollSeconds: 'a timer of the trigger: no SQL function sees it',
+	triggerMaxInFlight: 'counted by the trigger: no SQL function sees it',
+	triggerExecutionTimeoutSeconds: 'a timer of the trigger: no SQL function sees it',
+	triggerMaxPerMinute: 'counted by the trigger: no SQL function sees it',
+};
+/** Just outside the bound on each side (a fraction outside too where fractions are taken), and the bound itself. */
+function edges(limit: Limit, whole: boolean): { outside: number[]; inside: number[] } {
+	const step = whole ? 1 : 0.5;
+	return { outside: [limit.min - step, limit.max + step], inside: [limit.min, limit.max] };
+}
+const NUMBER_CASES: Array<[string, unknown[], unknown[]]> = Object.entries(BY_LIMIT).flatMap(([key, c]) => {
+	if (typeof c === 'string') return [];
+	const { outside, inside } = edges(LIMITS[key as keyof typeof LIMITS], c.whole);
+	return c.cases.map((name): [string, unknown[], unknown[]] => [`${name} (LIMITS.${key})`, [...outside, ...(c.extra ?? [])], inside]);
+});
+const CASES = [...NUMBER_CASES, ...TEXT_CASES];
+const caseName = (name: string) => name.replace(/ \(LIMITS\.\w+\)$/, '');
+
 describe('every bound a node checks, its SQL entry point checks too', () => {
 	const refused = CASES.flatMap(([name, bad]) => bad.map((v) => [name, JSON.stringify(v)?.slice(0, 60), v] as const));
 	it.each(refused)('%s %s: the node and the function both refuse it', async (name, _label, v) => {
-		expect(() => nodeOf[name](v)).toThrow(InputError);
-		const [sql, params] = sqlOf[name](v);
+		expect(() => nodeOf[caseName(name)](v)).toThrow(InputError);
+		const [sql, params] = sqlOf[caseName(name)](v);
 		await expect(pool.query(sql, params)).rejects.toMatchObject({ code: '22023' });
 	});
 	const accepted = CASES.flatMap(([name, , good]) => good.map((v) => [name, JSON.stringify(v)?.slice(0, 60), v] as const));
 	it.each(accepted)('%s %s: both take it', async (name, _label, v) => {
-		expect(() => nodeOf[name](v)).not.toThrow();
-		const [sql, params] = sqlOf[name](v);
+		expect(() => nodeOf[caseName(name)](v)).not.toThrow();
+		const [sql, params] = sqlOf[caseName(name)](v);
 		await expect(pool.query(sql, params)).resolves.toBeDefined();
 	});
 
-	it('the queue lease cap is one number: claim and extend lease take 86,400 s and refuse 86,400.5 s', async () => {
-		for (const name of ['claim tasks: lease', 'extend lease: lease']) {
-			await expect(pool.query(...sqlOf[name](86400))).resolves.toBeDefined();
-			await expect(pool.query(...sqlOf[name](86400.5))).rejects.toMatchObject({ code: '22023' });
+	it('every case named in BY_LIMIT exists on both sides, and each case belongs to one limit', () => {
+		const named = Object.values(BY_LIMIT).flatMap((c) => (typeof c === 'string' ? [] : c.cases));
+		expect(new Set(named).size).toBe(named.length);
+		for (const name of named) {
+			expect(sqlOf[name]).toBeInstanceOf(Function);
+			expect(nodeOf[name]).toBeInstanceOf(Function);
 		}
+	});
+
+	it('the edges are read from LIMITS (so this file follows a change there)', () => {
+		expect(NUMBER_CASES.find(([n]) => n.startsWith('claim tasks: lease'))).toEqual([
+			'claim tasks: lease (LIMITS.queueLeaseSeconds)',
+			[LIMITS.queueLeaseSeconds.min - 0.5, LIMITS.queueLeaseSeconds.max + 0.5, -3600, 0.5, 1e9],
+			[LIMITS.queueLeaseSeconds.min, LIMITS.queueLeaseSeconds.max],
+		]);
 	});
 
 	it('a key not in Normalization Form C: the node normalises it (UAX #15), the function refuses it (no node sends one)', async () => {
