@@ -281,7 +281,7 @@ async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]>
 
 export const confirmOperation: NodeOperation = {
 	// Not listed (a map of one has no Operation parameter); named for the router and CONTRIBUTING.md.
-	option: { name: 'Confirm', value: 'confirm', action: 'Confirm an operation', description: 'Record the outcome of an outside write, fenced by the lease token' },
+	option: { name: 'Confirm', action: 'Confirm an operation', description: 'Record the outcome of an outside write, fenced by the lease token' },
 	description,
 	execute,
 };

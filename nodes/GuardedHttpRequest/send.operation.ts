@@ -657,7 +657,7 @@ function withEarlier(fns: IExecuteFunctions, thrown: unknown, earlier: string): 
 
 export const sendOperation: NodeOperation = {
 	// Not listed (a map of one has no Operation parameter); named for the router and CONTRIBUTING.md.
-	option: { name: 'Send', value: 'send', action: 'Send a guarded HTTP request', description: 'Reserve, send and record an HTTP request in one node' },
+	option: { name: 'Send', action: 'Send a guarded HTTP request', description: 'Reserve, send and record an HTTP request in one node' },
 	description,
 	execute,
 };

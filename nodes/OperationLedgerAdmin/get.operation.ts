@@ -3,13 +3,12 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { getOperation } from '../../src/ledger/admin/get';
 import { checkOperationKey } from '../../src/ledger/validate';
 import { prepareItems, readEach } from '../shared/items';
-import { type NodeOperation, showFor } from '../shared/router';
+import type { NodeOperation } from '../shared/router';
 import { LIMITS, numberRange } from '../shared/limits';
 
 
-/** Get's parameters; Operation Key is shown for Settle by Hand too (one parameter, one place). */
-const description: INodeProperties[] = [
-	{
+/** Operation Key: Settle by Hand lists the same object, so it is one parameter shown for both. */
+export const operationKeyParameter: INodeProperties = {
 		displayName: 'Operation Key',
 		name: 'operationKey',
 		type: 'string',
@@ -17,8 +16,11 @@ const description: INodeProperties[] = [
 		required: true,
 		placeholder: 'payment:charge:order-1001:v1',
 		description: 'The business key the operation was reserved with',
-		displayOptions: showFor('get', 'settle'),
-	},
+};
+
+/** Get's parameters. */
+const description: INodeProperties[] = [
+	operationKeyParameter,
 	{
 		displayName: 'Max Events',
 		name: 'maxEvents',
@@ -26,7 +28,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.getMaxEvents),
 		default: LIMITS.getMaxEvents.default,
 		description: 'Most events to return (the newest; "eventsTotal" says how many exist)',
-		displayOptions: showFor('get'),
 	},
 ];
 
@@ -51,7 +52,7 @@ async function executeGet(fns: IExecuteFunctions): Promise<INodeExecutionData[][
 }
 
 export const getOperationOp: NodeOperation = {
-	option: { name: 'Get', value: 'get', description: 'Look one operation up by key, with its event history', action: 'Get an operation' },
+	option: { name: 'Get', description: 'Look one operation up by key, with its event history', action: 'Get an operation' },
 	description,
 	execute() {
 		return executeGet(this);

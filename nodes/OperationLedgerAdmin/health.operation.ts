@@ -3,7 +3,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { ledgerHealth } from '../../src/ledger/admin/health';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
-import { type NodeOperation, showFor } from '../shared/router';
+import type { NodeOperation } from '../shared/router';
 import { LIMITS, numberRange } from '../shared/limits';
 
 
@@ -15,7 +15,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.healthDays),
 		default: LIMITS.healthDays.default,
 		description: 'Events per day for this many days (UTC), today included',
-		displayOptions: showFor('health'),
 	},
 ];
 
@@ -33,7 +32,7 @@ async function executeHealth(fns: IExecuteFunctions): Promise<INodeExecutionData
 }
 
 export const healthOperation: NodeOperation = {
-	option: { name: 'Health', value: 'health', description: 'Counts by status, oldest unknown, review backlog, events per day, table sizes, and whether a failover keeps the promise', action: 'Read ledger health' },
+	option: { name: 'Health', description: 'Counts by status, oldest unknown, review backlog, events per day, table sizes, and whether a failover keeps the promise', action: 'Read ledger health' },
 	description,
 	execute() {
 		return executeHealth(this);

@@ -2,7 +2,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { checkListOptions, listOperations } from '../../src/ledger/admin/list';
 import { prepareItems, readEach } from '../shared/items';
-import { type NodeOperation, showFor } from '../shared/router';
+import type { NodeOperation } from '../shared/router';
 import { LIMITS, numberRange } from '../shared/limits';
 
 
@@ -23,7 +23,6 @@ const description: INodeProperties[] = [
 			{ name: 'Unknown', value: 'unknown', description: 'The outcome is not known yet' },
 		],
 		default: 'review',
-		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Minimum Age (Seconds)',
@@ -32,7 +31,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.listMinAgeSeconds),
 		default: LIMITS.listMinAgeSeconds.default,
 		description: 'Only operations at least this old, in seconds (e.g. 3600 for an alert on anything unknown for an hour). 0: all.',
-		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Target',
@@ -40,7 +38,6 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'Only operations for this target. Empty: all.',
-		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Page Size',
@@ -49,7 +46,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.listPageSize),
 		default: LIMITS.listPageSize.default,
 		description: 'Max number of results to return',
-		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Cursor',
@@ -57,7 +53,6 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'The "nextCursor" of the previous page, for the next one. Empty: the first page.',
-		displayOptions: showFor('list'),
 	},
 	{
 		displayName: 'Output',
@@ -68,7 +63,6 @@ const description: INodeProperties[] = [
 			{ name: 'One Item per Page', value: 'page', description: 'A single item with total, items and nextCursor' },
 		],
 		default: 'items',
-		displayOptions: showFor('list'),
 	},
 ];
 
@@ -95,7 +89,7 @@ async function executeList(fns: IExecuteFunctions): Promise<INodeExecutionData[]
 }
 
 export const listOperation: NodeOperation = {
-	option: { name: 'List', value: 'list', description: 'List operations that need a person: unknown, review, expired leases, failed', action: 'List operations' },
+	option: { name: 'List', description: 'List operations that need a person: unknown, review, expired leases, failed', action: 'List operations' },
 	description,
 	execute() {
 		return executeList(this);

@@ -5,21 +5,22 @@ import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorJson, prepareItems } from '../shared/items';
 import { toCoreError } from '../../src/db/driverError';
-import { type NodeOperation, showFor } from '../shared/router';
+import type { NodeOperation } from '../shared/router';
 import { LIMITS, numberRange } from '../shared/limits';
 
 
-/** Hard Delete's acknowledgement and the fields both modes share. */
-const description: INodeProperties[] = [
-	{
-		displayName: 'I Understand a Deleted Key That Is Retried Runs Its Write Again',
-		name: 'acknowledge',
-		type: 'boolean',
-		default: false,
-		description:
-			'Whether to really delete. Hard delete removes the operation and its events: the ledger forgets the key, so a very late retry of it is a new operation and sends the write again. Compact keeps the promise; prefer it.',
-		displayOptions: showFor('hardDelete'),
-	},
+/** Hard Delete's acknowledgement. */
+const acknowledge: INodeProperties = {
+	displayName: 'I Understand a Deleted Key That Is Retried Runs Its Write Again',
+	name: 'acknowledge',
+	type: 'boolean',
+	default: false,
+	description:
+		'Whether to really delete. Hard delete removes the operation and its events: the ledger forgets the key, so a very late retry of it is a new operation and sends the write again. Compact keeps the promise; prefer it.',
+};
+
+/** The fields both modes share: one parameter each, shown for Compact and Hard Delete. */
+const shared: INodeProperties[] = [
 	{
 		displayName: 'Settled More Than (Days)',
 		name: 'olderThanDays',
@@ -27,7 +28,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.retentionOlderThanDays),
 		default: LIMITS.retentionOlderThanDays.default,
 		description: 'Only operations settled (succeeded or failed) more than this many days ago. Unknown, review and reserved operations are never touched.',
-		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Batch Size',
@@ -36,7 +36,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.retentionBatchSize),
 		default: LIMITS.retentionBatchSize.default,
 		description: 'Operations per batch; each batch is one short transaction that skips rows a workflow holds',
-		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Max Batches',
@@ -45,7 +44,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.retentionMaxBatches),
 		default: LIMITS.retentionMaxBatches.default,
 		description: 'Stop after this many batches; the next run continues',
-		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Max Duration (Seconds)',
@@ -54,7 +52,6 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: LIMITS.retentionMaxDurationMs.min / 1000, maxValue: LIMITS.retentionMaxDurationMs.max / 1000 },
 		default: LIMITS.retentionMaxDurationMs.default / 1000,
 		description: 'Start no new batch after this many seconds; the next run continues',
-		displayOptions: showFor('compact', 'hardDelete'),
 	},
 	{
 		displayName: 'Statement Timeout (Ms)',
@@ -63,7 +60,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.retentionStatementTimeoutMs),
 		default: LIMITS.retentionStatementTimeoutMs.default,
 		description: 'Statement and lock timeout of each batch, in milliseconds; a batch that exceeds it is rolled back',
-		displayOptions: showFor('compact', 'hardDelete'),
 	},
 ];
 
@@ -109,17 +105,17 @@ async function executeRetention(fns: IExecuteFunctions, operation: 'compact' | '
 }
 
 export const hardDeleteOperation: NodeOperation = {
-	option: { name: 'Hard Delete', value: 'hardDelete', description: 'Forget long-settled operations entirely: a retry of a deleted key runs its write again', action: 'Hard delete settled operations' },
-	description,
+	option: { name: 'Hard Delete', description: 'Forget long-settled operations entirely: a retry of a deleted key runs its write again', action: 'Hard delete settled operations' },
+	description: [acknowledge, ...shared],
 	execute() {
 		return executeRetention(this, 'hardDelete');
 	},
 };
 
-/** Compact shows the same fields as Hard Delete (declared once, above), without the acknowledgement. */
+/** Compact shows the same fields as Hard Delete (the same objects, so one parameter), without the acknowledgement. */
 export const compactOperation: NodeOperation = {
-	option: { name: 'Compact', value: 'compact', description: 'Drop bodies and old events of long-settled operations, keeping what answers a late retry', action: 'Compact settled operations' },
-	description: [],
+	option: { name: 'Compact', description: 'Drop bodies and old events of long-settled operations, keeping what answers a late retry', action: 'Compact settled operations' },
+	description: shared,
 	execute() {
 		return executeRetention(this, 'compact');
 	},

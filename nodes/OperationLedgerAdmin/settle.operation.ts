@@ -5,11 +5,13 @@ import { getLedgerConnection } from '../shared/connection';
 import { eventContext } from '../shared/context';
 import { batchFailure, errorItem, prepareItems } from '../shared/items';
 import { cutText } from '../../src/text';
-import { type NodeOperation, showFor } from '../shared/router';
+import type { NodeOperation } from '../shared/router';
+import { operationKeyParameter } from './get.operation';
 
 
-/** Settle by Hand's own parameters (Operation Key is declared with Get's, get.operation.ts). */
+/** Settle by Hand's parameters (Operation Key is Get's, get.operation.ts: one parameter for both). */
 const description: INodeProperties[] = [
+	operationKeyParameter,
 	{
 		displayName: 'Decision',
 		name: 'decision',
@@ -19,7 +21,6 @@ const description: INodeProperties[] = [
 			{ name: 'Did Not Happen', value: 'not_happened', description: 'The write did not take effect: record a retryable failure; the next Reserve may proceed' },
 		],
 		default: 'happened',
-		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'External Reference',
@@ -27,7 +28,6 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: "The target's ID for the write (required for Happened), e.g. the payment ID",
-		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'Reason',
@@ -36,7 +36,6 @@ const description: INodeProperties[] = [
 		default: '',
 		required: true,
 		description: 'Why: what the person checked (stored in the event log)',
-		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'Decided By',
@@ -46,7 +45,6 @@ const description: INodeProperties[] = [
 		required: true,
 		placeholder: 'alice@example.com',
 		description: 'The person who decides (stored on the operation and in the event log)',
-		displayOptions: showFor('settle'),
 	},
 	{
 		displayName: 'Decide Before the Settle Window Ends',
@@ -55,7 +53,7 @@ const description: INodeProperties[] = [
 		default: false,
 		description:
 			"Whether to accept Did Not Happen while the operation's settle window still runs (Reserve's Settle Window, from when it went unknown). Off: refused until the window ends, as Reconcile Unknown refuses it, because the write may still land at the target. On: only with evidence that it cannot land; the event log records the override.",
-		displayOptions: { show: { operation: ['settle'], decision: ['not_happened'] } },
+		displayOptions: { show: { decision: ['not_happened'] } },
 	},
 ];
 
@@ -121,7 +119,7 @@ async function executeSettle(fns: IExecuteFunctions): Promise<INodeExecutionData
 }
 
 export const settleOperation: NodeOperation = {
-	option: { name: 'Settle by Hand', value: 'settle', description: 'A named person decides whether an unknown or review operation happened', action: 'Settle an operation by hand' },
+	option: { name: 'Settle by Hand', description: 'A named person decides whether an unknown or review operation happened', action: 'Settle an operation by hand' },
 	description,
 	execute() {
 		return executeSettle(this);

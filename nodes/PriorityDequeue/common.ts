@@ -3,20 +3,16 @@
  * finds its task (task id and lease token), and how results become items. Priority Groups are
  * parsed by src/queue/groups.ts (groupsFromRows).
  */
-import { type NodeOperation, showFor } from '../shared/router';
+import type { NodeOperation } from '../shared/router';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
-
-/** The operation values: the keys of the router's map (router.ts), nowhere else. */
-export type OperationName = keyof typeof import('./router').operations;
 
 /** One operation (nodes/shared/router.ts) and the resource whose Operation list shows it. */
 export interface QueueOperation extends NodeOperation {
 	resource: 'task' | 'queue';
 }
 
-export const show = showFor<OperationName>;
-
-export function queueField(...operation: OperationName[]): INodeProperties {
+/** The Queue parameter (a new object per call: each operation lists its own; the router shows it for that one). */
+export function queueField(): INodeProperties {
 	return {
 		displayName: 'Queue',
 		name: 'queue',
@@ -24,12 +20,11 @@ export function queueField(...operation: OperationName[]): INodeProperties {
 		default: 'default',
 		required: true,
 		description: 'Name of the queue (1 to 200 bytes). Producers and consumers of one queue use the same name.',
-		displayOptions: show(...operation),
 	};
 }
 
 /** Task ID and Lease Token of a settle operation. */
-export function taskFields(...operation: OperationName[]): INodeProperties[] {
+export function taskFields(): INodeProperties[] {
 	return [
 		{
 			displayName: 'Task Source',
@@ -45,7 +40,6 @@ export function taskFields(...operation: OperationName[]): INodeProperties[] {
 				{ name: 'Explicit', value: 'explicit', description: 'Give the task ID and lease token as expressions' },
 			],
 			default: 'lineage',
-			displayOptions: show(...operation),
 		},
 		{
 			displayName: 'Task ID',
@@ -53,7 +47,7 @@ export function taskFields(...operation: OperationName[]): INodeProperties[] {
 			type: 'string',
 			default: '={{ $json.taskId }}',
 			required: true,
-			displayOptions: { show: { operation, taskSource: ['explicit'] } },
+			displayOptions: { show: { taskSource: ['explicit'] } },
 		},
 		{
 			displayName: 'Lease Token',
@@ -63,7 +57,7 @@ export function taskFields(...operation: OperationName[]): INodeProperties[] {
 			typeOptions: { password: true },
 			required: true,
 			description: 'The lease token the dequeue returned: the fence that makes a late call from a lost lease change nothing',
-			displayOptions: { show: { operation, taskSource: ['explicit'] } },
+			displayOptions: { show: { taskSource: ['explicit'] } },
 		},
 	];
 }

@@ -1,19 +1,18 @@
 /** Priority Dequeue, operation "complete": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { type QueueOperation, show, taskFields } from './common';
+import { type QueueOperation, taskFields } from './common';
 import { complete, prepareCompleteInput } from '../../src/queue';
 import { jsonParameter } from '../shared/context';
 import { runSettle } from './settle';
 
 const description: INodeProperties[] = [
-	...taskFields('complete'),
+	...taskFields(),
 	{
 		displayName: 'Options',
 		name: 'options',
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('complete'),
 		options: [
 			{
 				displayName: 'Result',
@@ -44,7 +43,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const completeOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Complete', value: 'complete', action: 'Complete a task', description: 'Mark a claimed task succeeded (needs its live lease)' },
+	option: { name: 'Complete', action: 'Complete a task', description: 'Mark a claimed task succeeded (needs its live lease)' },
 	description,
 	execute,
 };

@@ -1,6 +1,6 @@
 /** Priority Dequeue, operation "dequeue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation, show } from './common';
+import { asJson, queueField, type QueueOperation } from './common';
 import { dequeue, groupsFromRows, prepareDequeueOptions } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { priorityGroupsProperty } from '../shared/groups';
@@ -14,9 +14,8 @@ const description: INodeProperties[] = [
 		name: 'dequeueNotice',
 		type: 'notice',
 		default: '',
-		displayOptions: show('dequeue'),
 	},
-	queueField('dequeue'),
+	queueField(),
 	{
 		displayName: 'Batch Size',
 		name: 'batchSize',
@@ -24,7 +23,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.dequeueBatchSize),
 		default: LIMITS.dequeueBatchSize.default,
 		description: 'Maximum number of tasks to claim in this execution',
-		displayOptions: show('dequeue'),
 	},
 	{
 		displayName: 'Lease (Seconds)',
@@ -34,10 +32,9 @@ const description: INodeProperties[] = [
 		default: LIMITS.queueLeaseSeconds.default,
 		description:
 			'Visibility timeout: how long the claim holds each task. A task not completed, failed, released or extended by then is handed out again, and that counts as an attempt.',
-		displayOptions: show('dequeue'),
 	},
 	priorityGroupsProperty(
-		{ operation: ['dequeue'] },
+		undefined,
 		'Priority groups, highest first (drag to reorder), each with its weighted-fair share while every group has work. Tasks of groups not listed are not claimed.',
 	),
 	{
@@ -46,7 +43,6 @@ const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('dequeue'),
 		options: [
 			{
 				displayName: 'Aging Interval (Seconds)',
@@ -85,7 +81,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const dequeueOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Dequeue', value: 'dequeue', action: 'Claim tasks', description: 'Claim up to N ready tasks, weighted fair across priority groups, each with a lease' },
+	option: { name: 'Dequeue', action: 'Claim tasks', description: 'Claim up to N ready tasks, weighted fair across priority groups, each with a lease' },
 	description,
 	execute,
 };

@@ -1,6 +1,6 @@
 /** Priority Dequeue, operation "enqueue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation, show } from './common';
+import { asJson, queueField, type QueueOperation } from './common';
 import { enqueue, type NotifyMode, prepareEnqueueInput } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { jsonParameter } from '../shared/context';
@@ -8,7 +8,7 @@ import { batchFailure, prepareItems } from '../shared/items';
 import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
-	queueField('enqueue'),
+	queueField(),
 	{
 		displayName: 'Priority Group',
 		name: 'priorityGroup',
@@ -16,7 +16,6 @@ const description: INodeProperties[] = [
 		default: 'normal',
 		required: true,
 		description: 'Group of the task: high, normal or low by default; any name the consumers list under Priority Groups',
-		displayOptions: show('enqueue'),
 	},
 	{
 		displayName: 'Payload',
@@ -24,7 +23,6 @@ const description: INodeProperties[] = [
 		type: 'json',
 		default: '={{ $json }}',
 		description: 'JSON the consumer receives as payload',
-		displayOptions: show('enqueue'),
 	},
 	{
 		displayName: 'Dedupe Key',
@@ -33,7 +31,6 @@ const description: INodeProperties[] = [
 		default: '',
 		description:
 			'Optional. While a task with this key is pending or processing in the queue, enqueueing again returns that task (marked deduplicated) instead of a new one.',
-		displayOptions: show('enqueue'),
 	},
 	{
 		displayName: 'Options',
@@ -41,7 +38,6 @@ const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('enqueue'),
 		options: [
 			{
 				displayName: 'Delay (Seconds)',
@@ -126,7 +122,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const enqueueOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Enqueue', value: 'enqueue', action: 'Add tasks to a queue', description: 'Add one task per input item, all in one transaction' },
+	option: { name: 'Enqueue', action: 'Add tasks to a queue', description: 'Add one task per input item, all in one transaction' },
 	description,
 	execute,
 };

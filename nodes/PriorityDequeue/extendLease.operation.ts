@@ -1,12 +1,12 @@
 /** Priority Dequeue, operation "extendLease": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { type QueueOperation, show, taskFields } from './common';
+import { type QueueOperation, taskFields } from './common';
 import { extendLease, prepareExtendLeaseInput } from '../../src/queue';
 import { runSettle } from './settle';
 import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
-	...taskFields('extendLease'),
+	...taskFields(),
 	{
 		displayName: 'Lease (Seconds)',
 		name: 'leaseSeconds',
@@ -14,7 +14,6 @@ const description: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.queueLeaseSeconds),
 		default: LIMITS.queueLeaseSeconds.default,
 		description: 'New lease length from now (heartbeat). An already expired lease cannot be extended.',
-		displayOptions: show('extendLease'),
 	},
 ];
 
@@ -30,7 +29,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const extendLeaseOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Extend Lease', value: 'extendLease', action: 'Extend a task lease', description: 'Heartbeat: keep holding a claimed task longer' },
+	option: { name: 'Extend Lease', action: 'Extend a task lease', description: 'Heartbeat: keep holding a claimed task longer' },
 	description,
 	execute,
 };

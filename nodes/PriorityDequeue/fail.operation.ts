@@ -1,19 +1,18 @@
 /** Priority Dequeue, operation "fail": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { type QueueOperation, show, taskFields } from './common';
+import { type QueueOperation, taskFields } from './common';
 import { type BackoffOptions, fail, prepareBackoff, prepareFailInput } from '../../src/queue';
 import { runSettle } from './settle';
 import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
-	...taskFields('fail'),
+	...taskFields(),
 	{
 		displayName: 'Error Message',
 		name: 'errorMessage',
 		type: 'string',
 		default: '={{ $json.error?.message ?? $json.error ?? "failed" }}',
 		description: 'Recorded as the last error; a task that goes to the dead letter keeps it',
-		displayOptions: show('fail'),
 	},
 	{
 		displayName: 'Options',
@@ -21,7 +20,6 @@ const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('fail'),
 		options: [
 			{
 				displayName: 'Backoff Base (Seconds)',
@@ -77,7 +75,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const failOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Fail', value: 'fail', action: 'Fail a task', description: 'Retry a claimed task after a backoff, or send it to the dead letter at its max attempts' },
+	option: { name: 'Fail', action: 'Fail a task', description: 'Retry a claimed task after a backoff, or send it to the dead letter at its max attempts' },
 	description,
 	execute,
 };

@@ -10,7 +10,7 @@ import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 import { asJson, queueField, type QueueOperation } from './common';
 
-const description: INodeProperties[] = [queueField('nextDue')];
+const description: INodeProperties[] = [queueField()];
 
 /** One output item per input item: `{ queue, dueAt, due, inMs }` for the queue that item names. */
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
@@ -34,7 +34,6 @@ export const nextDueOperation: QueueOperation = {
 	resource: 'queue',
 	option: {
 		name: 'Next Due',
-		value: 'nextDue',
 		action: 'Get when work is next due',
 		description: 'When the queue next has a task to claim (ready now, a delayed task, or an expiring lease)',
 	},

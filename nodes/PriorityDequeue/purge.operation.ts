@@ -1,6 +1,6 @@
 /** Priority Dequeue, operation "purge": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, type QueueOperation, show } from './common';
+import { asJson, type QueueOperation } from './common';
 import { preparePurgeOptions, purge } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
@@ -12,7 +12,6 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'Only this queue. Empty: every queue in the schema.',
-		displayOptions: show('purge'),
 	},
 	{
 		displayName: 'Dead Retention (Days)',
@@ -21,7 +20,6 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: -1 },
 		default: 30,
 		description: 'Dead tasks dead for longer than this move to the archive (they can no longer be requeued). -1 keeps them.',
-		displayOptions: show('purge'),
 	},
 	{
 		displayName: 'Archive Retention (Days)',
@@ -30,7 +28,6 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: -1 },
 		default: 14,
 		description: 'Finished tasks (succeeded, and archived dead tasks) older than this are deleted. -1 keeps them.',
-		displayOptions: show('purge'),
 	},
 ];
 
@@ -59,7 +56,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const purgeOperation: QueueOperation = {
 	resource: 'queue',
-	option: { name: 'Purge Finished', value: 'purge', action: 'Purge finished tasks', description: 'Retention: archive old dead tasks and delete old archived tasks' },
+	option: { name: 'Purge Finished', action: 'Purge finished tasks', description: 'Retention: archive old dead tasks and delete old archived tasks' },
 	description,
 	execute,
 };

@@ -1,19 +1,18 @@
 /** Priority Dequeue, operation "release": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { type QueueOperation, show, taskFields } from './common';
+import { type QueueOperation, taskFields } from './common';
 import { prepareReleaseInput, release } from '../../src/queue';
 import { runSettle } from './settle';
 import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
-	...taskFields('release'),
+	...taskFields(),
 	{
 		displayName: 'Options',
 		name: 'options',
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('release'),
 		options: [
 			{
 				displayName: 'Count Attempt',
@@ -49,7 +48,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const releaseOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Release', value: 'release', action: 'Release a task', description: 'Give a claimed task back without failing it' },
+	option: { name: 'Release', action: 'Release a task', description: 'Give a claimed task back without failing it' },
 	description,
 	execute,
 };

@@ -1,12 +1,12 @@
 /** Priority Dequeue, operation "requeueDead": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation, show } from './common';
+import { asJson, queueField, type QueueOperation } from './common';
 import { prepareRequeueByIdInput, prepareRequeueDeadOptions, requeueDead, requeueDeadByIds } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 
 const description: INodeProperties[] = [
-	queueField('requeueDead'),
+	queueField(),
 	{
 		displayName: 'Requeue',
 		name: 'requeueScope',
@@ -24,7 +24,6 @@ const description: INodeProperties[] = [
 			},
 		],
 		default: 'byId',
-		displayOptions: show('requeueDead'),
 	},
 	{
 		displayName: 'Task ID',
@@ -32,7 +31,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '={{ $json.taskId }}',
 		required: true,
-		displayOptions: { show: { operation: ['requeueDead'], requeueScope: ['byId'] } },
+		displayOptions: { show: { requeueScope: ['byId'] } },
 	},
 	{
 		displayName: 'Priority Group',
@@ -40,7 +39,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'Only dead tasks of this group. Empty: every group.',
-		displayOptions: { show: { operation: ['requeueDead'], requeueScope: ['oldest'] } },
+		displayOptions: { show: { requeueScope: ['oldest'] } },
 	},
 	{
 		displayName: 'Limit',
@@ -49,7 +48,7 @@ const description: INodeProperties[] = [
 		typeOptions: { minValue: 1 },
 		default: 50,
 		description: 'Max number of results to return',
-		displayOptions: { show: { operation: ['requeueDead'], requeueScope: ['oldest'] } },
+		displayOptions: { show: { requeueScope: ['oldest'] } },
 	},
 ];
 
@@ -94,7 +93,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const requeueDeadOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Requeue Dead', value: 'requeueDead', action: 'Requeue dead tasks', description: 'Put dead-lettered tasks back to pending' },
+	option: { name: 'Requeue Dead', action: 'Requeue dead tasks', description: 'Put dead-lettered tasks back to pending' },
 	description,
 	execute,
 };

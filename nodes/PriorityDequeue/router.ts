@@ -6,7 +6,7 @@
 import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import { isErrorItem } from '../shared/items';
 import { UNRECORDED } from '../shared/outputs';
-import type { OperationName, QueueOperation } from './common';
+import type { QueueOperation } from './common';
 import { completeOperation } from './complete.operation';
 import { dequeueOperation } from './dequeue.operation';
 import { enqueueOperation } from './enqueue.operation';
@@ -41,7 +41,7 @@ const RESULT = 1;
 
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
-	const name = this.getNodeParameter('operation', 0) as OperationName;
+	const name = this.getNodeParameter('operation', 0) as keyof typeof operations;
 	const op = Object.prototype.hasOwnProperty.call(operations, name) ? operations[name] : undefined;
 	if (!op) throw new NodeOperationError(this.getNode(), `The operation "${name}" is not known`);
 	const [out] = await op.execute.call(this, items);

@@ -1,20 +1,19 @@
 /** Priority Dequeue, operation "stats": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation, show } from './common';
+import { asJson, queueField, type QueueOperation } from './common';
 import { prepareStatsRequest, statsReport } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
 import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
-	queueField('stats'),
+	queueField(),
 	{
 		displayName: 'Options',
 		name: 'options',
 		type: 'collection',
 		placeholder: 'Add option',
 		default: {},
-		displayOptions: show('stats'),
 		options: [
 			{
 				displayName: 'Include Dead Tasks',
@@ -53,7 +52,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const statsOperation: QueueOperation = {
 	resource: 'queue',
-	option: { name: 'Stats', value: 'stats', action: 'Get queue stats', description: 'Depth per group, oldest wait, in flight and dead' },
+	option: { name: 'Stats', action: 'Get queue stats', description: 'Depth per group, oldest wait, in flight and dead' },
 	description,
 	execute,
 };

@@ -9,8 +9,6 @@ import { OUTPUT_COUNT, TO_CHECK } from './outputs';
 import type { NodeOperation } from '../shared/router';
 import { LIMITS, numberRange, rangeText } from '../shared/limits';
 
-const show = { show: { operation: ['claim'] } };
-
 export const claimProperties: INodeProperties[] = [
 	{
 		displayName: 'Batch Size',
@@ -19,7 +17,6 @@ export const claimProperties: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.reconcileBatchSize),
 		default: LIMITS.reconcileBatchSize.default,
 		description: `Most operations to claim in one execution (${rangeText(LIMITS.reconcileBatchSize)}), oldest first`,
-		displayOptions: show,
 	},
 	{
 		displayName: 'Extra Settle Delay (Seconds)',
@@ -29,7 +26,6 @@ export const claimProperties: INodeProperties[] = [
 		default: LIMITS.reconcileSettleDelaySeconds.default,
 		description:
 			`Seconds to wait on top of each operation's own settle window before checking it (${rangeText(LIMITS.reconcileSettleDelaySeconds)}). The window itself belongs to the operation: it is set by Reserve Operation's "Settle Window (Seconds)" and stored when the operation becomes unknown, and the database refuses "did not happen" from a claim made before it ended.`,
-		displayOptions: show,
 	},
 	{
 		displayName: 'Claim Duration (Seconds)',
@@ -39,7 +35,6 @@ export const claimProperties: INodeProperties[] = [
 		default: LIMITS.reconcileClaimSeconds.default,
 		description:
 			'How long this execution holds the claimed operations, in seconds, so another reconciler does not check them at the same time. The Resolve step must run before it ends.',
-		displayOptions: show,
 	},
 	{
 		displayName: 'Target',
@@ -48,7 +43,6 @@ export const claimProperties: INodeProperties[] = [
 		default: '',
 		placeholder: 'payments-api',
 		description: 'Only claim operations for this target (as given to Reserve Operation). Empty: all targets.',
-		displayOptions: show,
 	},
 ];
 
@@ -95,7 +89,6 @@ export async function executeClaim(fns: IExecuteFunctions): Promise<INodeExecuti
 export const claimOperation: NodeOperation = {
 	option: {
 		name: 'Claim',
-		value: 'claim',
 		description: 'Take a batch of due unknown operations to look up at the target',
 		action: 'Claim unknown operations',
 	},

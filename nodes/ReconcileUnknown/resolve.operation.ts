@@ -1,5 +1,5 @@
 /** Reconcile Unknown, operation "Resolve": record what the lookup at the target found. */
-import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
+import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 import { parseStatusOverrides } from '../../src/ledger/classify';
 import { RECONCILE_RESOLUTIONS, classifyLookup } from '../../src/ledger/reconcile/lookup';
 import { checkResolveOptions, prepareResolveItem, resolveUnknown, type ResolveResultRow } from '../../src/ledger/reconcile/resolve';
@@ -13,7 +13,6 @@ import { OUTPUT_COUNT, resolveOutput } from './outputs';
 import type { NodeOperation } from '../shared/router';
 import { LIMITS, numberRange } from '../shared/limits';
 
-const show = (extra: IDataObject = {}) => ({ show: { operation: ['resolve'], ...extra } });
 
 export const resolveProperties: INodeProperties[] = [
 	{
@@ -30,7 +29,6 @@ export const resolveProperties: INodeProperties[] = [
 			{ name: 'Explicit', value: 'explicit', description: 'Set the resolution yourself, e.g. from an expression' },
 		],
 		default: 'httpLookup',
-		displayOptions: show(),
 	},
 	{
 		displayName: 'Resolution',
@@ -46,7 +44,7 @@ export const resolveProperties: INodeProperties[] = [
 			{ name: 'Still Unknown', value: 'still_unknown', description: 'The lookup could not tell: check again later' },
 		],
 		default: 'still_unknown',
-		displayOptions: show({ lookupSource: ['explicit'] }),
+		displayOptions: { show: { lookupSource: ['explicit'] } },
 	},
 	{
 		displayName: 'External Reference',
@@ -54,7 +52,6 @@ export const resolveProperties: INodeProperties[] = [
 		type: 'string',
 		default: '={{ $json.id ?? $json.body?.id }}',
 		description: "The target's ID for the write found by the lookup (required for Happened)",
-		displayOptions: show(),
 	},
 	{
 		displayName: 'Reason',
@@ -62,7 +59,7 @@ export const resolveProperties: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'Note stored with the operation',
-		displayOptions: show({ lookupSource: ['explicit'] }),
+		displayOptions: { show: { lookupSource: ['explicit'] } },
 	},
 	{
 		displayName: 'Status Code Overrides',
@@ -72,7 +69,7 @@ export const resolveProperties: INodeProperties[] = [
 		placeholder: '404=still_unknown, 403=still_unknown',
 		description:
 			'Change how a lookup answer is read, per status code: comma-separated code=resolution pairs, resolution one of happened, not_happened, still_unknown. Default: 2xx with a reference happened, 404 and 410 not_happened, anything else still_unknown. Use not_happened only for answers that prove the target has no such write.',
-		displayOptions: show({ lookupSource: ['httpLookup'] }),
+		displayOptions: { show: { lookupSource: ['httpLookup'] } },
 	},
 	{
 		displayName: 'Max Checks',
@@ -81,7 +78,6 @@ export const resolveProperties: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.resolveMaxChecks),
 		default: LIMITS.resolveMaxChecks.default,
 		description: 'After this many inconclusive checks the operation goes to human review (it is never deleted)',
-		displayOptions: show(),
 	},
 	{
 		displayName: 'Backoff Base (Seconds)',
@@ -90,7 +86,6 @@ export const resolveProperties: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.resolveBackoffBaseSeconds),
 		default: LIMITS.resolveBackoffBaseSeconds.default,
 		description: 'Wait before the next check after an inconclusive one, in seconds; doubles with each check',
-		displayOptions: show(),
 	},
 	{
 		displayName: 'Backoff Ceiling (Seconds)',
@@ -99,7 +94,6 @@ export const resolveProperties: INodeProperties[] = [
 		typeOptions: numberRange(LIMITS.resolveBackoffMaxSeconds),
 		default: LIMITS.resolveBackoffMaxSeconds.default,
 		description: 'Longest wait between checks, in seconds',
-		displayOptions: show(),
 	},
 	{
 		displayName: 'Find Operation',
@@ -110,7 +104,6 @@ export const resolveProperties: INodeProperties[] = [
 			{ name: 'Explicit', value: 'explicit', description: 'Give the operation key and claim token' },
 		],
 		default: 'auto',
-		displayOptions: show(),
 	},
 	{
 		displayName: 'Operation Key',
@@ -118,7 +111,7 @@ export const resolveProperties: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		required: true,
-		displayOptions: show({ lineage: ['explicit'] }),
+		displayOptions: { show: { lineage: ['explicit'] } },
 	},
 	{
 		displayName: 'Claim Token',
@@ -127,7 +120,7 @@ export const resolveProperties: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		required: true,
-		displayOptions: show({ lineage: ['explicit'] }),
+		displayOptions: { show: { lineage: ['explicit'] } },
 	},
 	{
 		displayName: 'Claim Node Name',
@@ -135,7 +128,7 @@ export const resolveProperties: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description: 'With automatic lineage: the claiming Reconcile Unknown node to follow, when there is more than one upstream',
-		displayOptions: show({ lineage: ['auto'] }),
+		displayOptions: { show: { lineage: ['auto'] } },
 	},
 ];
 
@@ -237,7 +230,6 @@ export async function executeResolve(fns: IExecuteFunctions): Promise<INodeExecu
 export const resolveOperation: NodeOperation = {
 	option: {
 		name: 'Resolve',
-		value: 'resolve',
 		description: 'Record what the lookup found for each claimed operation',
 		action: 'Resolve claimed operations',
 	},

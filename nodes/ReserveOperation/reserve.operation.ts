@@ -232,7 +232,7 @@ function addManualRunHint(fns: IExecuteFunctions, count: number): void {
 
 export const reserveOperation: NodeOperation = {
 	// Not listed (a map of one has no Operation parameter); named for the router and CONTRIBUTING.md.
-	option: { name: 'Reserve', value: 'reserve', action: 'Reserve an operation key', description: 'Reserve a business operation key before an outside write' },
+	option: { name: 'Reserve', action: 'Reserve an operation key', description: 'Reserve a business operation key before an outside write' },
 	description,
 	execute,
 };

@@ -15,20 +15,22 @@ import {
 	type INodePropertyOptions,
 } from 'n8n-workflow';
 
-/** One operation of a node. */
+/** One operation of a node. Its name (the Operation value) is its key in the router's map, nowhere else. */
 export interface NodeOperation {
-	/** Its entry in the node's Operation list (value = the key in the router's map). */
-	option: INodePropertyOptions & { action: string; description: string };
-	/** Its own parameters (each shown for this operation through displayOptions). */
+	/** Its entry in the node's Operation list, without the value: the router adds the map key. */
+	option: Omit<INodePropertyOptions, 'value'> & { action: string; description: string };
+	/**
+	 * Its own parameters, without the `operation` display condition: the router adds
+	 * `operation: [<its key>]` (other conditions, e.g. `{ show: { lineage: ['explicit'] } }`, stay).
+	 * A parameter object listed by several operations of one map is one parameter shown for all of
+	 * them, at the place of its first listing.
+	 */
 	description: INodeProperties[];
 	/** Runs it over the node's input items; returns the node's outputs. */
 	execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]>;
 }
 
 export type OperationMap<K extends string = string> = Readonly<Record<K, NodeOperation>>;
-
-/** displayOptions that show a parameter for the given operations only. */
-export const showFor = <Op extends string>(...operation: Op[]) => ({ show: { operation } });
 
 /**
  * The Operation parameter, its options derived from the map. `sort`: list them by name (n8n's
@@ -40,14 +42,28 @@ export function operationParameter(
 	extra: Partial<INodeProperties> = {},
 	sort = true,
 ): INodeProperties {
-	const options = Object.values(ops).map((op) => op.option);
+	const options: INodePropertyOptions[] = Object.entries(ops).map(([value, op]) => ({ ...op.option, value }));
 	if (sort) options.sort((a, b) => a.name.localeCompare(b.name));
 	return { displayName: 'Operation', name: 'operation', type: 'options', noDataExpression: true, ...extra, options, default: defaultValue };
 }
 
-/** Every operation's parameters, in map order. */
+/**
+ * Every operation's parameters, in map order, each shown for the operations (map keys, sorted)
+ * that list it. A map of one (no Operation parameter) gets its parameters as they are.
+ */
 export function operationProperties(ops: OperationMap): INodeProperties[] {
-	return Object.values(ops).flatMap((op) => op.description);
+	const entries = Object.entries(ops);
+	if (entries.length === 1) return [...entries[0][1].description];
+	const shownFor = new Map<INodeProperties, string[]>();
+	for (const [key, op] of entries) {
+		for (const p of op.description) {
+			shownFor.set(p, [...(shownFor.get(p) ?? []), key]);
+		}
+	}
+	return [...shownFor].map(([p, keys]) => ({
+		...p,
+		displayOptions: { ...p.displayOptions, show: { ...p.displayOptions?.show, operation: [...new Set(keys)].sort() } },
+	}));
 }
 
 /**

@@ -4,16 +4,10 @@
  * pinned by a snapshot. A change to what a node offers shows here as a diff to review; run jest
  * with -u only when the change is meant.
  */
-import type { INodeType } from 'n8n-workflow';
-import { ReserveOperation } from '../../../nodes/ReserveOperation/ReserveOperation.node';
-import { ConfirmOperation } from '../../../nodes/ConfirmOperation/ConfirmOperation.node';
-import { ReconcileUnknown } from '../../../nodes/ReconcileUnknown/ReconcileUnknown.node';
-import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
-import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
-import { OperationLedgerAdmin } from '../../../nodes/OperationLedgerAdmin/OperationLedgerAdmin.node';
-import { GuardedHttpRequest } from '../../../nodes/GuardedHttpRequest/GuardedHttpRequest.node';
+import { ALL_NODES } from '../../helpers/nodeTypes';
 
-const nodes: INodeType[] = [new ReserveOperation(), new ConfirmOperation(), new ReconcileUnknown(), new PriorityDequeue(), new PriorityDequeueTrigger(), new OperationLedgerAdmin(), new GuardedHttpRequest()];
+/** Every node in package.json's n8n.nodes (test/helpers/nodeTypes.ts). */
+const nodes = ALL_NODES;
 
 describe('node descriptions stay what saved workflows expect', () => {
 	for (const n of nodes) {

@@ -4,10 +4,9 @@
  * (test/engine/ proves the behaviour in n8n's engine; this checks the descriptions without a build.)
  */
 import { NodeHelpers, Workflow, type INode, type INodeOutputConfiguration, type INodeTypes } from 'n8n-workflow';
-import { PriorityDequeueTrigger } from '../../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
 import { placeAdminOutputs } from '../../../nodes/OperationLedgerAdmin/outputs';
 import { fakeExecute } from '../../helpers/fakeExecute';
-import { ACTION_NODES } from '../../helpers/nodeTypes';
+import { ACTION_NODES, ALL_NODES } from '../../helpers/nodeTypes';
 
 const nodes = ACTION_NODES;
 
@@ -22,11 +21,11 @@ function outputNames(type: string, parameters: INode['parameters'] = {}): string
 
 describe('node descriptions', () => {
 	test('no node of the package is usable as an AI tool', () => {
-		for (const n of [...Object.values(nodes), new PriorityDequeueTrigger()]) expect(n.description.usableAsTool).toBeUndefined();
+		for (const n of ALL_NODES) expect(n.description.usableAsTool).toBeUndefined();
 	});
 
 	test('every node has one version, 1, and plain output lists (no expression)', () => {
-		for (const n of [...Object.values(nodes), new PriorityDequeueTrigger()]) {
+		for (const n of ALL_NODES) {
 			expect({ name: n.description.name, version: n.description.version, defaultVersion: n.description.defaultVersion }).toEqual({ name: n.description.name, version: 1, defaultVersion: undefined });
 			expect(Array.isArray(n.description.outputs)).toBe(true);
 		}
