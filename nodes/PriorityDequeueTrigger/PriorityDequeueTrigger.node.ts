@@ -9,9 +9,6 @@ import {
 	type ITriggerFunctions,
 	type ITriggerResponse,
 } from 'n8n-workflow';
-import { ensureSchema } from '../../src/db/migrate';
-import { getPool } from '../../src/db/pool';
-import { toBounds } from '../../src/db/bounds';
 import {
 	checkGroups,
 	checkInt,
@@ -26,7 +23,7 @@ import {
 	QueueWatcher,
 	type WakeReason,
 } from '../../src/queue';
-import { ledgerConnectionTest, toConnectionConfig } from '../shared/connection';
+import { ledgerConnectionTest, openLedgerConnection, toConnectionConfig } from '../shared/connection';
 import { CREDENTIAL_NAME, loadLedgerCredential } from '../shared/credential';
 import { priorityGroupsProperty } from '../shared/groups';
 import { LIMITS, numberRange } from '../shared/limits';
@@ -194,12 +191,10 @@ export class PriorityDequeueTrigger implements INodeType {
 		// is only a hint to check: it never starts an execution by itself.
 		const watchGroups = claim ? null : checkGroups(groupsFromRows(this.getNodeParameter('priorityGroups'))).map((g) => g.name);
 		const maxPerMinute = checkInt(this.getNodeParameter('maxPerMinute', LIMITS.triggerMaxPerMinute.default), 'Max executions per minute', LIMITS.triggerMaxPerMinute);
-		// A handle that holds no pool between calls: the idle sweeper or eviction may end the pool
-		// underneath, and the next call simply uses a new one (src/db/pool.ts).
-		const pool = getPool(config);
-		// The credential's statement and lock timeouts bound every claim and due check (src/db/bounds.ts).
-		const bounds = toBounds(config);
-		await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
+		// Through the nodes' one door (nodes/shared/connection.ts): a pool handle that holds no pool
+		// between calls, the schema applied or checked, and the credential's statement and lock
+		// timeouts, which bound every claim and due check (src/db/bounds.ts).
+		const { pool, bounds } = await openLedgerConnection(config);
 
 		const manual = this.getMode() === 'manual';
 		const emitAndWait = (items: INodeExecutionData[]): { finished: Promise<unknown> } => {

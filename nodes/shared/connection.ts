@@ -8,6 +8,7 @@ import type {
 	ICredentialTestFunctions,
 	IExecuteFunctions,
 	INodeCredentialTestResult,
+	ITriggerFunctions,
 } from 'n8n-workflow';
 import type { Pool as PgPool } from 'pg';
 import { IsolatedClient } from '../../src/vendor';
@@ -18,6 +19,7 @@ import { beginSql, toBounds, toConnectTimeout, type Bounds } from '../../src/db/
 import { assessReplication, readReplication, type ReplicationReport } from '../../src/db/replication';
 import { EndpointError, resolveEndpoint } from '../../src/db/endpoint';
 import { loadLedgerCredential } from './credential';
+import { LIMITS } from '../../src/limits';
 
 export { CREDENTIAL_NAME, isCredentialLoadError, loadLedgerCredential } from './credential';
 
@@ -35,7 +37,7 @@ export function toConnectionConfig(c: ICredentialDataDecryptedObject): Connectio
 		ca: c.ca ? String(c.ca) : undefined,
 		schema: String(c.schema ?? 'operation_ledger'),
 		autoApplySchema: c.autoApplySchema !== false,
-		maxConnections: c.maxConnections ? Number(c.maxConnections) : 5,
+		maxConnections: c.maxConnections ? Number(c.maxConnections) : LIMITS.maxConnections.default,
 		connectTimeoutMs: toConnectTimeout(c.connectTimeoutMs),
 		...toBounds({ statementTimeoutMs: c.statementTimeoutMs, lockTimeoutMs: c.lockTimeoutMs }),
 	};
@@ -54,13 +56,21 @@ export interface LedgerConnection {
  * Resolves the node's credential to a ready pool (schema checked or applied).
  * @throws NodeOperationError (isCredentialLoadError) when n8n cannot load the credential (nothing reaches the database).
  */
-export async function getLedgerConnection(fns: IExecuteFunctions): Promise<LedgerConnection> {
-	const creds = await loadLedgerCredential(fns);
-	const config = toConnectionConfig(creds);
+export async function getLedgerConnection(fns: IExecuteFunctions | ITriggerFunctions): Promise<LedgerConnection> {
+	return openLedgerConnection(toConnectionConfig(await loadLedgerCredential(fns)));
+}
+
+/**
+ * The one door to the database for every node and the trigger: validates the schema name (throws
+ * InvalidSchemaNameError), takes the pool handle for `config` (src/db/pool.ts: it holds no pool
+ * between calls), applies or checks the schema (ensureSchema: throws when it is missing or newer
+ * and Auto-Apply is off), and returns the pool, the schema and the credential's bounds.
+ */
+export async function openLedgerConnection(config: ConnectionConfig): Promise<LedgerConnection> {
 	const schema = config.schema;
 	quoteSchema(schema);
 	const pool = getPool(config);
-	await ensureSchema(pool, config.schema, config.autoApplySchema !== false);
+	await ensureSchema(pool, schema, config.autoApplySchema !== false);
 	return { pool, config, schema, bounds: toBounds(config) };
 }
 

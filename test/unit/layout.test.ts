@@ -66,6 +66,16 @@ describe('code layout', () => {
 		expect(bad).toEqual([]);
 	});
 
+	it('one door: only nodes/shared/connection.ts opens the pool, applies the schema or reads the bounds', () => {
+		// Every node and the trigger reach the database through getLedgerConnection / openLedgerConnection.
+		const DOOR = /\b(getPool|ensureSchema|toBounds|quoteSchema)\b/;
+		const bad = tsFiles('nodes')
+			.filter((f) => f !== path.join('nodes', 'shared', 'connection.ts'))
+			.filter((f) => DOOR.test(code(f)))
+			.map((f) => `${f}: ${DOOR.exec(code(f))![1]}`);
+		expect(bad).toEqual([]);
+	});
+
 	it('errors are recognised by class (instanceof), never by a name string; one input-error class', () => {
 		const all = [...tsFiles('src'), ...tsFiles('nodes')];
 		const BY_NAME = /\.name\s*===\s*['"]\w*Error['"]/;
