@@ -8,7 +8,6 @@
  * the SQL function that answers with it can return.
  */
 import { storableText } from '../text';
-import type { SettleResult } from './admin/settle';
 
 export const OPERATION_STATUSES = ['reserved', 'succeeded', 'failed', 'unknown', 'review'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
@@ -56,13 +55,6 @@ export type ResolveResult = (typeof RESOLVE_RESULTS)[number];
  */
 export const SETTLE_BY_HAND_RESULTS = ['settled', 'refused', 'refused_early', 'not_found'] as const;
 export type SettleByHandResult = (typeof SETTLE_BY_HAND_RESULTS)[number];
-/**
- * Compiles only while Settle by Hand's result type (SettleResult, src/ledger/admin/settle.ts, still
- * written out there) is exactly SETTLE_BY_HAND_RESULTS (`npx tsc --noEmit` fails otherwise).
- */
-export type SettleByHandResultsAgree = MustBeTrue<Same<SettleResult, SettleByHandResult>>;
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-type MustBeTrue<T extends true> = T;
 
 /** Reserve Operation's outputs after Unrecorded, one per decision, in the order of RESERVE_OUTPUTS. */
 export const RESERVE_OUTPUT_LABELS: Readonly<Record<ReserveDecision, string>> = {

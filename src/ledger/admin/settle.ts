@@ -11,7 +11,7 @@ import { InputError } from '../../errors';
 import { cutAny } from '../../text';
 import { resultsByItem } from '../rows';
 import { TEXT_LIMITS } from '../../limits';
-import { eventContextJson, type EventContext, type OperationStatus } from '../states';
+import { eventContextJson, type SettleByHandResult, type EventContext, type OperationStatus } from '../states';
 import { checkOperationKey, checkOptionalText } from '../validate';
 
 /** A person's verdict on an operation whose outcome is unknown. */
@@ -37,7 +37,7 @@ export interface SettleItem {
  * "not_happened" while the operation's settle window runs (settleUntil says until when), without
  * the override; nothing changed.
  */
-export type SettleResult = 'settled' | 'refused' | 'refused_early' | 'not_found';
+export type SettleResult = SettleByHandResult;
 
 export interface SettleResultRow {
 	index: number;
