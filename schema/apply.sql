@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 41076e51456751739792d2cecfdb1f04ad18382ababe8bdb4317559c91746daa.
+-- Package version 0.1.0; function set SHA-256 21d016b51d6e53602d44b82ac7b38f2e8d0ff1f71696adca6f8325534a88b7da.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -144,7 +144,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '41076e51456751739792d2cecfdb1f04ad18382ababe8bdb4317559c91746daa')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '21d016b51d6e53602d44b82ac7b38f2e8d0ff1f71696adca6f8325534a88b7da')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

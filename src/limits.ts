@@ -93,6 +93,8 @@ export const LIMITS = {
 	backoffBaseSeconds: { min: 0, max: DAY, default: 5 },
 	/** Fail's upper bound of the backoff before jitter, seconds. SQL: queue_fail. */
 	backoffCapSeconds: { min: 0, max: 365 * DAY, default: 3600 },
+	/** Fail with Retry Delay Fixed: every retry waits exactly this long, seconds (no jitter). SQL: queue_fail (item field 'delay'). */
+	fixedDelaySeconds: { min: 0, max: 365 * DAY, default: 60 },
 	/** Stats: also list this many of the most recent dead tasks. */
 	statsDeadTasks: { min: 0, max: 1000, default: 0 },
 	/** The most recent dead tasks listed (listDead). SQL: queue_list_dead. */

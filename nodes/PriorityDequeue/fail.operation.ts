@@ -1,9 +1,9 @@
 /** Priority Dequeue, operation "fail": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { type QueueOperation, taskFields } from './common';
-import { type BackoffOptions, fail, prepareBackoff, prepareFailInput } from '../../src/queue';
+import { type BackoffOptions, type RetryDelay, fail, prepareBackoff, prepareFailInput } from '../../src/queue';
 import { runSettle } from './settle';
-import { LIMITS, numberRange } from '../shared/limits';
+import { LIMITS, numberRange, rangeText } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	...taskFields(),
@@ -38,11 +38,30 @@ const description: INodeProperties[] = [
 				description: 'Upper bound of the backoff before jitter',
 			},
 			{
+				displayName: 'Fixed Delay (Seconds)',
+				name: 'fixedDelaySeconds',
+				type: 'number',
+				typeOptions: numberRange(LIMITS.fixedDelaySeconds),
+				default: LIMITS.fixedDelaySeconds.default,
+				description: `With Retry Delay: Fixed, every retry waits exactly this long (${rangeText(LIMITS.fixedDelaySeconds)} seconds, one year). Read item by item.`,
+			},
+			{
 				displayName: 'Give Up',
 				name: 'giveUp',
 				type: 'boolean',
 				default: false,
 				description: 'Whether to send the task to the dead letter now instead of retrying (for errors a retry cannot fix)',
+			},
+			{
+				displayName: 'Retry Delay',
+				name: 'retryDelay',
+				type: 'options',
+				options: [
+					{ name: 'Exponential', value: 'exponential', description: 'Capped exponential backoff with equal jitter (Backoff Base and Backoff Cap)' },
+					{ name: 'Fixed', value: 'fixed', description: 'Exactly Fixed Delay seconds before every retry, no jitter' },
+				],
+				default: 'exponential',
+				description: 'How long a retry waits',
 			},
 		],
 	},
@@ -67,6 +86,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 				...task,
 				error: typeof message === 'string' ? message : JSON.stringify(message),
 				giveUp: options.giveUp === true,
+				retryDelay: options.retryDelay as RetryDelay | undefined,
+				fixedDelaySeconds: options.fixedDelaySeconds as number | undefined,
 			});
 		},
 		(pool, schema, inputs, bounds) => fail(pool, schema, inputs, backoff, bounds),
@@ -75,7 +96,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 
 export const failOperation: QueueOperation = {
 	resource: 'task',
-	option: { name: 'Fail', action: 'Fail a task', description: 'Retry a claimed task after a backoff, or send it to the dead letter at its max attempts' },
+	option: { name: 'Fail', action: 'Fail a task', description: 'Retry a claimed task after a backoff or a fixed delay, or send it to the dead letter at its max attempts' },
 	description,
 	execute,
 };

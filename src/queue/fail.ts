@@ -1,6 +1,6 @@
 /**
  * Fail: the holder of a live lease reports a failure; the task is retried after a capped
- * exponential backoff with jitter, or goes dead (dead letter) at its maximum attempts.
+ * exponential backoff with jitter (or a fixed delay, item by item), or goes dead (dead letter) at its maximum attempts.
  */
 import { LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
@@ -8,6 +8,7 @@ import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResu
 import { checkSeconds, fn, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { storableText } from '../text';
+import { InputError } from '../errors';
 
 export interface FailInput extends SettleTarget {
 	/**
@@ -18,7 +19,21 @@ export interface FailInput extends SettleTarget {
 	error: string;
 	/** True: go dead now without further retries. */
 	giveUp?: boolean;
+	/**
+	 * How a retry waits: 'exponential' (default: the batch's capped exponential backoff with jitter,
+	 * BackoffOptions) or 'fixed' (exactly fixedDelaySeconds, no jitter).
+	 */
+	retryDelay?: RetryDelay;
+	/**
+	 * With retryDelay 'fixed': the delay, seconds (LIMITS.fixedDelaySeconds: 0 to 31,536,000, fractions allowed; default 60).
+	 * Ignored with 'exponential'; the prepared input carries it only when fixed.
+	 */
+	fixedDelaySeconds?: number;
 }
+
+/** The ways a retry waits (FailInput.retryDelay). */
+export const RETRY_DELAYS = ['exponential', 'fixed'] as const;
+export type RetryDelay = (typeof RETRY_DELAYS)[number];
 
 export interface BackoffOptions {
 	/** Backoff of the first retry before jitter, seconds (default 5). */
@@ -51,12 +66,22 @@ export function backoffSeconds(attempt: number, baseSeconds: number, capSeconds:
 }
 
 /**
- * Checks one input (id, token); returns it normalised (error text made storable and cut to 10,000
- * UTF-16 units, src/text.ts storableText; 'failed' when empty) and prepared (prepared.ts). Throws
- * InputError.
+ * Checks one input (id, token, retry delay; a fixed delay in LIMITS.fixedDelaySeconds, 0 to 31,536,000 s); returns it normalised
+ * (error text made storable and cut to 10,000 UTF-16 units, src/text.ts storableText; 'failed' when
+ * empty) and prepared (prepared.ts). Throws InputError.
  */
 export function prepareFailInput(it: FailInput): FailInput {
-	return markPrepared({ ...checkSettleTarget(it), error: storableText(String(it.error ?? 'failed'), MAX_ERROR_UNITS) || 'failed', giveUp: it.giveUp === true });
+	const mode = it.retryDelay ?? 'exponential';
+	if (!(RETRY_DELAYS as readonly unknown[]).includes(mode)) throw new InputError(`Retry delay must be one of ${RETRY_DELAYS.join(', ')}, got ${JSON.stringify(it.retryDelay)}`);
+	const target = checkSettleTarget(it);
+	const fixed = mode === 'fixed' ? checkSeconds(it.fixedDelaySeconds ?? LIMITS.fixedDelaySeconds.default, 'Fixed delay', LIMITS.fixedDelaySeconds) : undefined;
+	return markPrepared({
+		...target,
+		error: storableText(String(it.error ?? 'failed'), MAX_ERROR_UNITS) || 'failed',
+		giveUp: it.giveUp === true,
+		retryDelay: mode,
+		...(fixed === undefined ? {} : { fixedDelaySeconds: fixed }),
+	});
 }
 
 /** Longest stored error text of a failure, in UTF-16 code units. */
@@ -79,7 +104,7 @@ export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {
 export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}, bounds?: Bounds): Promise<FailResult[]> {
 	const { baseSeconds: base, capSeconds: cap } = prepareOnce(backoff, prepareBackoff);
 	if (items.length === 0) return [];
-	const payload = items.map((it) => prepareOnce(it, prepareFailInput)).map((it, i) => ({ i, ...settleKey(it), err: it.error, giveUp: it.giveUp }));
+	const payload = items.map((it) => prepareOnce(it, prepareFailInput)).map((it, i) => ({ i, ...settleKey(it), err: it.error, giveUp: it.giveUp, delay: it.fixedDelaySeconds }));
 	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_fail')}($1::jsonb, $2, $3)`, [JSON.stringify(payload), base, cap], bounds, {
 		// Failing again with the same lease token answers already_settled or lease_lost.
 		repeatSafe: true,

@@ -11,7 +11,7 @@ export { enqueue, prepareEnqueueInput, NOTIFY_MODES, type EnqueueInput, type Enq
 export { dequeue, checkGroups, prepareDequeueOptions, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
 export { complete, prepareCompleteInput, type CompleteInput, type CompleteResult } from './complete';
-export { fail, backoffSeconds, prepareBackoff, prepareFailInput, type FailInput, type FailResult, type BackoffOptions } from './fail';
+export { fail, backoffSeconds, RETRY_DELAYS, type RetryDelay, prepareBackoff, prepareFailInput, type FailInput, type FailResult, type BackoffOptions } from './fail';
 export { extendLease, prepareExtendLeaseInput, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } from './release';
 export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';

@@ -1,6 +1,8 @@
 -- Fail a batch. p_items: [{"i": item index, "id": task id, "tok": lease token, "err": error text,
--- "giveUp": true to go dead now}]. Backoff in seconds: b = least(p_cap_secs, p_base_secs * 2^(attempts-1)),
--- retry after b/2 + random() * b/2 ("equal jitter": at least half the backoff). At max attempts (or
+-- "giveUp": true to go dead now, "delay": optional fixed retry delay in seconds, 0 to 31536000}].
+-- Backoff in seconds: b = least(p_cap_secs, p_base_secs * 2^(attempts-1)), retry after
+-- b/2 + random() * b/2 ("equal jitter": at least half the backoff); an item with "delay" retries
+-- after exactly that many seconds instead (no backoff, no jitter). A delay out of bounds raises 22023. At max attempts (or
 -- giveUp) the task goes dead with the error as last_error; that transition happens once, because it
 -- needs the live lease that it ends.
 -- Outcomes: retry_scheduled | dead | already_settled | lease_lost | not_found (misses decided by
@@ -38,7 +40,8 @@ BEGIN
     END IF;
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, (e->>'tok')::uuid AS tok,
-               coalesce(e->>'err', 'failed') AS err, coalesce((e->>'giveUp')::boolean, false) AS give_up
+               coalesce(e->>'err', 'failed') AS err, coalesce((e->>'giveUp')::boolean, false) AS give_up,
+               (e->>'delay')::double precision AS delay
         FROM jsonb_array_elements(p_items) AS e
         ORDER BY (e->>'id')::bigint, (e->>'i')::integer
     LOOP
@@ -46,6 +49,10 @@ BEGIN
         id := it.tid;
         retry_at := NULL;
         detail := NULL;
+        IF it.delay IS NOT NULL AND NOT (it.delay BETWEEN 0 AND 31536000) THEN
+            RAISE EXCEPTION 'queue_fail: a fixed retry delay must be from 0 to 31536000 seconds, got %', it.delay
+                USING ERRCODE = '22023';
+        END IF;
         IF v_deadline IS NOT NULL THEN
             PERFORM ol_lock_budget(v_deadline);
         END IF;
@@ -68,7 +75,7 @@ BEGIN
                 b := least(p_cap_secs, p_base_secs * power(2::double precision, least(greatest(t.attempts - 1, 0), 60)));
                 UPDATE queue_tasks x
                    SET status = 'pending', last_error = it.err, lease_expires_at = NULL, updated_at = queue_now(), lease_end = 'failed',
-                       run_at = queue_now() + make_interval(secs => b / 2 + random() * b / 2),
+                       run_at = queue_now() + make_interval(secs => coalesce(it.delay, b / 2 + random() * b / 2)),
                        -- Re-tagged when due, as if enqueued then (queue_tag_due; docs/queue.md, "Scheduling").
                        vtag = NULL
                  WHERE x.id = t.id AND x.status || '' = 'processing' AND x.lease_token = it.tok

@@ -17,7 +17,7 @@ import { checkMaxEvents } from '../../../src/ledger/admin/get';
 import { checkHealthDays } from '../../../src/ledger/admin/health';
 import { checkRetentionOptions, HARD_DELETE_ACKNOWLEDGEMENT } from '../../../src/ledger/admin/retention';
 import { prepareSettleItem } from '../../../src/ledger/admin/settle';
-import { checkGroupName, checkQueueName, prepareBackoff, prepareDequeueOptions, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
+import { checkGroupName, checkQueueName, prepareBackoff, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
 import { preparePurgeOptions } from '../../../src/queue/purge';
 import { checkListDeadLimit } from '../../../src/queue/stats';
 import { prepareRequeueDeadOptions } from '../../../src/queue/requeueDead';
@@ -76,6 +76,7 @@ const sqlOf: Record<string, (v: unknown) => [string, unknown[]]> = {
 	'extend lease: lease': (v) => [`SELECT * FROM ${q}.queue_extend_lease($1::jsonb)`, [JSON.stringify([{ i: 0, id: 1, tok: TOKEN, secs: v }])]],
 	'fail: backoff base': (v) => [`SELECT * FROM ${q}.queue_fail('[]', $1, 600)`, [v]],
 	'fail: backoff cap': (v) => [`SELECT * FROM ${q}.queue_fail('[]', 0, $1)`, [v]],
+	'fail: fixed delay': (v) => [`SELECT * FROM ${q}.queue_fail($1::jsonb, 5, 3600)`, [JSON.stringify([{ i: 0, id: 1, tok: TOKEN, err: 'x', delay: v }])]],
 	'release: delay': (v) => [`SELECT * FROM ${q}.queue_release($1::jsonb)`, [JSON.stringify([{ i: 0, id: 1, tok: TOKEN, delay: v }])]],
 	'requeue dead: limit': (v) => [`SELECT * FROM ${q}.queue_requeue_dead('bq', NULL, NULL, $1)`, [v]],
 	'purge: limit': (v) => [`SELECT * FROM ${q}.queue_purge('bq', 60, NULL, $1)`, [v]],
@@ -121,6 +122,7 @@ const nodeOf: Record<string, (v: unknown) => unknown> = {
 	'extend lease: lease': (v) => prepareExtendLeaseInput({ taskId: '1', leaseToken: TOKEN, leaseSeconds: v as number }),
 	'fail: backoff base': (v) => prepareBackoff({ baseSeconds: v as number, capSeconds: 600 }),
 	'fail: backoff cap': (v) => prepareBackoff({ baseSeconds: 0, capSeconds: v as number }),
+	'fail: fixed delay': (v) => prepareFailInput({ taskId: '1', leaseToken: TOKEN, error: 'x', retryDelay: 'fixed', fixedDelaySeconds: v as number }),
 	'release: delay': (v) => prepareReleaseInput({ taskId: '1', leaseToken: TOKEN, delaySeconds: v as number }),
 	'requeue dead: limit': (v) => prepareRequeueDeadOptions({ queue: 'bq', limit: v as number }),
 	'purge: limit': (v) => preparePurgeOptions({ queue: 'bq', deadAfterSeconds: 60, limit: v as number }),
@@ -186,6 +188,7 @@ const BY_LIMIT: Record<keyof typeof LIMITS, Checked | string> = {
 	releaseDelaySeconds: { cases: ['release: delay'], whole: false },
 	backoffBaseSeconds: { cases: ['fail: backoff base'], whole: false },
 	backoffCapSeconds: { cases: ['fail: backoff cap'], whole: false },
+	fixedDelaySeconds: { cases: ['fail: fixed delay'], whole: false },
 	statsDeadTasks: 'Stats lists dead tasks through queue_list_dead only when it is above 0 (listDeadLimit)',
 	listDeadLimit: { cases: ['list dead: limit'], whole: true },
 	requeueDeadLimit: { cases: ['requeue dead: limit'], whole: true },
