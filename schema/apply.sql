@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 21d016b51d6e53602d44b82ac7b38f2e8d0ff1f71696adca6f8325534a88b7da.
+-- Package version 0.1.0; function set SHA-256 00a9d0935a88168332d2ef274720fd28512c37509d267d4bcb15baed237b8e68.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 12 AS ol_newer_schema \gset
+SELECT :ol_version > 13 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (12): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (13): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -88,6 +88,10 @@ SELECT :ol_version < 12 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0012_roles_and_bounds.sql
 \endif
+SELECT :ol_version < 13 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0013_queue_cancel.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -118,6 +122,8 @@ SET LOCAL check_function_bodies = off;
 \ir functions/ledger/reconcile_resolve.sql
 \ir functions/ledger/reserve_operations.sql
 \ir functions/queue/queue_age.sql
+\ir functions/queue/queue_cancel.sql
+\ir functions/queue/queue_cancel_end.sql
 \ir functions/queue/queue_channel.sql
 \ir functions/queue/queue_claim.sql
 \ir functions/queue/queue_claim_full.sql
@@ -144,7 +150,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '21d016b51d6e53602d44b82ac7b38f2e8d0ff1f71696adca6f8325534a88b7da')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '00a9d0935a88168332d2ef274720fd28512c37509d267d4bcb15baed237b8e68')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

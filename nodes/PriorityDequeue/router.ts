@@ -7,6 +7,7 @@ import { NodeOperationError, type IExecuteFunctions, type INodeExecutionData } f
 import { isErrorItem } from '../shared/items';
 import { UNRECORDED } from '../shared/outputs';
 import type { QueueOperation } from './common';
+import { cancelOperation } from './cancel.operation';
 import { completeOperation } from './complete.operation';
 import { dequeueOperation } from './dequeue.operation';
 import { enqueueOperation } from './enqueue.operation';
@@ -26,6 +27,7 @@ export const operations = {
 	extendLease: extendLeaseOperation,
 	release: releaseOperation,
 	requeueDead: requeueDeadOperation,
+	cancel: cancelOperation,
 	stats: statsOperation,
 	purge: purgeOperation,
 	nextDue: nextDueOperation,

@@ -129,6 +129,20 @@ function checkPayload(payload: unknown): unknown {
 }
 
 /**
+ * A dedupe key: a string of key-like text (src/keyText.ts), in Unicode NFC, at most 512 bytes;
+ * returned normalised (NFC). Throws InputError. Enqueue and Cancel (by key) read keys alike.
+ */
+export function checkDedupeKey(key: unknown): string {
+	if (typeof key !== 'string') throw new InputError('Dedupe key must be a string of at most 512 bytes');
+	checkKeyText(key, 'Dedupe key', (m) => new InputError(m));
+	// Normalization Form C (UAX #15), as operation keys: "é" as one code point or as "e" plus a
+	// combining accent is the same key (src/ledger/validate.ts, checkOperationKey).
+	const nfc = key.normalize('NFC');
+	if (Buffer.byteLength(nfc, 'utf8') > 512) throw new InputError('Dedupe key must be a string of at most 512 bytes');
+	return nfc;
+}
+
+/**
  * Checks one input and returns it normalised (payload {} when undefined, dedupe key null when
  * empty, notBefore as ISO-8601 text or null, maxAttempts filled in), marked as prepared (see
  * prepared.ts): enqueue() does not check it again. The one place the enqueue rules live.
@@ -144,13 +158,7 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		notBefore: null,
 	};
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
-		if (typeof input.dedupeKey !== 'string') throw new InputError('Dedupe key must be a string of at most 512 bytes');
-		checkKeyText(input.dedupeKey, 'Dedupe key', (m) => new InputError(m));
-		// Normalization Form C (UAX #15), as operation keys: "é" as one code point or as "e" plus a
-		// combining accent is the same key (src/ledger/validate.ts, checkOperationKey).
-		const nfc = input.dedupeKey.normalize('NFC');
-		if (Buffer.byteLength(nfc, 'utf8') > 512) throw new InputError('Dedupe key must be a string of at most 512 bytes');
-		out.dedupeKey = nfc;
+		out.dedupeKey = checkDedupeKey(input.dedupeKey);
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
 		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', LIMITS.enqueueDelaySeconds);

@@ -7,13 +7,14 @@
 export * from './states';
 export * from './types';
 export { queueChannel } from './channel';
-export { enqueue, prepareEnqueueInput, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
+export { enqueue, prepareEnqueueInput, checkDedupeKey, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
 export { dequeue, checkGroups, prepareDequeueOptions, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
 export { complete, prepareCompleteInput, type CompleteInput, type CompleteResult } from './complete';
 export { fail, backoffSeconds, RETRY_DELAYS, type RetryDelay, prepareBackoff, prepareFailInput, type FailInput, type FailResult, type BackoffOptions } from './fail';
 export { extendLease, prepareExtendLeaseInput, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } from './release';
+export { cancel, prepareCancelInput, MAX_CANCEL_REASON_UNITS, MAX_CANCELLED_BY_UNITS, type CancelInput, type CancelResult } from './cancel';
 export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, statsReport, prepareStatsRequest, type StatsRequest, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from './purge';

@@ -5,18 +5,20 @@
  * DEAD_REASONS against the CHECK constraints on queue_tasks (and queue_tasks_archive.status), and
  * the outcome lists against the literals the SQL functions that answer with them can return.
  */
-export const TASK_STATES = ['pending', 'processing', 'succeeded', 'dead'] as const;
+export const TASK_STATES = ['pending', 'processing', 'succeeded', 'dead', 'cancelled'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 /** The states a row of queue_tasks can hold (a succeeded task moves to the archive at once). */
 export const LIVE_TABLE_STATES = ['pending', 'processing', 'dead'] as const satisfies readonly TaskState[];
-/** The states a row of queue_tasks_archive can hold. */
-export const ARCHIVE_STATES = ['succeeded', 'dead'] as const satisfies readonly TaskState[];
+/** The states a row of queue_tasks_archive can hold (a cancelled task moves there at once, as a succeeded one). */
+export const ARCHIVE_STATES = ['succeeded', 'dead', 'cancelled'] as const satisfies readonly TaskState[];
 /**
  * How a row's last lease ended (queue_tasks.lease_end; null while the lease is live): completed,
  * failed, gave_up, released (the holder settled it), expired (the expiry sweep ended it), requeued
- * (the task went dead and was requeued by hand). queue_settle_verdict reads it to answer a late settle.
+ * (the task went dead and was requeued by hand), cancelled (a cancel ended the lease: its holder's
+ * settle or extension found the cancel request, or the cancel found the lease expired).
+ * queue_settle_verdict reads it to answer a late settle.
  */
-export const LEASE_ENDS = ['completed', 'failed', 'gave_up', 'released', 'expired', 'requeued'] as const;
+export const LEASE_ENDS = ['completed', 'failed', 'gave_up', 'released', 'expired', 'requeued', 'cancelled'] as const;
 export type LeaseEnd = (typeof LEASE_ENDS)[number];
 
 /**
@@ -47,8 +49,22 @@ export const SETTLE_OUTCOMES = [
 	 */
 	'lease_lost',
 	'not_found',
+	/**
+	 * The task was cancelled (Cancel): for a settle or extension under the live lease of a
+	 * cancel-requested task, this call ended it cancelled; for any later call, it already was.
+	 * Nothing else changed: the holder must stop (a complete's result is not recorded).
+	 */
+	'cancelled',
 ] as const;
 export type SettleOutcome = (typeof SETTLE_OUTCOMES)[number];
+
+/**
+ * What a cancel did (queue_cancel): cancelled (a waiting task, or one whose lease had expired, ended
+ * now) | cancel_requested (held by a live lease: its holder's next settle or extension answers
+ * cancelled) | finished (it already succeeded, went dead or was cancelled: nothing changed) | not_found.
+ */
+export const CANCEL_OUTCOMES = ['cancelled', 'cancel_requested', 'finished', 'not_found'] as const;
+export type CancelOutcome = (typeof CANCEL_OUTCOMES)[number];
 
 /** Outcomes of requeueing a dead task. */
 export const REQUEUE_OUTCOMES = ['requeued', 'skipped_live_duplicate', 'not_dead', 'not_found'] as const;

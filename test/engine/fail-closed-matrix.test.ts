@@ -265,6 +265,33 @@ const scenarios: Scenario[] = [
 	settleScenario('release', { options: {} }, ['released', 'already_settled', 'lease_lost']),
 	settleScenario('extendLease', { leaseSeconds: 600 }, ['extended']),
 	{
+		// Cancel by dedupe key (the key is known before the run; an empty key is the invalid item).
+		// A retry of the run finds the key free again: not_found.
+		name: 'Dequeue cancel',
+		modes: ['valid', 'invalid', 'down'],
+		invalidItem: 1,
+		outputs: ['Unrecorded', 'Result'],
+		goAhead: [1],
+		seed: async (id) => {
+			await enqueue(db.pool, db.schema, [
+				{ queue: id, group: 'normal', dedupeKey: `${id}-1` },
+				{ queue: id, group: 'normal', dedupeKey: `${id}-2` },
+			]);
+		},
+		build: (id, mode, s) => ({
+			nodes: [
+				source([{ k: `${id}-1` }, { k: bad(mode) ? '' : `${id}-2` }]),
+				ut('priorityDequeue', { resource: 'task', operation: 'cancel', cancelBy: 'dedupeKey', queue: id, dedupeKey: '={{ $json.k }}', reason: 'engine test', cancelledBy: 'matrix' }, s, mode === 'down'),
+			],
+			feeds: { Source: [['UT']] },
+		}),
+		async decided(item) {
+			expect(['cancelled', 'not_found']).toContain(item.json.outcome);
+			if (item.json.outcome === 'cancelled')
+				expect(await q(`SELECT status, cancel_reason FROM ${db.schemaSql}.queue_tasks_archive WHERE id = $1`, [item.json.taskId])).toEqual([{ status: 'cancelled', cancel_reason: 'engine test' }]);
+		},
+	},
+	{
 		name: 'Dequeue stats',
 		modes: ['valid', 'invalid', 'down'],
 		invalidItem: 1,

@@ -29,7 +29,7 @@ import {
 	SETTLE_BY_HAND_RESULTS,
 } from '../../src/ledger/states';
 import { RECONCILE_RESOLUTIONS } from '../../src/ledger/reconcile/lookup';
-import { ARCHIVE_STATES, DEAD_REASONS, LEASE_ENDS, LIVE_TABLE_STATES, REQUEUE_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
+import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, LEASE_ENDS, LIVE_TABLE_STATES, REQUEUE_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -164,6 +164,10 @@ describe('outcome lists match what the SQL functions can answer', () => {
 		expect(await answers([...settles, 'queue_settle_verdict'], ['outcome', 'o'])).toEqual(sorted(SETTLE_OUTCOMES));
 		// queue_settle_miss only passes the verdict on.
 		expect(returnedLiterals(await functionSource('queue_settle_miss'), ['outcome'])).toEqual([]);
+	});
+
+	it('queue_cancel answers exactly CANCEL_OUTCOMES', async () => {
+		expect(await answers(['queue_cancel'], ['outcome'])).toEqual(sorted(CANCEL_OUTCOMES));
 	});
 
 	it('queue_requeue_dead answers exactly REQUEUE_OUTCOMES', async () => {

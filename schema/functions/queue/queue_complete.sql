@@ -46,6 +46,7 @@ BEGIN
         WITH gone AS (
             DELETE FROM queue_tasks x
              WHERE x.id = v_tid AND x.status || '' = 'processing' AND x.lease_token = v_tok AND x.lease_expires_at > queue_now()
+               AND x.cancel_requested_at IS NULL
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
@@ -57,6 +58,12 @@ BEGIN
         IF FOUND THEN
             outcome := 'completed';
             status := 'succeeded';
+        ELSIF queue_cancel_end(v_tid, v_tok) THEN
+            -- A cancel was requested while this lease held the task: it ends cancelled; the holder must stop.
+            outcome := 'cancelled';
+            status := 'cancelled';
+            finished_at := queue_now();
+            detail := 'the task was cancelled while this lease held it: stop working on it';
         ELSE
             SELECT m.outcome, m.status, m.attempts, m.finished_at, m.detail
               INTO outcome, status, attempts, finished_at, detail
@@ -92,6 +99,7 @@ BEGIN
            AND x.status || '' = 'processing'
            AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
            AND x.lease_expires_at - queue_now() > interval '0'
+           AND x.cancel_requested_at IS NULL
         RETURNING x.*
     ), moved AS (
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
@@ -128,6 +136,7 @@ BEGIN
         WITH gone AS (
             DELETE FROM queue_tasks x
              WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
+               AND x.cancel_requested_at IS NULL
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
@@ -141,6 +150,12 @@ BEGIN
             status := 'succeeded';
             attempts := a.attempts;
             finished_at := a.finished_at;
+        ELSIF queue_cancel_end(it.tid, it.tok) THEN
+            -- A cancel was requested while this lease held the task: it ends cancelled; the holder must stop.
+            outcome := 'cancelled';
+            status := 'cancelled';
+            finished_at := queue_now();
+            detail := 'the task was cancelled while this lease held it: stop working on it';
         ELSE
             SELECT m.outcome, m.status, m.attempts, m.finished_at, m.detail
               INTO outcome, status, attempts, finished_at, detail

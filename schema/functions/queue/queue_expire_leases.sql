@@ -16,8 +16,28 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     n integer;
+    c integer;
 BEGIN
     p_now := coalesce(p_now, queue_now() + (clock_timestamp() - now()));
+    -- A cancel-requested task (queue_cancel) whose lease expired ends cancelled, never runs again.
+    WITH gone AS (
+        DELETE FROM queue_tasks t
+         WHERE t.id IN (SELECT x.id FROM queue_tasks x
+                         WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
+                           AND x.cancel_requested_at IS NOT NULL
+                         ORDER BY x.lease_expires_at
+                         LIMIT greatest(coalesce(p_limit, 1000), 0)
+                           FOR UPDATE SKIP LOCKED)
+           AND t.status = 'processing' AND t.lease_expires_at <= p_now
+        RETURNING t.*
+    )
+    INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts, max_attempts,
+                                     lease_token, last_error, requeues, enqueued_at, finished_at, lease_end,
+                                     cancel_reason, cancelled_by)
+    SELECT g.id, g.queue, g.priority_group, 'cancelled', g.payload, g.cancelled_dedupe_key, g.attempts, g.max_attempts,
+           g.lease_token, g.last_error, g.requeues, g.enqueued_at, p_now, 'expired', g.cancel_reason, g.cancelled_by
+      FROM gone g;
+    GET DIAGNOSTICS c = ROW_COUNT;
     UPDATE queue_tasks t
        SET status = CASE WHEN t.attempts >= t.max_attempts THEN 'dead' ELSE 'pending' END,
            last_error = CASE WHEN t.attempts >= t.max_attempts
@@ -30,10 +50,11 @@ BEGIN
            updated_at = p_now
      WHERE t.id IN (SELECT x.id FROM queue_tasks x
                      WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= p_now
+                       AND x.cancel_requested_at IS NULL
                      ORDER BY x.lease_expires_at
                      LIMIT greatest(coalesce(p_limit, 1000), 0)
                        FOR UPDATE SKIP LOCKED)
        AND t.status = 'processing' AND t.lease_expires_at <= p_now;
     GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
+    RETURN n + c;
 END $$;

@@ -41,11 +41,18 @@ BEGIN
          -- status || '': does not match the lease index's predicate, so the row is found by primary
          -- key even when the statistics say few tasks are processing (see queue_complete).
          WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
+           AND x.cancel_requested_at IS NULL
         RETURNING x.* INTO t;
         IF FOUND THEN
             outcome := 'extended';
             status := t.status;
             lease_expires_at := t.lease_expires_at;
+        ELSIF queue_cancel_end(it.tid, it.tok) THEN
+            -- A cancel was requested while this lease held the task: it ends cancelled; the holder must stop.
+            outcome := 'cancelled';
+            status := 'cancelled';
+            lease_expires_at := NULL;
+            detail := 'the task was cancelled while this lease held it: stop working on it';
         ELSE
             lease_expires_at := NULL;
             SELECT m.outcome, m.status, m.detail INTO outcome, status, detail

@@ -60,6 +60,7 @@ BEGIN
          -- status || '': does not match the lease index's predicate, so the row is found by primary
          -- key even when the statistics say few tasks are processing (see queue_complete).
          WHERE x.id = it.tid AND x.status || '' = 'processing' AND x.lease_token = it.tok AND x.lease_expires_at > queue_now()
+           AND x.cancel_requested_at IS NULL
            FOR UPDATE;
         IF FOUND THEN
             IF it.give_up OR t.attempts >= t.max_attempts THEN
@@ -87,6 +88,14 @@ BEGIN
             attempts := t.attempts;
             max_attempts := t.max_attempts;
             last_error := t.last_error;
+        ELSIF queue_cancel_end(it.tid, it.tok) THEN
+            -- A cancel was requested while this lease held the task: it ends cancelled; the holder must stop.
+            outcome := 'cancelled';
+            status := 'cancelled';
+            attempts := NULL;
+            max_attempts := NULL;
+            last_error := NULL;
+            detail := 'the task was cancelled while this lease held it: stop working on it';
         ELSE
             SELECT m.outcome, m.status, m.attempts, m.max_attempts, m.last_error, m.detail
               INTO outcome, status, attempts, max_attempts, last_error, detail

@@ -4,7 +4,8 @@
 --   p_where:  'live' (the row is in queue_tasks), 'archive' (queue_tasks_archive) or null (no row).
 --   p_status, p_token_now, p_lease_end, p_lease_expires_at, p_attempts, p_max_attempts,
 --   p_dead_reason: the row's columns (queue_tasks_archive has no lease_expires_at: pass null).
--- Returns (outcome, detail), outcome one of already_settled | lease_lost | not_found:
+-- Returns (outcome, detail), outcome one of cancelled | already_settled | lease_lost | not_found:
+--   cancelled:       the task was cancelled (queue_cancel; archive status 'cancelled'): for any lease.
 --   already_settled: this lease itself settled the task earlier (a harmless repeat); never for
 --                    'extend' (a settled lease cannot be extended: lease_lost).
 --   lease_lost:      this lease was superseded: it expired (swept or not), or another lease holds
@@ -21,6 +22,8 @@ AS $$
     SELECT v.o, v.d FROM (SELECT
         CASE
             WHEN p_where IS NULL THEN 'not_found'
+            -- Cancelled (queue_cancel): every settle from any lease is told so, and must stop.
+            WHEN p_status = 'cancelled' THEN 'cancelled'
             WHEN p_token_now IS NOT DISTINCT FROM p_token AND p_status <> 'processing'
                  AND coalesce(p_lease_end, 'legacy') IN ('completed', 'failed', 'gave_up', 'released', 'legacy')
                  AND p_op <> 'extend' THEN 'already_settled'
@@ -28,6 +31,7 @@ AS $$
         END AS o,
         CASE
             WHEN p_where IS NULL THEN 'no task with this id'
+            WHEN p_status = 'cancelled' THEN 'the task was cancelled: stop working on it'
             WHEN p_token_now IS NULL THEN 'this lease token never held the task (it is ' || p_status || ')'
             -- This lease, still on the row.
             WHEN p_token_now IS NOT DISTINCT FROM p_token AND p_status = 'processing' THEN

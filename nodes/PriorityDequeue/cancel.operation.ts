@@ -1,0 +1,96 @@
+/** Priority Dequeue, operation "cancel": its entry in the Operation list, its parameters and its execute. */
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { asJson, type QueueOperation } from './common';
+import { cancel, prepareCancelInput } from '../../src/queue';
+import { getLedgerConnection } from '../shared/connection';
+import { batchFailure, prepareItems } from '../shared/items';
+
+const byKey = { show: { cancelBy: ['dedupeKey'] } };
+
+const description: INodeProperties[] = [
+	{
+		displayName: 'Cancel By',
+		name: 'cancelBy',
+		type: 'options',
+		options: [
+			{ name: 'Task ID', value: 'taskId', description: 'The task whose ID each input item gives' },
+			{ name: 'Dedupe Key', value: 'dedupeKey', description: 'The pending or processing task of the queue that holds this dedupe key' },
+		],
+		default: 'taskId',
+	},
+	{
+		displayName: 'Task ID',
+		name: 'taskId',
+		type: 'string',
+		default: '={{ $json.taskId }}',
+		required: true,
+		displayOptions: { show: { cancelBy: ['taskId'] } },
+	},
+	{
+		displayName: 'Queue',
+		name: 'queue',
+		type: 'string',
+		default: 'default',
+		required: true,
+		description: 'Name of the queue (1 to 200 bytes) whose task holds the dedupe key',
+		displayOptions: byKey,
+	},
+	{
+		displayName: 'Dedupe Key',
+		name: 'dedupeKey',
+		type: 'string',
+		default: '',
+		required: true,
+		description: 'The dedupe key the task was enqueued with (compared in Unicode NFC, as Enqueue does)',
+		displayOptions: byKey,
+	},
+	{
+		displayName: 'Reason',
+		name: 'reason',
+		type: 'string',
+		default: '',
+		description: 'Why, recorded with the cancelled task (up to 2,000 characters; empty: "cancelled")',
+	},
+	{
+		displayName: 'Cancelled By',
+		name: 'cancelledBy',
+		type: 'string',
+		default: '',
+		description: 'Who asked, recorded with the cancelled task (up to 60 characters), for example the form user',
+	},
+];
+
+/** Every item's task in one call, one output item per input item (outcome in `outcome`). */
+async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+	const out: INodeExecutionData[] = [];
+	const { prepared, errorItems } = prepareItems(this, items, (i) => {
+		const mode = this.getNodeParameter('cancelBy', i, 'taskId') as string;
+		const common = { reason: this.getNodeParameter('reason', i, '') as string, cancelledBy: this.getNodeParameter('cancelledBy', i, '') as string };
+		return prepareCancelInput(
+			mode === 'dedupeKey'
+				? { ...common, queue: this.getNodeParameter('queue', i) as string, dedupeKey: this.getNodeParameter('dedupeKey', i) as string }
+				: { ...common, taskId: this.getNodeParameter('taskId', i) as string },
+		);
+	});
+	out.push(...errorItems);
+	if (prepared.length === 0) return [out];
+	try {
+		const { pool, config, bounds } = await getLedgerConnection(this);
+		const results = await cancel(pool, config.schema, prepared.map((p) => p.value), bounds);
+		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
+	} catch (e) {
+		out.push(...batchFailure(this, e, 'Cancel', prepared.map((p) => p.index)));
+	}
+	return [out];
+}
+
+export const cancelOperation: QueueOperation = {
+	resource: 'task',
+	option: {
+		name: 'Cancel',
+		action: 'Cancel a task',
+		description: 'Stop a waiting task now, or ask the holder of a claimed one to stop, by task ID or dedupe key, with a reason',
+	},
+	description,
+	execute,
+};

@@ -1,0 +1,27 @@
+-- End a cancel-requested task at its holder's settle or lease extension: when task p_id is processing
+-- under the live lease p_token and a cancel was requested (queue_cancel), move it to the archive as
+-- 'cancelled' (lease_end 'cancelled', with the request's reason and who, and its dedupe key back) and
+-- return true; otherwise change nothing and return false. Called by queue_complete, queue_fail,
+-- queue_release and queue_extend_lease when their own update did not apply, before they read the
+-- miss verdict. Locks the task row (FOR UPDATE through DELETE).
+CREATE OR REPLACE FUNCTION queue_cancel_end(p_id bigint, p_token uuid)
+RETURNS boolean
+LANGUAGE sql
+SET search_path FROM CURRENT
+AS $$
+    WITH gone AS (
+        DELETE FROM queue_tasks x
+         WHERE x.id = p_id AND x.status || '' = 'processing' AND x.lease_token = p_token
+           AND x.lease_expires_at > queue_now() AND x.cancel_requested_at IS NOT NULL
+        RETURNING x.*
+    ), moved AS (
+        INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
+                                         max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
+                                         lease_end, cancel_reason, cancelled_by)
+        SELECT g.id, g.queue, g.priority_group, 'cancelled', g.payload, g.cancelled_dedupe_key, g.attempts, g.max_attempts,
+               g.lease_token, g.last_error, g.requeues, g.enqueued_at, queue_now(), 'cancelled', g.cancel_reason, g.cancelled_by
+          FROM gone g
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM moved)
+$$;
