@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { Client, Pool } from 'pg';
 import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { reserveOperations } from '../../../src/ledger/reserve';
-import { dequeue } from '../../../src/queue';
+import { cancel, complete, dequeue } from '../../../src/queue';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -161,6 +161,59 @@ describe('migrations', () => {
 			// The untagged task of the old version is tagged and claimed by a claim of its group.
 			const got = await dequeue(pool, schema, { queue: 'up', limit: 5, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
 			expect(got).toHaveLength(1);
+		}
+	});
+
+	it('migration 0013 (cancel) applies over a 0012 database holding tasks, by the migrator and by apply.sql; a lease taken before it can be cancelled', async () => {
+		for (const via of ['migrator', 'psql'] as const) {
+			const schema = fresh();
+			const q = `"${schema}"`;
+			const c = await pool.connect();
+			let ids: { pending: string; held: string; done: string };
+			const token = '3f2c8a51-2d7e-4c59-9a61-7b1e0c4d9e21';
+			try {
+				await c.query('BEGIN');
+				for (const m of loadMigrations().filter((x) => x.version <= 12)) await c.query(renderMigration(m.sql, schema));
+				await c.query(`SET LOCAL search_path TO ${q}`);
+				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
+				ids = {
+					pending: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, dedupe_key) VALUES ('up', 'vip', 'pending', now(), 'k-pending') RETURNING id`),
+					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at, dedupe_key)
+					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes', 'k-held') RETURNING id`),
+					done: await ins(`INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, attempts, max_attempts, enqueued_at, finished_at)
+					                 VALUES (9000001, 'up', 'vip', 'succeeded', '{}', 1, 5, now(), now()) RETURNING id`),
+				};
+				await c.query('COMMIT');
+			} catch (e) {
+				await c.query('ROLLBACK');
+				throw e;
+			} finally {
+				c.release();
+			}
+			expect((await readSchemaState(pool, schema)).version).toBe(12);
+			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(13);
+			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			expect(await readSchemaState(pool, schema)).toEqual({ version: 13, functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			// The old rows are intact and none is cancel-requested.
+			const { rows: live } = await pool.query(`SELECT id::text, status, dedupe_key, cancel_requested_at FROM ${q}.queue_tasks ORDER BY id`);
+			expect(live).toEqual([
+				{ id: ids.pending, status: 'pending', dedupe_key: 'k-pending', cancel_requested_at: null },
+				{ id: ids.held, status: 'processing', dedupe_key: 'k-held', cancel_requested_at: null },
+			]);
+			const res = await cancel(pool, schema, [
+				{ queue: 'up', taskId: ids.pending, reason: 'after upgrade' },
+				{ queue: 'up', dedupeKey: 'k-held' },
+				{ queue: 'up', taskId: ids.done },
+			]);
+			expect(res.map((r) => r.outcome)).toEqual(['cancelled', 'cancel_requested', 'finished']);
+			// The lease taken before the upgrade learns of the cancel at its settle.
+			expect((await complete(pool, schema, [{ taskId: ids.held, leaseToken: token }]))[0]).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
+			const { rows: arch } = await pool.query(`SELECT id::text, status, cancel_reason, lease_end FROM ${q}.queue_tasks_archive ORDER BY id`);
+			expect(arch).toEqual([
+				{ id: ids.pending, status: 'cancelled', cancel_reason: 'after upgrade', lease_end: null },
+				{ id: ids.held, status: 'cancelled', cancel_reason: 'cancelled', lease_end: 'cancelled' },
+				{ id: ids.done, status: 'succeeded', cancel_reason: null, lease_end: null },
+			]);
 		}
 	});
 

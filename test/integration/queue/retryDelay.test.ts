@@ -1,6 +1,6 @@
 /**
  * Fail's Retry Delay: Fixed. A retry waits exactly the fixed delay (run_at = the failing
- * statement's now() + delay, no jitter), item by item beside the batch's exponential backoff; a
+ * statement's queue_now() + delay, no jitter), item by item beside the batch's exponential backoff; a
  * delay out of bounds is refused for its item only, nothing written for it.
  */
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
@@ -8,19 +8,20 @@ import { dequeue, fail, prepareFailInput } from '../../../src/queue';
 import { LIMITS } from '../../../src/limits';
 import { InputError } from '../../../src/errors';
 import { closeAllPools } from '../../../src/db/pool';
-import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, DATABASE_URL, queueTestDb, setQueueClock, type QueueTestDb } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
 
 let db: QueueTestDb;
 beforeAll(async () => {
 	db = await queueTestDb(4);
 });
+afterEach(() => setQueueClock(db.pool, db.schema, 0));
 afterAll(async () => {
 	await closeAllPools();
 	await db.drop();
 });
 
-/** Seconds between run_at and updated_at (the failing statement's now()) per task id. */
+/** Seconds between run_at and updated_at (the failing statement's queue_now()) per task id. */
 async function waits(ids: string[]): Promise<Map<string, number>> {
 	const { rows } = await db.pool.query<{ id: string; wait: number; status: string }>(
 		`SELECT id, status, extract(epoch FROM run_at - updated_at)::float8 AS wait FROM "${db.schema}".queue_tasks WHERE id = ANY($1::bigint[])`,
@@ -67,7 +68,7 @@ describe('fail with a fixed retry delay', () => {
 			const [r] = await fail(db.pool, db.schema, [{ ...t, error: 'x', retryDelay: 'fixed', fixedDelaySeconds: 7 }]);
 			expect(r.outcome).toBe('retry_scheduled');
 			expect((await waits([t.taskId])).get(t.taskId)).toBe(7);
-			await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() WHERE id = $1`, [t.taskId]);
+			await advanceQueueClock(db.pool, db.schema, 7); // the retry is due
 		}
 	});
 
