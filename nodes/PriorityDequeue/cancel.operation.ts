@@ -1,6 +1,6 @@
 /** Priority Dequeue, operation "cancel": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, type QueueOperation } from './common';
+import { asJson, queueField, type QueueOperation } from './common';
 import { cancel, prepareCancelInput } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
@@ -8,12 +8,13 @@ import { batchFailure, prepareItems } from '../shared/items';
 const byKey = { show: { cancelBy: ['dedupeKey'] } };
 
 const description: INodeProperties[] = [
+	queueField(),
 	{
 		displayName: 'Cancel By',
 		name: 'cancelBy',
 		type: 'options',
 		options: [
-			{ name: 'Task ID', value: 'taskId', description: 'The task whose ID each input item gives' },
+			{ name: 'Task ID', value: 'taskId', description: 'The task of the queue whose ID each input item gives (a task of another queue is not found)' },
 			{ name: 'Dedupe Key', value: 'dedupeKey', description: 'The pending or processing task of the queue that holds this dedupe key' },
 		],
 		default: 'taskId',
@@ -25,15 +26,6 @@ const description: INodeProperties[] = [
 		default: '={{ $json.taskId }}',
 		required: true,
 		displayOptions: { show: { cancelBy: ['taskId'] } },
-	},
-	{
-		displayName: 'Queue',
-		name: 'queue',
-		type: 'string',
-		default: 'default',
-		required: true,
-		description: 'Name of the queue (1 to 200 bytes) whose task holds the dedupe key',
-		displayOptions: byKey,
 	},
 	{
 		displayName: 'Dedupe Key',
@@ -65,10 +57,14 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	const out: INodeExecutionData[] = [];
 	const { prepared, errorItems } = prepareItems(this, items, (i) => {
 		const mode = this.getNodeParameter('cancelBy', i, 'taskId') as string;
-		const common = { reason: this.getNodeParameter('reason', i, '') as string, cancelledBy: this.getNodeParameter('cancelledBy', i, '') as string };
+		const common = {
+			queue: this.getNodeParameter('queue', i) as string,
+			reason: this.getNodeParameter('reason', i, '') as string,
+			cancelledBy: this.getNodeParameter('cancelledBy', i, '') as string,
+		};
 		return prepareCancelInput(
 			mode === 'dedupeKey'
-				? { ...common, queue: this.getNodeParameter('queue', i) as string, dedupeKey: this.getNodeParameter('dedupeKey', i) as string }
+				? { ...common, dedupeKey: this.getNodeParameter('dedupeKey', i) as string }
 				: { ...common, taskId: this.getNodeParameter('taskId', i) as string },
 		);
 	});

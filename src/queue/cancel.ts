@@ -18,10 +18,11 @@ export const MAX_CANCEL_REASON_UNITS = 2_000;
 export const MAX_CANCELLED_BY_UNITS = 60;
 
 export interface CancelInput {
+	/** The queue the task belongs to (by id: a task of another queue is not_found, as Requeue Dead by id). */
+	queue: string;
 	/** The task, by id: a positive bigint as text or a safe integer. */
 	taskId?: string | number | null;
 	/** Or by dedupe key: the live (pending or processing) task of `queue` holding `dedupeKey`. */
-	queue?: string | null;
 	dedupeKey?: string | null;
 	/** Why (recorded as cancel_reason; made storable and cut to 2,000 units; 'cancelled' when empty). */
 	reason?: string | null;
@@ -53,19 +54,20 @@ interface Row {
 }
 
 /**
- * Checks one input: a task id (checkTaskId), or else a queue name and a dedupe key (checkDedupeKey,
- * NFC); exactly one of the two ways. Returns it normalised and prepared (prepared.ts). Throws InputError.
+ * Checks one input: a queue name (checkQueueName) and either a task id (checkTaskId) or a dedupe
+ * key (checkDedupeKey, NFC), exactly one of the two. Returns it normalised and prepared (prepared.ts). Throws InputError.
  */
 export function prepareCancelInput(it: CancelInput): CancelInput {
 	const hasId = it.taskId !== undefined && it.taskId !== null && it.taskId !== '';
 	const hasKey = it.dedupeKey !== undefined && it.dedupeKey !== null && it.dedupeKey !== '';
-	if (hasId === hasKey) throw new InputError('Cancel needs either a task ID or a dedupe key (with its queue), not both and not neither');
+	if (hasId === hasKey) throw new InputError('Cancel needs either a task ID or a dedupe key, not both and not neither');
+	const queue = checkQueueName(it.queue);
 	const reason = storableText(String(it.reason ?? ''), MAX_CANCEL_REASON_UNITS).trim() || 'cancelled';
 	const by = storableText(String(it.cancelledBy ?? ''), MAX_CANCELLED_BY_UNITS).trim() || null;
 	return markPrepared(
 		hasId
-			? { taskId: checkTaskId(it.taskId), reason, cancelledBy: by }
-			: { queue: checkQueueName(it.queue), dedupeKey: checkDedupeKey(it.dedupeKey), reason, cancelledBy: by },
+			? { queue, taskId: checkTaskId(it.taskId), reason, cancelledBy: by }
+			: { queue, dedupeKey: checkDedupeKey(it.dedupeKey), reason, cancelledBy: by },
 	);
 }
 
@@ -79,7 +81,7 @@ export async function cancel(db: Queryable, schema: string, items: CancelInput[]
 	if (items.length === 0) return [];
 	const payload = items
 		.map((it) => prepareOnce(it, prepareCancelInput))
-		.map((it, i) => (it.taskId ? { i, id: String(it.taskId), reason: it.reason, by: it.cancelledBy } : { i, queue: it.queue, key: it.dedupeKey, reason: it.reason, by: it.cancelledBy }));
+		.map((it, i) => (it.taskId ? { i, queue: it.queue, id: String(it.taskId), reason: it.reason, by: it.cancelledBy } : { i, queue: it.queue, key: it.dedupeKey, reason: it.reason, by: it.cancelledBy }));
 	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_cancel')}($1::jsonb)`, [JSON.stringify(payload)], bounds, { repeatSafe: true });
 	const out: CancelResult[] = new Array(items.length);
 	for (const r of rows)

@@ -1,6 +1,8 @@
--- Cancel tasks. p_items: [{"i": item index, "id": task id} or {"i", "queue": name, "key": dedupe key},
--- plus "reason": why (text, up to 10,000 bytes), "by": who asked (text, up to 200 bytes)}].
--- By key: the live task (pending or processing) of that queue holding the dedupe key.
+-- Cancel tasks of one queue each. p_items: [{"i": item index, "queue": name, and "id": task id or
+-- "key": dedupe key, plus "reason": why (text, up to 10,000 bytes), "by": who asked (text, up to
+-- 200 bytes)}]. By id: that task if it belongs to the item's queue (a task of another queue is
+-- not_found, as Requeue Dead by id answers). By key: the live task (pending or processing) of that
+-- queue holding the dedupe key.
 -- Outcomes per item:
 --   cancelled:        the task was waiting (pending: due, delayed or a retry waiting out its backoff),
 --                     or processing under a lease that had already expired; it is now in the archive,
@@ -13,12 +15,12 @@
 --                     (queue_cancel_end); if the lease expires first, the expiry sweep ends it
 --                     cancelled (queue_expire_leases). Either way it never runs again.
 --   finished:         the task already ended (succeeded, dead or cancelled): nothing changed.
---   not_found:        no task with this id (or no live task with this key in this queue).
+--   not_found:        no task with this id in this queue (or no live task with this key in it).
 -- Returns the task's status after the call ('cancelled' | 'processing' | its final status | null).
 -- Lock waits: every item waits for its row in turn (FOR UPDATE); a batch of several items shares
 -- one budget (ol_lock_deadline): a task held past about one lock_timeout in all fails the call
 -- (SQLSTATE 55P03), nothing cancelled. Refused (SQLSTATE 22023), as the node refuses it
--- (src/queue/cancel.ts): an item with neither an id nor a queue and key, a reason over 10,000 bytes,
+-- (src/queue/cancel.ts): an item without a queue, or with neither an id nor a key, a reason over 10,000 bytes,
 -- a who over 200 bytes.
 CREATE OR REPLACE FUNCTION queue_cancel(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, cancel_requested_at timestamptz, detail text)
@@ -34,9 +36,9 @@ DECLARE
     v_deadline timestamptz;
 BEGIN
     IF EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
-                WHERE (e->>'id' IS NULL AND (e->>'queue' IS NULL OR e->>'key' IS NULL))
+                WHERE e->>'queue' IS NULL OR (e->>'id' IS NULL AND e->>'key' IS NULL)
                    OR octet_length(e->>'reason') > 10000 OR octet_length(e->>'by') > 200) THEN
-        RAISE EXCEPTION 'queue_cancel: every item needs a task id or a queue and dedupe key; a reason of at most 10000 bytes and a who of at most 200'
+        RAISE EXCEPTION 'queue_cancel: every item needs a queue and a task id or dedupe key; a reason of at most 10000 bytes and a who of at most 200'
             USING ERRCODE = '22023';
     END IF;
     IF jsonb_array_length(p_items) > 1 THEN
@@ -57,7 +59,7 @@ BEGIN
             PERFORM ol_lock_budget(v_deadline);
         END IF;
         IF it.tid IS NOT NULL THEN
-            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid FOR UPDATE;
+            SELECT * INTO t FROM queue_tasks x WHERE x.id = it.tid AND x.queue = it.q FOR UPDATE;
         ELSE
             SELECT * INTO t FROM queue_tasks x
              WHERE x.queue = it.q AND x.dedupe_key = it.k AND x.status IN ('pending', 'processing')
@@ -65,7 +67,7 @@ BEGIN
         END IF;
         IF NOT FOUND THEN
             IF it.tid IS NOT NULL THEN
-                SELECT * INTO a FROM queue_tasks_archive x WHERE x.id = it.tid;
+                SELECT * INTO a FROM queue_tasks_archive x WHERE x.id = it.tid AND x.queue = it.q;
                 IF FOUND THEN
                     outcome := 'finished';
                     status := a.status;
@@ -76,7 +78,7 @@ BEGIN
             END IF;
             outcome := 'not_found';
             status := NULL;
-            detail := CASE WHEN it.tid IS NOT NULL THEN 'no task with this id' ELSE 'no pending or processing task with this dedupe key in this queue' END;
+            detail := CASE WHEN it.tid IS NOT NULL THEN 'no task with this id in this queue' ELSE 'no pending or processing task with this dedupe key in this queue' END;
             RETURN NEXT;
             CONTINUE;
         END IF;

@@ -9,13 +9,14 @@ import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.
 import { cancel, complete, dequeue, enqueue, extendLease, fail, prepareCancelInput, release, type CancelResult, type ClaimedTask } from '../../../src/queue';
 import { InputError } from '../../../src/errors';
 import { closeAllPools } from '../../../src/db/pool';
-import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, DATABASE_URL, queueTestDb, setQueueClock, type QueueTestDb } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
 
 let db: QueueTestDb;
 beforeAll(async () => {
 	db = await queueTestDb(12);
 });
+afterEach(() => setQueueClock(db.pool, db.schema, 0));
 afterAll(async () => {
 	await closeAllPools();
 	await db.drop();
@@ -30,17 +31,44 @@ describe('cancel a waiting task', () => {
 	test('pending by id: cancelled at once, recorded with reason and who, never claimed', async () => {
 		const queue = db.queueName('c-pending');
 		const [id, other] = await db.fill(queue, 'high', 2);
-		const [r] = await cancel(db.pool, db.schema, [{ taskId: id, reason: 'customer withdrew', cancelledBy: 'ops@example.com' }]);
+		const [r] = await cancel(db.pool, db.schema, [{ queue, taskId: id, reason: 'customer withdrew', cancelledBy: 'ops@example.com' }]);
 		expect(r).toMatchObject({ taskId: id, outcome: 'cancelled', status: 'cancelled', cancelRequestedAt: null });
 		expect(await live(id)).toBeUndefined();
 		expect(await archived(id)).toMatchObject({ status: 'cancelled', cancel_reason: 'customer withdrew', cancelled_by: 'ops@example.com' });
 		const got = await claim(queue);
 		expect(got.map((t) => t.taskId)).toEqual([other]);
 		// Cancelled again, or a task that already ended: finished, nothing changed.
-		expect((await cancel(db.pool, db.schema, [{ taskId: id }]))[0]).toMatchObject({ outcome: 'finished', status: 'cancelled' });
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: id }]))[0]).toMatchObject({ outcome: 'finished', status: 'cancelled' });
 		await complete(db.pool, db.schema, [{ ...got[0] }]);
-		expect((await cancel(db.pool, db.schema, [{ taskId: other }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
-		expect((await cancel(db.pool, db.schema, [{ taskId: '999999999' }]))[0]).toMatchObject({ outcome: 'not_found', taskId: '999999999', status: null });
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: other }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: '999999999' }]))[0]).toMatchObject({ outcome: 'not_found', taskId: '999999999', status: null });
+	});
+
+	test('by id only within the queue: a task of another queue is not_found and stays as it was', async () => {
+		const queue = db.queueName('c-own');
+		const other = db.queueName('c-foreign');
+		const [mine] = await db.fill(queue, 'high', 1);
+		const [waiting, held] = await db.fill(other, 'high', 2);
+		const [lease] = await claim(other, 1);
+		expect(lease.taskId).toBe(waiting);
+		const res = await cancel(db.pool, db.schema, [
+			{ queue, taskId: waiting, reason: 'wrong queue' },
+			{ queue, taskId: held },
+			{ queue, taskId: mine },
+		]);
+		expect(res.map((r) => [r.taskId, r.outcome, r.status])).toEqual([
+			[waiting, 'not_found', null],
+			[held, 'not_found', null],
+			[mine, 'cancelled', 'cancelled'],
+		]);
+		expect(res[0].detail).toMatch(/in this queue/);
+		// The other queue's tasks are untouched: the leased one settles, the pending one is claimed.
+		expect(await live(waiting)).toMatchObject({ status: 'processing', cancel_requested_at: null, cancel_reason: null });
+		expect((await complete(db.pool, db.schema, [{ ...lease }]))[0].outcome).toBe('completed');
+		expect((await claim(other)).map((t) => t.taskId)).toEqual([held]);
+		// A finished task of another queue is not_found too (not "finished"): the archive is read by queue as well.
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: waiting }]))[0]).toMatchObject({ outcome: 'not_found', status: null });
+		expect((await cancel(db.pool, db.schema, [{ queue: other, taskId: waiting }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
 	});
 
 	test('a retry waiting out its delay is cancelled; a dead task is finished', async () => {
@@ -51,7 +79,7 @@ describe('cancel a waiting task', () => {
 		const res = await fail(db.pool, db.schema, got.map((t) => ({ ...t, error: 'boom', retryDelay: 'fixed' as const, fixedDelaySeconds: 600 })));
 		const retrying = got[res.findIndex((x) => x.outcome === 'retry_scheduled')];
 		const dead = got[res.findIndex((x) => x.outcome === 'dead')];
-		const [a, b] = await cancel(db.pool, db.schema, [{ taskId: retrying.taskId, reason: 'stop retrying' }, { taskId: dead.taskId }]);
+		const [a, b] = await cancel(db.pool, db.schema, [{ queue, taskId: retrying.taskId, reason: 'stop retrying' }, { queue, taskId: dead.taskId }]);
 		expect(a).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
 		expect(b).toMatchObject({ outcome: 'finished', status: 'dead' });
 		expect(await archived(retrying.taskId)).toMatchObject({ status: 'cancelled', cancel_reason: 'stop retrying', lease_end: 'failed', cancelled_by: null });
@@ -90,7 +118,7 @@ describe('cancel a task being worked on', () => {
 		expect(r).toMatchObject({ taskId: t.taskId, outcome: 'cancel_requested', status: 'processing' });
 		expect(r.cancelRequestedAt).not.toBeNull();
 		// Asked again: the first request stays.
-		const [r2] = await cancel(db.pool, db.schema, [{ taskId: t.taskId, reason: 'second', cancelledBy: 'other' }]);
+		const [r2] = await cancel(db.pool, db.schema, [{ queue, taskId: t.taskId, reason: 'second', cancelledBy: 'other' }]);
 		expect(r2).toMatchObject({ outcome: 'cancel_requested', cancelRequestedAt: r.cancelRequestedAt });
 		// The key is free while the holder still works: a new enqueue is a new task.
 		const [fresh] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'k1' }]);
@@ -108,8 +136,8 @@ describe('cancel a task being worked on', () => {
 		const queue = db.queueName('c-expire');
 		await db.fill(queue, 'normal', 1, { maxAttempts: 5 });
 		const [t] = await claim(queue);
-		expect((await cancel(db.pool, db.schema, [{ taskId: t.taskId }]))[0].outcome).toBe('cancel_requested');
-		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [t.taskId]);
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: t.taskId }]))[0].outcome).toBe('cancel_requested');
+		await advanceQueueClock(db.pool, db.schema, 61); // the 60 s lease ran out
 		expect(await claim(queue)).toEqual([]);
 		expect(await archived(t.taskId)).toMatchObject({ status: 'cancelled', lease_end: 'expired', cancel_reason: 'cancelled' });
 		expect((await complete(db.pool, db.schema, [{ ...t }]))[0].outcome).toBe('cancelled');
@@ -119,8 +147,8 @@ describe('cancel a task being worked on', () => {
 		const queue = db.queueName('c-expired');
 		await db.fill(queue, 'normal', 1);
 		const [t] = await claim(queue);
-		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [t.taskId]);
-		expect((await cancel(db.pool, db.schema, [{ taskId: t.taskId }]))[0]).toMatchObject({ outcome: 'cancelled' });
+		await advanceQueueClock(db.pool, db.schema, 61); // the 60 s lease ran out
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: t.taskId }]))[0]).toMatchObject({ outcome: 'cancelled' });
 		expect(await archived(t.taskId)).toMatchObject({ status: 'cancelled', lease_end: 'cancelled' });
 		expect(await claim(queue)).toEqual([]);
 	});
@@ -144,7 +172,7 @@ describe('cancel racing claims', () => {
 			// Cancel every task, a few at a time, while the claimers run.
 			const outcomes = new Map<string, CancelResult>();
 			for (let k = 0; k < ids.length; k += 5) {
-				const res = await cancel(db.pool, db.schema, ids.slice(k, k + 5).map((taskId) => ({ taskId, reason: `round ${round}` })));
+				const res = await cancel(db.pool, db.schema, ids.slice(k, k + 5).map((taskId) => ({ queue, taskId, reason: `round ${round}` })));
 				res.forEach((r) => outcomes.set(r.taskId as string, r));
 			}
 			stop = true;
@@ -185,12 +213,14 @@ describe('cancel racing claims', () => {
 
 describe('Cancel: input and the node', () => {
 	test('exactly one of a task id or a dedupe key; bad ones are InputError', () => {
-		expect(() => prepareCancelInput({})).toThrow(InputError);
+		expect(() => prepareCancelInput({ queue: 'q' })).toThrow(InputError);
 		expect(() => prepareCancelInput({ taskId: '1', queue: 'q', dedupeKey: 'k' })).toThrow(/not both and not neither/);
-		expect(() => prepareCancelInput({ taskId: 'abc' })).toThrow(InputError);
+		expect(() => prepareCancelInput({ queue: 'q', taskId: 'abc' })).toThrow(InputError);
 		expect(() => prepareCancelInput({ queue: '', dedupeKey: 'k' })).toThrow(/Queue name/);
+		expect(() => prepareCancelInput({ queue: '', taskId: '1' })).toThrow(/Queue name/);
+		expect(() => prepareCancelInput({ taskId: '1' } as never)).toThrow(/Queue name/);
 		expect(() => prepareCancelInput({ queue: 'q', dedupeKey: 'a\u0000b' })).toThrow(/Dedupe key/);
-		expect(prepareCancelInput({ taskId: 7, reason: 'x'.repeat(5000) }).reason).toHaveLength(2000);
+		expect(prepareCancelInput({ queue: 'q', taskId: 7, reason: 'x'.repeat(5000) }).reason).toHaveLength(2000);
 	});
 
 	test('the node: one output item per input item on Result; a bad item on Unrecorded, nothing written for it', async () => {
@@ -200,7 +230,7 @@ describe('Cancel: input and the node', () => {
 		const out = await new PriorityDequeue().execute.call(
 			fakeExecute({
 				items: taskIds.map(() => ({ json: {} })),
-				params: { resource: 'task', operation: 'cancel', cancelBy: 'taskId', taskId: (i: number) => taskIds[i], reason: 'from a form', cancelledBy: 'alice' },
+				params: { resource: 'task', operation: 'cancel', queue, cancelBy: 'taskId', taskId: (i: number) => taskIds[i], reason: 'from a form', cancelledBy: 'alice' },
 				credentials: testCredentials(DATABASE_URL, db.schema),
 				continueOnFail: true,
 			}),
