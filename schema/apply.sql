@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 e1ed65ce94972c73783526ebc946ad1942e5707f096d8e62e567f01b1d4eb8c6.
+-- Package version 0.1.0; function set SHA-256 1edd42d282363ece74bba7763a0747fcebdf7515442494ab98ed38baba8ca48b.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -150,7 +150,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'e1ed65ce94972c73783526ebc946ad1942e5707f096d8e62e567f01b1d4eb8c6')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1edd42d282363ece74bba7763a0747fcebdf7515442494ab98ed38baba8ca48b')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -127,6 +127,13 @@ export const TEXT_LIMITS = {
 	maxTargetLength: 200,
 	/** External references: at most 1000 characters. */
 	maxReferenceLength: 1000,
+	/**
+	 * Cancel's reason: cut to this many UTF-16 units (never refused: the node records what fits); the
+	 * SQL function refuses more than this many characters from a direct caller (queue_cancel).
+	 */
+	maxCancelReasonLength: 2000,
+	/** Cancel's "cancelled by": cut to this many UTF-16 units; queue_cancel refuses more characters. */
+	maxCancelledByLength: 60,
 } as const;
 
 /** Aging intervals above 0 and below this many seconds are refused (see LIMITS.agingSeconds). */

@@ -4,6 +4,7 @@ import { asJson, queueField, type QueueOperation } from './common';
 import { cancel, prepareCancelInput } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
+import { TEXT_LIMITS } from '../shared/limits';
 
 const byKey = { show: { cancelBy: ['dedupeKey'] } };
 
@@ -41,14 +42,14 @@ const description: INodeProperties[] = [
 		name: 'reason',
 		type: 'string',
 		default: '',
-		description: 'Why, recorded with the cancelled task (up to 2,000 characters; empty: "cancelled")',
+		description: `Why, recorded with the cancelled task (up to ${TEXT_LIMITS.maxCancelReasonLength} characters; empty: "cancelled")`,
 	},
 	{
 		displayName: 'Cancelled By',
 		name: 'cancelledBy',
 		type: 'string',
 		default: '',
-		description: 'Who asked, recorded with the cancelled task (up to 60 characters), for example the form user',
+		description: `Who asked, recorded with the cancelled task (up to ${TEXT_LIMITS.maxCancelledByLength} characters), for example the form user`,
 	},
 ];
 

@@ -9,4 +9,4 @@ export function numberRange(limit: Limit): { minValue: number; maxValue: number 
 	return { minValue: limit.min, maxValue: limit.max };
 }
 
-export { LIMITS, rangeText } from '../../src/limits';
+export { LIMITS, rangeText, TEXT_LIMITS } from '../../src/limits';

@@ -10,12 +10,9 @@ import { markPrepared, prepareOnce } from './prepared';
 import { checkQueueName, checkTaskId, fn, idText, iso, type Queryable } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { InputError } from '../errors';
+import { TEXT_LIMITS } from '../limits';
 import { storableText } from '../text';
 
-/** Longest recorded reason, UTF-16 units (cut on a code-point boundary, src/text.ts storableText). */
-export const MAX_CANCEL_REASON_UNITS = 2_000;
-/** Longest recorded "cancelled by", UTF-16 units. */
-export const MAX_CANCELLED_BY_UNITS = 60;
 
 export interface CancelInput {
 	/** The queue the task belongs to (by id: a task of another queue is not_found, as Requeue Dead by id). */
@@ -24,9 +21,9 @@ export interface CancelInput {
 	taskId?: string | number | null;
 	/** Or by dedupe key: the live (pending or processing) task of `queue` holding `dedupeKey`. */
 	dedupeKey?: string | null;
-	/** Why (recorded as cancel_reason; made storable and cut to 2,000 units; 'cancelled' when empty). */
+	/** Why (recorded as cancel_reason; made storable and cut on a code-point boundary to TEXT_LIMITS.maxCancelReasonLength, 2,000 UTF-16 units; 'cancelled' when empty). */
 	reason?: string | null;
-	/** Who asked (recorded as cancelled_by; cut to 60 units; null when empty). */
+	/** Who asked (recorded as cancelled_by; cut to TEXT_LIMITS.maxCancelledByLength, 60 units; null when empty). */
 	cancelledBy?: string | null;
 }
 
@@ -62,8 +59,8 @@ export function prepareCancelInput(it: CancelInput): CancelInput {
 	const hasKey = it.dedupeKey !== undefined && it.dedupeKey !== null && it.dedupeKey !== '';
 	if (hasId === hasKey) throw new InputError('Cancel needs either a task ID or a dedupe key, not both and not neither');
 	const queue = checkQueueName(it.queue);
-	const reason = storableText(String(it.reason ?? ''), MAX_CANCEL_REASON_UNITS).trim() || 'cancelled';
-	const by = storableText(String(it.cancelledBy ?? ''), MAX_CANCELLED_BY_UNITS).trim() || null;
+	const reason = storableText(String(it.reason ?? ''), TEXT_LIMITS.maxCancelReasonLength).trim() || 'cancelled';
+	const by = storableText(String(it.cancelledBy ?? ''), TEXT_LIMITS.maxCancelledByLength).trim() || null;
 	return markPrepared(
 		hasId
 			? { queue, taskId: checkTaskId(it.taskId), reason, cancelledBy: by }

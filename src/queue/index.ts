@@ -14,7 +14,7 @@ export { complete, prepareCompleteInput, type CompleteInput, type CompleteResult
 export { fail, backoffSeconds, RETRY_DELAYS, type RetryDelay, prepareBackoff, prepareFailInput, type FailInput, type FailResult, type BackoffOptions } from './fail';
 export { extendLease, prepareExtendLeaseInput, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } from './release';
-export { cancel, prepareCancelInput, MAX_CANCEL_REASON_UNITS, MAX_CANCELLED_BY_UNITS, type CancelInput, type CancelResult } from './cancel';
+export { cancel, prepareCancelInput, type CancelInput, type CancelResult } from './cancel';
 export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, statsReport, prepareStatsRequest, type StatsRequest, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from './purge';

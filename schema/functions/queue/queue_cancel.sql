@@ -1,6 +1,7 @@
 -- Cancel tasks of one queue each. p_items: [{"i": item index, "queue": name, and "id": task id or
--- "key": dedupe key, plus "reason": why (text, up to 10,000 bytes), "by": who asked (text, up to
--- 200 bytes)}]. By id: that task if it belongs to the item's queue (a task of another queue is
+-- "key": dedupe key, plus "reason": why (text, up to 2,000 characters), "by": who asked (text, up
+-- to 60 characters)}]: TEXT_LIMITS.maxCancelReasonLength / maxCancelledByLength in src/limits.ts,
+-- to which the node cuts them (sql-bounds.test.ts checks the two agree). By id: that task if it belongs to the item's queue (a task of another queue is
 -- not_found, as Requeue Dead by id answers). By key: the live task (pending or processing) of that
 -- queue holding the dedupe key.
 -- Outcomes per item:
@@ -20,8 +21,8 @@
 -- Lock waits: every item waits for its row in turn (FOR UPDATE); a batch of several items shares
 -- one budget (ol_lock_deadline): a task held past about one lock_timeout in all fails the call
 -- (SQLSTATE 55P03), nothing cancelled. Refused (SQLSTATE 22023), as the node refuses it
--- (src/queue/cancel.ts): an item without a queue, or with neither an id nor a key, a reason over 10,000 bytes,
--- a who over 200 bytes.
+-- (src/queue/cancel.ts): an item without a queue, or with neither an id nor a key, a reason over 2,000 characters,
+-- a who over 60.
 CREATE OR REPLACE FUNCTION queue_cancel(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, cancel_requested_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -37,8 +38,8 @@ DECLARE
 BEGIN
     IF EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
                 WHERE e->>'queue' IS NULL OR (e->>'id' IS NULL AND e->>'key' IS NULL)
-                   OR octet_length(e->>'reason') > 10000 OR octet_length(e->>'by') > 200) THEN
-        RAISE EXCEPTION 'queue_cancel: every item needs a queue and a task id or dedupe key; a reason of at most 10000 bytes and a who of at most 200'
+                   OR char_length(e->>'reason') > 2000 OR char_length(e->>'by') > 60) THEN
+        RAISE EXCEPTION 'queue_cancel: every item needs a queue and a task id or dedupe key; a reason of at most 2000 characters and a who of at most 60'
             USING ERRCODE = '22023';
     END IF;
     IF jsonb_array_length(p_items) > 1 THEN

@@ -17,7 +17,7 @@ import { checkMaxEvents } from '../../../src/ledger/admin/get';
 import { checkHealthDays } from '../../../src/ledger/admin/health';
 import { checkRetentionOptions, HARD_DELETE_ACKNOWLEDGEMENT } from '../../../src/ledger/admin/retention';
 import { prepareSettleItem } from '../../../src/ledger/admin/settle';
-import { checkGroupName, checkQueueName, prepareBackoff, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
+import { checkGroupName, checkQueueName, prepareBackoff, prepareCancelInput, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
 import { preparePurgeOptions } from '../../../src/queue/purge';
 import { checkListDeadLimit } from '../../../src/queue/stats';
 import { prepareRequeueDeadOptions } from '../../../src/queue/requeueDead';
@@ -257,6 +257,25 @@ describe('every bound a node checks, its SQL entry point checks too', () => {
 		await expect(pool.query(...sqlOf['reserve: lease'](-3600))).rejects.toThrow(/item 0: the lease \(seconds\) must be a whole number from 1 to 604800, got -3600/);
 		const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${q}.operations WHERE operation_key LIKE 'pay%'`);
 		expect(rows[0].n).toBe(1); // only the accepted 'pay_123' above
+	});
+});
+
+describe('the texts Cancel cuts, queue_cancel refuses beyond the same length (TEXT_LIMITS)', () => {
+	const call = (item: Record<string, unknown>) => pool.query(`SELECT * FROM ${q}.queue_cancel($1::jsonb)`, [JSON.stringify([{ i: 0, queue: 'bq-no-tasks', id: 1, ...item }])]);
+	it.each([
+		['reason', 'reason', TEXT_LIMITS.maxCancelReasonLength],
+		['cancelledBy', 'by', TEXT_LIMITS.maxCancelledByLength],
+	] as const)('%s: the node cuts to the limit and the function takes that; one character more is refused', async (field, sqlField, max) => {
+		// What the node sends for an over-long text, in 1-, 3- and 4-byte characters (a 4-byte one is two UTF-16 units).
+		for (const ch of ['x', '\u20ac', '\u{1F600}']) {
+			const sent = prepareCancelInput({ queue: 'bq-no-tasks', taskId: 1, [field]: ch.repeat(max + 5) })[field] as string;
+			expect(sent.length).toBeLessThanOrEqual(max);
+			expect(sent.length).toBeGreaterThanOrEqual(max - 1);
+			await expect(call({ [sqlField]: sent })).resolves.toMatchObject({ rows: [{ outcome: 'not_found' }] });
+		}
+		await expect(call({ [sqlField]: 'x'.repeat(max) })).resolves.toBeDefined();
+		await expect(call({ [sqlField]: '\u{1F600}'.repeat(max) })).resolves.toBeDefined();
+		await expect(call({ [sqlField]: 'x'.repeat(max + 1) })).rejects.toMatchObject({ code: '22023' });
 	});
 });
 
