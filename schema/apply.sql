@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 1edd42d282363ece74bba7763a0747fcebdf7515442494ab98ed38baba8ca48b.
+-- Package version 0.1.0; function set SHA-256 cc9818a5d471621f5f295b82721ba136d352d0a437dddcc7cbc85078b77e6fea.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 13 AS ol_newer_schema \gset
+SELECT :ol_version > 14 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (13): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (14): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -91,6 +91,10 @@ SELECT :ol_version < 12 AS ol_pending \gset
 SELECT :ol_version < 13 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0013_queue_cancel.sql
+\endif
+SELECT :ol_version < 14 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0014_queue_enqueue_modes.sql
 \endif
 
 -- Never replace the functions of a newer package version with these.
@@ -150,7 +154,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '1edd42d282363ece74bba7763a0747fcebdf7515442494ab98ed38baba8ca48b')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'cc9818a5d471621f5f295b82721ba136d352d0a437dddcc7cbc85078b77e6fea')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

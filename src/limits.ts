@@ -87,6 +87,10 @@ export const LIMITS = {
 	maxAttempts: { min: 1, max: 1000, default: 5 },
 	/** Seconds from now before an enqueued task may be claimed. SQL: queue_enqueue. */
 	enqueueDelaySeconds: { min: 0, max: 365 * DAY, default: 0 },
+	/** Enqueue's throttle window: at most one task per dedupe key per this many seconds (from its enqueue). SQL: queue_enqueue (item field 'w'). */
+	enqueueThrottleSeconds: { min: 1, max: 365 * DAY, default: 60 },
+	/** Enqueue's debounce window: the task runs this many seconds after the last enqueue of its dedupe key. SQL: queue_enqueue (item field 'b'). */
+	enqueueDebounceSeconds: { min: 1, max: 365 * DAY, default: 10 },
 	/** Seconds before a released task may be claimed again. SQL: queue_release. */
 	releaseDelaySeconds: { min: 0, max: 365 * DAY, default: 0 },
 	/** Fail's backoff of the first retry before jitter, seconds. SQL: queue_fail. */

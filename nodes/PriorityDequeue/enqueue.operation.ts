@@ -1,7 +1,7 @@
 /** Priority Dequeue, operation "enqueue": its entry in the Operation list, its parameters and its execute. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { asJson, queueField, type QueueOperation } from './common';
-import { enqueue, type NotifyMode, prepareEnqueueInput } from '../../src/queue';
+import { enqueue, type NotifyMode, type OnDuplicateMode, prepareEnqueueInput } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { jsonParameter } from '../shared/context';
 import { batchFailure, prepareItems } from '../shared/items';
@@ -30,7 +30,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		description:
-			'Optional. While a task with this key is pending or processing in the queue, enqueueing again returns that task (marked deduplicated) instead of a new one.',
+			'Optional. While a task with this key is pending or processing in the queue, enqueueing again returns that task (marked deduplicated, outcome duplicate) instead of a new one; the options On Duplicate Key, Throttle and Debounce change that.',
 	},
 	{
 		displayName: 'Options',
@@ -39,6 +39,15 @@ const description: INodeProperties[] = [
 		placeholder: 'Add option',
 		default: {},
 		options: [
+			{
+				displayName: 'Debounce (Seconds)',
+				name: 'debounceSeconds',
+				type: 'number',
+				typeOptions: numberRange(LIMITS.enqueueDebounceSeconds),
+				default: LIMITS.enqueueDebounceSeconds.default,
+				description:
+					'Needs a Dedupe Key. The task runs this many seconds after the last enqueue of its key: an enqueue while it is pending replaces its payload and moves it to now + this; if it is already being worked on, a new task is enqueued. Not with Throttle or a replacing On Duplicate Key.',
+			},
 			{
 				displayName: 'Delay (Seconds)',
 				name: 'delaySeconds',
@@ -87,6 +96,35 @@ const description: INodeProperties[] = [
 				default: 'commit',
 				description: 'How listening Priority Dequeue Triggers are woken. Taken from the first item. See docs/queue.md, "Notifications".',
 			},
+			{
+				displayName: 'On Duplicate Key',
+				name: 'onDuplicate',
+				type: 'options',
+				options: [
+					{ name: 'Keep First', value: 'keep', description: 'The live task of the key is returned unchanged (outcome duplicate)' },
+					{
+						name: 'Replace Payload',
+						value: 'payload',
+						description: 'A pending task of the key takes this payload and keeps its run time (outcome replaced); one being worked on is left alone (kept_processing)',
+					},
+					{
+						name: 'Replace Payload and Run At',
+						value: 'payload_run_at',
+						description: 'A pending task of the key takes this payload and this run time (now, Delay or Not Before); one being worked on is left alone (kept_processing)',
+					},
+				],
+				default: 'keep',
+				description: 'Needs a Dedupe Key: what an enqueue does when the key already has a pending or processing task. See docs/queue.md, "Replace by dedupe key".',
+			},
+			{
+				displayName: 'Throttle (Seconds)',
+				name: 'throttleSeconds',
+				type: 'number',
+				typeOptions: numberRange(LIMITS.enqueueThrottleSeconds),
+				default: LIMITS.enqueueThrottleSeconds.default,
+				description:
+					'Needs a Dedupe Key. At most one task per key in this many seconds from the enqueue that wrote it: an enqueue inside the window answers throttled and writes nothing, even when that task has finished.',
+			},
 		],
 	},
 ];
@@ -104,6 +142,9 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			delaySeconds: options.delaySeconds === undefined ? undefined : Number(options.delaySeconds),
 			notBefore: (options.notBefore as string) || null,
 			maxAttempts: options.maxAttempts === undefined ? undefined : Number(options.maxAttempts),
+			onDuplicate: (options.onDuplicate as OnDuplicateMode | undefined) ?? undefined,
+			throttleSeconds: options.throttleSeconds === undefined ? undefined : Number(options.throttleSeconds),
+			debounceSeconds: options.debounceSeconds === undefined ? undefined : Number(options.debounceSeconds),
 		});
 	});
 	out.push(...errorItems);

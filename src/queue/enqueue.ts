@@ -1,7 +1,7 @@
 /**
  * Enqueue: add a batch of tasks in one statement (one transaction, one round trip).
  */
-import type { TaskState } from './states';
+import { ON_DUPLICATE_MODES, type EnqueueOutcome, type OnDuplicateMode, type TaskState } from './states';
 import { checkKeyText } from '../keyText';
 import { cutAny } from '../text';
 import { queryChunked } from '../db/batch';
@@ -35,6 +35,27 @@ export interface EnqueueInput {
 	notBefore?: string | Date | null;
 	/** Claims allowed before the task goes dead (LIMITS.maxAttempts: 1 to 1000, default 5). */
 	maxAttempts?: number;
+	/**
+	 * When the dedupe key has a live task (ON_DUPLICATE_MODES): 'keep' (default: that task is
+	 * returned unchanged, outcome duplicate), 'payload' (a pending task takes this payload, outcome
+	 * replaced), 'payload_run_at' (and this item's run time: now, Not Before or the delay). A task
+	 * being worked on is never changed (outcome kept_processing). Needs a dedupe key.
+	 */
+	onDuplicate?: OnDuplicateMode;
+	/**
+	 * Throttle, seconds (LIMITS.enqueueThrottleSeconds: 1 to 31,536,000): at most one task per
+	 * dedupe key per window, measured from the enqueue (queue_now()) that wrote the task; an enqueue
+	 * inside it answers throttled and writes nothing, even when that task has finished. Needs a
+	 * dedupe key; not with onDuplicate or debounceSeconds.
+	 */
+	throttleSeconds?: number;
+	/**
+	 * Debounce, seconds (LIMITS.enqueueDebounceSeconds: 1 to 31,536,000): the task runs this long
+	 * after the last enqueue of its dedupe key (trailing): an enqueue while it is pending replaces its
+	 * payload and moves its run time to now + window; if it is already processing, a new task is
+	 * enqueued. Needs a dedupe key; not with onDuplicate or throttleSeconds.
+	 */
+	debounceSeconds?: number;
 }
 
 /**
@@ -64,18 +85,25 @@ export interface EnqueuedTask {
 	index: number;
 	/** Task id (bigint as a decimal string). */
 	taskId: string;
-	/** True when a live task with the same dedupe key was returned and nothing was written. */
+	/** True unless this call wrote a new task (outcome enqueued). */
 	deduplicated: boolean;
+	/** What the call did with this item (ENQUEUE_OUTCOMES). */
+	outcome: EnqueueOutcome;
 	queue: string;
 	group: string;
-	status: TaskState;
+	/** The task's status as this call left it; null when throttled (the task may be long gone). */
+	status: TaskState | null;
+	/** The task's payload as this call left it; null when throttled. */
 	payload: unknown;
 	dedupeKey: string | null;
-	/** When the task may be claimed (ISO-8601). */
-	availableAt: string;
-	attempts: number;
-	maxAttempts: number;
+	/** When the task may be claimed (ISO-8601); null when throttled. */
+	availableAt: string | null;
+	attempts: number | null;
+	maxAttempts: number | null;
+	/** When the task was enqueued (ISO-8601); when throttled, when the throttle window opened. */
 	enqueuedAt: string;
+	/** Throttled only: when the window ends and an enqueue of the key may write again (ISO-8601). */
+	throttledUntil?: string;
 }
 
 interface Row {
@@ -84,13 +112,15 @@ interface Row {
 	deduplicated: boolean;
 	queue: string;
 	priority_group: string;
-	status: TaskState;
+	status: TaskState | null;
 	payload: unknown;
 	dedupe_key: string | null;
-	run_at: Date;
-	attempts: number;
-	max_attempts: number;
+	run_at: Date | null;
+	attempts: number | null;
+	max_attempts: number | null;
 	enqueued_at: Date;
+	outcome: EnqueueOutcome;
+	window_ends_at: Date | null;
 }
 
 /**
@@ -173,6 +203,18 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 		}
 		out.notBefore = t.toISOString();
 	}
+	const onDuplicate = input.onDuplicate ?? 'keep';
+	if (!(ON_DUPLICATE_MODES as readonly unknown[]).includes(onDuplicate))
+		throw new InputError(`On duplicate key must be one of ${ON_DUPLICATE_MODES.join(', ')}, got ${cutAny(JSON.stringify(onDuplicate), 60)}`);
+	const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+	const modes = [onDuplicate !== 'keep' ? 'On duplicate key' : null, given(input.throttleSeconds) ? 'Throttle' : null, given(input.debounceSeconds) ? 'Debounce' : null].filter(
+		(m): m is string => m !== null,
+	);
+	if (modes.length > 0 && out.dedupeKey === null) throw new InputError(`${modes.join(' and ')} needs a dedupe key: the task they act on is the dedupe key's`);
+	if (modes.length > 1) throw new InputError(`Use one of On duplicate key (replace), Throttle and Debounce per item, got ${modes.join(', ')}`);
+	if (onDuplicate !== 'keep') out.onDuplicate = onDuplicate;
+	if (given(input.throttleSeconds)) out.throttleSeconds = checkSeconds(input.throttleSeconds, 'Throttle window', LIMITS.enqueueThrottleSeconds);
+	if (given(input.debounceSeconds)) out.debounceSeconds = checkSeconds(input.debounceSeconds, 'Debounce window', LIMITS.enqueueDebounceSeconds);
 	return markPrepared(out);
 }
 
@@ -182,6 +224,11 @@ function wireItem(it: EnqueueInput): Record<string, unknown> {
 	if (it.dedupeKey !== null && it.dedupeKey !== undefined) out.k = it.dedupeKey;
 	if (it.delaySeconds !== undefined) out.d = it.delaySeconds;
 	if (it.notBefore !== null && it.notBefore !== undefined) out.at = it.notBefore;
+	// Only when given: the default (keep first, no window) sends nothing more, and an item without a
+	// key stays on queue_enqueue's one-statement fast path.
+	if (it.onDuplicate !== undefined && it.onDuplicate !== 'keep') out.r = it.onDuplicate;
+	if (it.throttleSeconds !== undefined) out.w = it.throttleSeconds;
+	if (it.debounceSeconds !== undefined) out.b = it.debounceSeconds;
 	return out;
 }
 
@@ -235,7 +282,9 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 		// now was written, '' when only delayed ones were; nothing for deduplicated items.
 		const ready = new Map<string, boolean>();
 		for (const r of rows) {
-			if (r.deduplicated) continue;
+			// A replaced task may have moved earlier: '' (re-read the due time) is always right for it.
+			if (r.outcome === 'replaced') ready.set(r.queue, ready.get(r.queue) ?? false);
+			if (r.deduplicated || r.run_at === null) continue;
 			// Claimable now: run_at is the enqueue's own now() (= enqueued_at) unless delayed.
 			const isReady = new Date(r.run_at).getTime() <= new Date(r.enqueued_at).getTime();
 			ready.set(r.queue, (ready.get(r.queue) ?? false) || isReady);
@@ -258,16 +307,18 @@ export async function enqueue(db: Queryable, schema: string, items: EnqueueInput
 			index: r.idx,
 			taskId: idText(r.id) as string,
 			deduplicated: r.deduplicated,
+			outcome: r.outcome,
 			queue: r.queue,
 			group: r.priority_group,
 			status: r.status,
 			payload: r.payload,
 			dedupeKey: r.dedupe_key,
-			availableAt: iso(r.run_at) as string,
+			availableAt: r.run_at === null ? null : (iso(r.run_at) as string),
 			attempts: r.attempts,
 			maxAttempts: r.max_attempts,
 			enqueuedAt: iso(r.enqueued_at) as string,
 		};
+		if (r.window_ends_at instanceof Date) out[r.idx].throttledUntil = iso(r.window_ends_at) as string;
 	}
 	return out;
 }

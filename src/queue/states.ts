@@ -66,6 +66,24 @@ export type SettleOutcome = (typeof SETTLE_OUTCOMES)[number];
 export const CANCEL_OUTCOMES = ['cancelled', 'cancel_requested', 'finished', 'not_found'] as const;
 export type CancelOutcome = (typeof CANCEL_OUTCOMES)[number];
 
+/**
+ * What an enqueue did with one item (queue_enqueue; docs/queue.md, "Replace by dedupe key" and
+ * "Throttle and debounce"): enqueued (a new task) | duplicate (the dedupe key's live task, unchanged)
+ * | replaced (the key's pending task took the item's payload, and run time when asked) |
+ * kept_processing (a replace found the key's task being worked on: it keeps its payload, nothing
+ * written) | throttled (a task was enqueued with this key less than the throttle window ago:
+ * nothing written).
+ */
+export const ENQUEUE_OUTCOMES = ['enqueued', 'duplicate', 'replaced', 'kept_processing', 'throttled'] as const;
+export type EnqueueOutcome = (typeof ENQUEUE_OUTCOMES)[number];
+
+/**
+ * Enqueue's On Duplicate Key (the item's dedupe key has a live task): keep (the first task wins,
+ * default) | payload (a pending task takes the new payload) | payload_run_at (and the new run time).
+ */
+export const ON_DUPLICATE_MODES = ['keep', 'payload', 'payload_run_at'] as const;
+export type OnDuplicateMode = (typeof ON_DUPLICATE_MODES)[number];
+
 /** Outcomes of requeueing a dead task. */
 export const REQUEUE_OUTCOMES = ['requeued', 'skipped_live_duplicate', 'not_dead', 'not_found'] as const;
 export type RequeueOutcome = (typeof REQUEUE_OUTCOMES)[number];

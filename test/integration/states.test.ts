@@ -29,7 +29,7 @@ import {
 	SETTLE_BY_HAND_RESULTS,
 } from '../../src/ledger/states';
 import { RECONCILE_RESOLUTIONS } from '../../src/ledger/reconcile/lookup';
-import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, LEASE_ENDS, LIVE_TABLE_STATES, REQUEUE_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
+import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, ENQUEUE_OUTCOMES, LEASE_ENDS, LIVE_TABLE_STATES, ON_DUPLICATE_MODES, REQUEUE_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -168,6 +168,14 @@ describe('outcome lists match what the SQL functions can answer', () => {
 
 	it('queue_cancel answers exactly CANCEL_OUTCOMES', async () => {
 		expect(await answers(['queue_cancel'], ['outcome'])).toEqual(sorted(CANCEL_OUTCOMES));
+	});
+
+	it('queue_enqueue answers exactly ENQUEUE_OUTCOMES and takes exactly ON_DUPLICATE_MODES', async () => {
+		expect(await answers(['queue_enqueue'], ['outcome'])).toEqual(sorted(ENQUEUE_OUTCOMES));
+		const src = await functionSource('queue_enqueue');
+		const m = src.match(/coalesce\(e->>'r', 'keep'\) NOT IN \(([^)]*)\)/);
+		expect(m).not.toBeNull();
+		expect([...(m as RegExpMatchArray)[1].matchAll(QUOTED)].map(unquote).sort()).toEqual(sorted(ON_DUPLICATE_MODES));
 	});
 
 	it('queue_requeue_dead answers exactly REQUEUE_OUTCOMES', async () => {

@@ -1,7 +1,35 @@
 -- Enqueue a batch. p_items: [{"i": item index, "q": queue, "g": priority group, "p": payload (json),
 -- "k": dedupe key or null, "at": not-before time (ISO-8601) or null, "d": delay in seconds or null,
--- "m": max attempts or null (5), "n": false = no notification, "t": false = leave untagged}].
--- run_at = the latest of now, "at" and now + "d".
+-- "m": max attempts or null (5), "n": false = no notification, "t": false = leave untagged,
+-- and at most one dedupe-key mode, each needing "k": "r": on duplicate key, 'keep' (default) |
+-- 'payload' | 'payload_run_at'; "w": throttle window in seconds; "b": debounce window in seconds}].
+-- run_at = the latest of now, "at", now + "d" and now + "b".
+-- Answers one row per item; outcome (ENQUEUE_OUTCOMES in src/queue/states.ts):
+--   enqueued         this call wrote a new task (deduplicated = false);
+--   duplicate        the key's live task (pending or processing) is returned unchanged;
+--   replaced         "r" or "b": the key's task was pending; its payload is the item's now ("r":
+--                    'payload_run_at' and "b": its run_at too; a run_at in the future drops its
+--                    fairness tag, the first claim after it is due tags it (queue_tag_due); a task that
+--                    stays due keeps its tag, its place in line). Priority group and max attempts are
+--                    the task's own. When the run time moved earlier the queue is notified as for a
+--                    new task;
+--   kept_processing  "r": the key's task is being worked on: it keeps its payload, nothing written
+--                    (a replace never changes a task a worker holds);
+--   throttled        "w": a task was enqueued with this key through a throttled enqueue less than its
+--                    window ago (window = [that enqueue's queue_now(), + "w"), recorded in
+--                    queue_throttle_windows, so a task that finished, was archived or purged still
+--                    counts): nothing written; id is that task, enqueued_at the window's start,
+--                    window_ends_at its end, status, payload, run_at, attempts and max_attempts null.
+--                    Outside a window a throttled item is a keep-first enqueue (enqueued, opening a
+--                    new window, or duplicate, which opens none).
+--   "b" (debounce) is a replace of payload and run_at = now + "b" (trailing debounce: every enqueue
+--   while the task is pending pushes it); when the key's task is already processing, the running
+--   task gives its key up (dedupe_key null, superseded_dedupe_key = the key) and the item becomes a
+--   new task (enqueued): the last payload always runs after the last enqueue.
+-- Items with a mode are applied one by one, in (queue, key, item) order, each as if enqueued alone
+-- after those before it, before the batch's other keyed items; they lock the key's live task
+-- (FOR UPDATE; a claim skips a locked task, a claim that locked it first has committed when the lock
+-- is granted and the status is read again) and a throttled key's window row.
 -- Fast path, one statement: when no item has a dedupe key and none says "t": false, the items are
 -- unpacked, each (queue, group) of the ready items reserves its consecutive tags (the queue's virtual
 -- time read first, queue_vtime; the group's tag row locked with FOR UPDATE SKIP LOCKED, or created
@@ -42,7 +70,7 @@ CREATE OR REPLACE FUNCTION queue_enqueue(p_items jsonb)
 RETURNS TABLE (
     idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
     payload jsonb, dedupe_key text, run_at timestamptz, attempts integer, max_attempts integer,
-    enqueued_at timestamptz
+    enqueued_at timestamptz, outcome text, window_ends_at timestamptz
 )
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
@@ -74,6 +102,19 @@ DECLARE
     t_ids jsonb[];
     v_lock_timeout text := current_setting('lock_timeout');
     v_deadline timestamptz;
+    -- Items with a dedupe-key mode ("r", "w" or "b"), answered one by one (see the header): their
+    -- indexes, the answer code of each answer (null: enqueued or duplicate, from r_dup; 'R' replaced,
+    -- 'P' kept_processing, 'T' throttled) and a throttle window's end; queues whose pending task a
+    -- replace moved earlier (notified like a new task).
+    v_mode_i integer[];
+    r_o text[] := '{}'; r_we timestamptz[] := '{}';
+    v_moved_ready text[] := '{}'; v_moved_delayed text[] := '{}';
+    it record;
+    v_t queue_tasks%ROWTYPE;
+    v_tw queue_throttle_windows%ROWTYPE;
+    v_tid bigint;
+    v_done boolean;
+    v_old_run timestamptz;
 BEGIN
     -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
     PERFORM ol_check_texts('queue name', x.i, x.q, 'name', 200), ol_check_texts('priority group', x.i, x.g, 'name', 100),
@@ -84,6 +125,32 @@ BEGIN
                    array_agg(coalesce((e->>'m')::double precision, 5)) AS m,
                    array_agg(coalesce((e->>'d')::double precision, 0)) AS d
               FROM jsonb_array_elements(p_items) AS e) x;
+    -- Dedupe-key modes (LIMITS.enqueueThrottleSeconds / enqueueDebounceSeconds in src/limits.ts).
+    -- Only items that name one are looked at, and the fast path below is taken only without a key.
+    SELECT array_agg((e->>'i')::integer) INTO v_mode_i
+      FROM jsonb_array_elements(p_items) AS e
+     WHERE coalesce(e->>'r', 'keep') <> 'keep' OR e->>'w' IS NOT NULL OR e->>'b' IS NOT NULL;
+    IF v_mode_i IS NOT NULL THEN
+        PERFORM ol_check_numbers('the throttle window (seconds)', x.wi, x.w, 1, 31536000, false),
+                ol_check_numbers('the debounce window (seconds)', x.bi, x.b, 1, 31536000, false)
+          FROM (SELECT array_agg((e->>'i')::integer) FILTER (WHERE e->>'w' IS NOT NULL) AS wi,
+                       array_agg((e->>'w')::double precision) FILTER (WHERE e->>'w' IS NOT NULL) AS w,
+                       array_agg((e->>'i')::integer) FILTER (WHERE e->>'b' IS NOT NULL) AS bi,
+                       array_agg((e->>'b')::double precision) FILTER (WHERE e->>'b' IS NOT NULL) AS b
+                  FROM jsonb_array_elements(p_items) AS e) x;
+        SELECT (e->>'i')::integer INTO v_tid
+          FROM jsonb_array_elements(p_items) AS e
+         WHERE coalesce(e->>'r', 'keep') NOT IN ('keep', 'payload', 'payload_run_at')
+            OR ((e->>'i')::integer = ANY (v_mode_i)
+                AND (nullif(e->>'k', '') IS NULL
+                     OR (coalesce(e->>'r', 'keep') <> 'keep')::integer + (e->>'w' IS NOT NULL)::integer + (e->>'b' IS NOT NULL)::integer > 1))
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'item %: on duplicate must be keep, payload or payload_run_at; it, a throttle and a debounce window each need a dedupe key, and at most one of them is given', v_tid
+                USING ERRCODE = '22023';
+        END IF;
+        v_tid := NULL;
+    END IF;
     -- The fast path: no dedupe key, no "t": false (see the header). ids are drawn per item first, so
     -- each answer is the item's own values with its id (nothing is read back).
     IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
@@ -137,7 +204,8 @@ BEGIN
               LEFT JOIN tg ON tg.q = r.q AND tg.g = r.g
             RETURNING t.id
         )
-        SELECT it.i, it.tid, false, it.q, it.g, 'pending'::text, it.p, NULL::text, it.at, 0, it.m, queue_now()
+        SELECT it.i, it.tid, false, it.q, it.g, 'pending'::text, it.p, NULL::text, it.at, 0, it.m, queue_now(),
+               'enqueued'::text, NULL::timestamptz
           FROM it
          WHERE EXISTS (SELECT 1 FROM ins WHERE ins.id = it.tid)
          ORDER BY it.i;
@@ -158,7 +226,8 @@ BEGIN
     SELECT array_agg((e->>'i')::integer ORDER BY o), array_agg(e->>'q' ORDER BY o), array_agg(e->>'g' ORDER BY o),
            array_agg(coalesce(e->'p', '{}'::jsonb) ORDER BY o), array_agg(nullif(e->>'k', '') ORDER BY o),
            array_agg(greatest(queue_now(), coalesce((e->>'at')::timestamptz, queue_now()),
-                              queue_now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0))) ORDER BY o),
+                              queue_now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0)),
+                              queue_now() + make_interval(secs => coalesce((e->>'b')::double precision, 0))) ORDER BY o),
            array_agg(coalesce((e->>'m')::integer, 5) ORDER BY o)
       INTO a_i, a_q, a_g, a_p, a_k, a_at, a_m
       FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, o);
@@ -210,6 +279,8 @@ BEGIN
            coalesce(array_agg(s.attempts), '{}'), coalesce(array_agg(s.max_attempts), '{}'), coalesce(array_agg(s.enqueued_at), '{}')
       INTO r_i, r_id, r_dup, r_q, r_g, r_st, r_p, r_k, r_run, r_att, r_m, r_enq
       FROM ins s JOIN u ON u.tid = s.id;
+    r_o := array_fill(NULL::text, ARRAY[cardinality(r_i)]);
+    r_we := array_fill(NULL::timestamptz, ARRAY[cardinality(r_i)]);
 
     -- Items with a dedupe key: all of them wait for an answer.
     SELECT array_agg(x.i), array_agg(x.q), array_agg(x.g), array_agg(x.p), array_agg(x.k), array_agg(x.at), array_agg(x.m)
@@ -240,6 +311,107 @@ BEGIN
                             || '; found by an enqueue of its dedupe key, which became a new task'
           FROM stale
          WHERE t.id = stale.id;
+    END IF;
+
+    -- Items with a dedupe-key mode, one by one in (queue, key, item) order (one lock order for
+    -- concurrent batches), each as if enqueued alone after the ones before it (see the header).
+    IF v_mode_i IS NOT NULL THEN
+        FOR it IN
+            SELECT x.i, x.q, x.g, x.p, x.k, x.at, x.m, coalesce(e->>'r', 'keep') AS r,
+                   (e->>'w')::double precision AS w, (e->>'b')::double precision AS b
+              FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
+              JOIN jsonb_array_elements(p_items) AS e ON (e->>'i')::integer = x.i
+             WHERE x.i = ANY (v_mode_i)
+             ORDER BY x.q, x.k, x.i
+        LOOP
+            v_done := false;
+            v_rounds := 0;
+            -- Throttle: the key's window row, locked (created first when missing) so that concurrent
+            -- throttled enqueues of one key decide one after the other. An open window answers throttled.
+            IF it.w IS NOT NULL THEN
+                PERFORM ol_lock_budget(v_deadline);
+                INSERT INTO queue_throttle_windows AS tw (queue, dedupe_key, started_at, ends_at)
+                VALUES (it.q, it.k, '-infinity', '-infinity')
+                ON CONFLICT (queue, dedupe_key) DO NOTHING;
+                SELECT * INTO v_tw FROM queue_throttle_windows tw WHERE tw.queue = it.q AND tw.dedupe_key = it.k FOR UPDATE;
+                IF v_tw.ends_at > queue_now() THEN
+                    r_i := r_i || it.i; r_id := r_id || v_tw.task_id; r_dup := r_dup || true;
+                    r_q := r_q || it.q; r_g := r_g || it.g; r_st := r_st || NULL::text; r_p := r_p || NULL::jsonb;
+                    r_k := r_k || it.k; r_run := r_run || NULL::timestamptz; r_att := r_att || NULL::integer;
+                    r_m := r_m || NULL::integer; r_enq := r_enq || v_tw.started_at;
+                    r_o := r_o || 'T'::text; r_we := r_we || v_tw.ends_at;
+                    CONTINUE;
+                END IF;
+            END IF;
+            WHILE NOT v_done LOOP
+                v_rounds := v_rounds + 1;
+                IF v_rounds > 100 THEN
+                    RAISE EXCEPTION 'queue_enqueue: dedupe key kept settling during the call (100 rounds)';
+                END IF;
+                PERFORM ol_lock_budget(v_deadline);
+                -- The key's live task, locked: a claim that took it first has committed by now and the
+                -- lock re-reads its status; a claim that comes later skips it until this commits.
+                SELECT * INTO v_t FROM queue_tasks x
+                 WHERE x.queue = it.q AND x.dedupe_key = it.k AND x.status IN ('pending', 'processing')
+                   FOR UPDATE;
+                IF FOUND AND v_t.status = 'pending' AND (it.r <> 'keep' OR it.b IS NOT NULL) THEN
+                    -- Replace: the payload; with a new run time too ("payload_run_at", debounce), which
+                    -- drops the task's fairness tag when it is no longer due (the first claim after it
+                    -- is due tags it, queue_tag_due) and keeps it when it stays due (its place in line).
+                    v_old_run := v_t.run_at;
+                    UPDATE queue_tasks x
+                       SET payload = it.p, updated_at = queue_now(),
+                           run_at = CASE WHEN it.r = 'payload' THEN x.run_at ELSE it.at END,
+                           vtag = CASE WHEN it.r = 'payload' OR it.at <= queue_now() THEN x.vtag END
+                     WHERE x.id = v_t.id
+                    RETURNING x.* INTO v_t;
+                    r_o := r_o || 'R'::text;
+                    -- Moved earlier: listeners are told as for a new task (claimable now, or a new due time).
+                    IF v_t.run_at < v_old_run AND v_t.run_at <= queue_now() THEN
+                        v_moved_ready := v_moved_ready || it.q;
+                    ELSIF v_t.run_at < v_old_run THEN
+                        v_moved_delayed := v_moved_delayed || it.q;
+                    END IF;
+                ELSIF FOUND AND v_t.status = 'processing' AND it.b IS NOT NULL THEN
+                    -- Debounce while the task runs: the running task keeps its payload and gives up
+                    -- its key; the item becomes a new task (next round inserts it).
+                    UPDATE queue_tasks x SET dedupe_key = NULL, superseded_dedupe_key = it.k, updated_at = queue_now()
+                     WHERE x.id = v_t.id;
+                    CONTINUE;
+                ELSIF FOUND THEN
+                    -- Kept: a processing task is never changed by a replace ('P'), a keyed task found
+                    -- by a throttled item whose window has ended is a plain duplicate.
+                    r_o := r_o || CASE WHEN v_t.status = 'processing' AND it.r <> 'keep' THEN 'P' END;
+                ELSE
+                    v_tid := nextval(v_seq);
+                    INSERT INTO queue_tasks AS x (id, queue, priority_group, status, payload, dedupe_key, run_at, max_attempts, enqueued_at, updated_at)
+                    OVERRIDING SYSTEM VALUE
+                    VALUES (v_tid, it.q, it.g, 'pending', it.p, it.k, it.at, it.m, queue_now(), queue_now())
+                    ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'processing')
+                    DO NOTHING
+                    RETURNING x.* INTO v_t;
+                    -- A concurrent enqueue's task with the key committed meanwhile: decide again.
+                    CONTINUE WHEN NOT FOUND;
+                    r_o := r_o || NULL::text;
+                    IF it.w IS NOT NULL THEN
+                        UPDATE queue_throttle_windows tw
+                           SET task_id = v_tid, started_at = queue_now(), ends_at = queue_now() + make_interval(secs => it.w)
+                         WHERE tw.queue = it.q AND tw.dedupe_key = it.k;
+                    END IF;
+                END IF;
+                v_done := true;
+            END LOOP;
+            r_i := r_i || it.i; r_id := r_id || v_t.id; r_dup := r_dup || (v_t.id IS DISTINCT FROM v_tid);
+            r_q := r_q || v_t.queue; r_g := r_g || v_t.priority_group; r_st := r_st || v_t.status; r_p := r_p || v_t.payload;
+            r_k := r_k || v_t.dedupe_key; r_run := r_run || v_t.run_at; r_att := r_att || v_t.attempts;
+            r_m := r_m || v_t.max_attempts; r_enq := r_enq || v_t.enqueued_at; r_we := r_we || NULL::timestamptz;
+            v_tid := NULL;
+        END LOOP;
+        -- The other keyed items go the set-based way below.
+        SELECT array_agg(x.i), array_agg(x.q), array_agg(x.g), array_agg(x.p), array_agg(x.k), array_agg(x.at), array_agg(x.m)
+          INTO w_i, w_q, w_g, w_p, w_k, w_at, w_m
+          FROM unnest(w_i, w_q, w_g, w_p, w_k, w_at, w_m) AS x(i, q, g, p, k, at, m)
+         WHERE NOT x.i = ANY (v_mode_i);
     END IF;
     WHILE w_i IS NOT NULL LOOP
         v_rounds := v_rounds + 1;
@@ -290,6 +462,8 @@ BEGIN
         r_dup := r_dup || n_dup;
         r_q := r_q || n_q; r_g := r_g || n_g; r_st := r_st || n_st; r_p := r_p || n_p; r_k := r_k || n_k;
         r_run := r_run || n_run; r_att := r_att || n_att; r_m := r_m || n_m; r_enq := r_enq || n_enq;
+        r_o := r_o || array_fill(NULL::text, ARRAY[cardinality(n_i)]);
+        r_we := r_we || array_fill(NULL::timestamptz, ARRAY[cardinality(n_i)]);
         -- Keys whose live task settled in between are still waiting: insert again.
     END LOOP;
 
@@ -315,21 +489,25 @@ BEGIN
     END IF;
 
     -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
-    SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= queue_now()), '{}'),
-           coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run > queue_now()), '{}')
+    SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= queue_now()), '{}') || v_moved_ready,
+           coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run > queue_now()), '{}') || v_moved_delayed
       INTO v_ready, v_delayed
       FROM unnest(r_dup, r_q, r_run) AS x(dup, q, run);
 
     RETURN QUERY
-    SELECT x.i, x.id, x.dup, x.q, x.g, x.st, x.p, x.k, x.run, x.att, x.m, x.enq
-      FROM unnest(r_i, r_id, r_dup, r_q, r_g, r_st, r_p, r_k, r_run, r_att, r_m, r_enq)
-           AS x(i, id, dup, q, g, st, p, k, run, att, m, enq)
+    SELECT x.i, x.id, x.dup, x.q, x.g, x.st, x.p, x.k, x.run, x.att, x.m, x.enq,
+           CASE WHEN x.o = 'T' THEN 'throttled' WHEN x.o = 'R' THEN 'replaced' WHEN x.o = 'P' THEN 'kept_processing'
+                WHEN x.dup THEN 'duplicate' ELSE 'enqueued' END AS outcome,
+           x.we
+      FROM unnest(r_i, r_id, r_dup, r_q, r_g, r_st, r_p, r_k, r_run, r_att, r_m, r_enq, r_o, r_we)
+           AS x(i, id, dup, q, g, st, p, k, run, att, m, enq, o, we)
      ORDER BY x.i;
 
     -- Notify option: a queue all of whose items say "n": false is not notified here (the caller
     -- notifies after its commit, or not at all; see "Notifications" in docs/queue.md).
     v_quiet := ARRAY(SELECT e->>'q' FROM jsonb_array_elements(p_items) AS e
                       GROUP BY e->>'q' HAVING bool_and((e->>'n')::boolean IS FALSE));
+    -- (A queue listed twice is notified once: Postgres folds equal notifications of a transaction.)
     FOREACH v_q IN ARRAY v_ready LOOP
         IF NOT v_q = ANY (v_quiet) THEN
             PERFORM pg_notify(queue_channel(v_q), v_q);

@@ -3,7 +3,8 @@
 -- that step. At most p_limit rows per step. Rows are chosen and locked in one scan with SKIP
 -- LOCKED: a dead task a requeue holds is passed over (left for the next run) and the next oldest
 -- taken instead; archive rows likewise (two purges at once never wait on each other, and rows held
--- elsewhere never stop older-than-retention rows behind them from going). Returns the counts.
+-- elsewhere never stop older-than-retention rows behind them from going). With the archive step,
+-- throttle windows that have ended are deleted too (at most p_limit, not counted). Returns the counts.
 -- Refused (SQLSTATE 22023), as the node refuses it (src/queue/purge.ts): a queue name outside the
 -- rules (null = every queue), retentions outside 0 .. 3153600000 seconds, a limit outside
 -- 1 .. 100000.
@@ -59,6 +60,13 @@ BEGIN
             RETURNING 1
         )
         SELECT count(*)::integer INTO archive_deleted FROM gone;
+        -- Throttle windows that have ended (queue_enqueue; an ended window decides as no row does).
+        DELETE FROM queue_throttle_windows x
+         WHERE (x.queue, x.dedupe_key) IN (SELECT w.queue, w.dedupe_key FROM queue_throttle_windows w
+                                            WHERE (p_queue IS NULL OR w.queue = p_queue) AND w.ends_at <= queue_now()
+                                            ORDER BY w.ends_at LIMIT v_limit
+                                              FOR UPDATE SKIP LOCKED)
+           AND x.ends_at <= queue_now();
     END IF;
     RETURN NEXT;
 END $$;

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { Client, Pool } from 'pg';
 import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { reserveOperations } from '../../../src/ledger/reserve';
-import { cancel, complete, dequeue } from '../../../src/queue';
+import { cancel, complete, dequeue, enqueue } from '../../../src/queue';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -191,9 +191,9 @@ describe('migrations', () => {
 				c.release();
 			}
 			expect((await readSchemaState(pool, schema)).version).toBe(12);
-			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(13);
+			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, schema)).toEqual({ version: 13, functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 			// The old rows are intact and none is cancel-requested.
 			const { rows: live } = await pool.query(`SELECT id::text, status, dedupe_key, cancel_requested_at FROM ${q}.queue_tasks ORDER BY id`);
 			expect(live).toEqual([
@@ -214,6 +214,64 @@ describe('migrations', () => {
 				{ id: ids.held, status: 'cancelled', cancel_reason: 'cancelled', lease_end: 'cancelled' },
 				{ id: ids.done, status: 'succeeded', cancel_reason: null, lease_end: null },
 			]);
+		}
+	});
+
+	it('the enqueue-modes migration (replace, throttle, debounce) applies over the version before it holding tasks and the old queue_enqueue, by the migrator and by apply.sql', async () => {
+		// Found by name, so the test follows a renumbering of the file.
+		const mine = loadMigrations().find((m) => m.file.endsWith('_queue_enqueue_modes.sql'));
+		expect(mine).toBeDefined();
+		const before = (mine as { version: number }).version - 1;
+		for (const via of ['migrator', 'psql'] as const) {
+			const schema = fresh();
+			const q = `"${schema}"`;
+			const c = await pool.connect();
+			let ids: { pending: string; held: string };
+			const token = '5b1d7a02-8c4e-4f1a-9d3b-2e6f0a7c9b14';
+			try {
+				await c.query('BEGIN');
+				for (const m of loadMigrations().filter((x) => x.version <= before)) await c.query(renderMigration(m.sql, schema));
+				await c.query(`SET LOCAL search_path TO ${q}`);
+				// The old function's shape (its return type without outcome): the upgrade must replace it.
+				await c.query(`CREATE FUNCTION queue_enqueue(p_items jsonb) RETURNS TABLE (idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
+				                 payload jsonb, dedupe_key text, run_at timestamptz, attempts integer, max_attempts integer, enqueued_at timestamptz)
+				               LANGUAGE sql AS $$ SELECT NULL::integer, NULL::bigint, NULL::boolean, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::integer, NULL::integer, NULL::timestamptz WHERE false $$`);
+				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
+				ids = {
+					pending: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, dedupe_key, payload, vtag) VALUES ('up', 'vip', 'pending', now(), 'k-pending', '{"v": 0}', 1) RETURNING id`),
+					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at, dedupe_key, payload)
+					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes', 'k-held', '{"v": 0}') RETURNING id`),
+				};
+				await c.query('COMMIT');
+			} catch (e) {
+				await c.query('ROLLBACK');
+				throw e;
+			} finally {
+				c.release();
+			}
+			expect((await readSchemaState(pool, schema)).version).toBe(before);
+			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			const res = await enqueue(pool, schema, [
+				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-pending', onDuplicate: 'payload' },
+				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-held', onDuplicate: 'payload' },
+				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-new', throttleSeconds: 60 },
+				{ queue: 'up', group: 'vip', payload: { v: 2 }, dedupeKey: 'k-new', throttleSeconds: 60 },
+			]);
+			expect(res.map((r) => [r.outcome, r.taskId === ids.pending || r.taskId === ids.held ? r.taskId : 'new'])).toEqual([
+				['replaced', ids.pending],
+				['kept_processing', ids.held],
+				['enqueued', 'new'],
+				['throttled', 'new'],
+			]);
+			const { rows } = await pool.query(`SELECT id::text, payload, vtag, superseded_dedupe_key FROM ${q}.queue_tasks WHERE id = ANY ($1::bigint[]) ORDER BY id`, [[ids.pending, ids.held]]);
+			expect(rows).toEqual([
+				{ id: ids.pending, payload: { v: 1 }, vtag: 1, superseded_dedupe_key: null },
+				{ id: ids.held, payload: { v: 0 }, vtag: null, superseded_dedupe_key: null },
+			]);
+			// The lease taken before the upgrade settles as usual.
+			expect((await complete(pool, schema, [{ taskId: ids.held, leaseToken: token }]))[0]).toMatchObject({ outcome: 'completed' });
 		}
 	});
 

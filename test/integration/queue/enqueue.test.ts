@@ -140,7 +140,7 @@ describe('enqueue', () => {
 		expect(out[3].taskId).toBe(existing.taskId);
 		expect(out[4].taskId).toBe(out[1].taskId);
 		expect(out[6].maxAttempts).toBe(2);
-		expect(Date.parse(out[5].availableAt) - Date.parse(out[5].enqueuedAt)).toBeGreaterThanOrEqual(599_000);
+		expect(Date.parse(out[5].availableAt as string) - Date.parse(out[5].enqueuedAt)).toBeGreaterThanOrEqual(599_000);
 		// Every returned row is the row stored under that id.
 		const { rows } = await db.pool.query(`SELECT id::text, payload, priority_group FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
 		const byId = new Map(rows.map((r) => [r.id, r]));
@@ -206,8 +206,8 @@ describe('enqueue', () => {
 		expect(out.map((t) => t.payload)).toEqual(['a', 'b', 'c']);
 		expect(out.map((t) => t.index)).toEqual([0, 1, 2]);
 		const enqueued = Date.parse(out[0].enqueuedAt);
-		expect(Date.parse(out[0].availableAt) - enqueued).toBeGreaterThanOrEqual(119_000);
-		expect(Date.parse(out[1].availableAt)).toBe(Date.parse(soon));
+		expect(Date.parse(out[0].availableAt as string) - enqueued).toBeGreaterThanOrEqual(119_000);
+		expect(Date.parse(out[1].availableAt as string)).toBe(Date.parse(soon));
 		expect(out[2].availableAt).toBe(out[2].enqueuedAt);
 		const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
 		expect(got.map((t) => t.payload)).toEqual(['c']);

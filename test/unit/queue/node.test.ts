@@ -30,8 +30,8 @@ describe('Priority Dequeue node', () => {
 	test('enqueue: all items in one call, items out in input order with pairedItem', async () => {
 		const pool = fakePool([
 			[
-				{ idx: 1, id: '11', deduplicated: true, queue: 'jobs', priority_group: 'high', status: 'pending', payload: { b: 2 }, dedupe_key: 'k', run_at: T0, attempts: 0, max_attempts: 5, enqueued_at: T0 },
-				{ idx: 0, id: '10', deduplicated: false, queue: 'jobs', priority_group: 'low', status: 'pending', payload: { a: 1 }, dedupe_key: null, run_at: T0, attempts: 0, max_attempts: 3, enqueued_at: T0 },
+				{ idx: 1, id: '11', deduplicated: true, queue: 'jobs', priority_group: 'high', status: 'pending', payload: { b: 2 }, dedupe_key: 'k', run_at: T0, attempts: 0, max_attempts: 5, enqueued_at: T0, outcome: 'duplicate', window_ends_at: null },
+				{ idx: 0, id: '10', deduplicated: false, queue: 'jobs', priority_group: 'low', status: 'pending', payload: { a: 1 }, dedupe_key: null, run_at: T0, attempts: 0, max_attempts: 3, enqueued_at: T0, outcome: 'enqueued', window_ends_at: null },
 			],
 		]);
 		conn.pool = pool;
@@ -59,14 +59,14 @@ describe('Priority Dequeue node', () => {
 			[
 				{
 					json: {
-						taskId: '10', deduplicated: false, queue: 'jobs', group: 'low', status: 'pending', dedupeKey: null,
+						taskId: '10', deduplicated: false, outcome: 'enqueued', queue: 'jobs', group: 'low', status: 'pending', dedupeKey: null,
 						availableAt: T0.toISOString(), attempts: 0, maxAttempts: 3, enqueuedAt: T0.toISOString(),
 					},
 					pairedItem: { item: 0 },
 				},
 				{
 					json: {
-						taskId: '11', deduplicated: true, queue: 'jobs', group: 'high', status: 'pending', dedupeKey: 'k',
+						taskId: '11', deduplicated: true, outcome: 'duplicate', queue: 'jobs', group: 'high', status: 'pending', dedupeKey: 'k',
 						availableAt: T0.toISOString(), attempts: 0, maxAttempts: 5, enqueuedAt: T0.toISOString(),
 					},
 					pairedItem: { item: 1 },
