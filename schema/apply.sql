@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 cc9818a5d471621f5f295b82721ba136d352d0a437dddcc7cbc85078b77e6fea.
+-- Package version 0.1.0; function set SHA-256 c2cccf37ace6f84526f85d595179f20281ea50e2c6c905f2ba3e067ed5c0178a.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -154,7 +154,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'cc9818a5d471621f5f295b82721ba136d352d0a437dddcc7cbc85078b77e6fea')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c2cccf37ace6f84526f85d595179f20281ea50e2c6c905f2ba3e067ed5c0178a')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -107,6 +107,7 @@ DECLARE
     -- 'P' kept_processing, 'T' throttled) and a throttle window's end; queues whose pending task a
     -- replace moved earlier (notified like a new task).
     v_mode_i integer[];
+    v_checked record;
     r_o text[] := '{}'; r_we timestamptz[] := '{}';
     v_moved_ready text[] := '{}'; v_moved_delayed text[] := '{}';
     it record;
@@ -117,19 +118,20 @@ DECLARE
     v_old_run timestamptz;
 BEGIN
     -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
-    PERFORM ol_check_texts('queue name', x.i, x.q, 'name', 200), ol_check_texts('priority group', x.i, x.g, 'name', 100),
-            ol_check_texts('dedupe key', x.i, x.k, 'dedupe_key', 512),
-            ol_check_numbers('max attempts', x.i, x.m, 1, 1000, true),
-            ol_check_numbers('the delay (seconds)', x.i, x.d, 0, 31536000, false)
+    -- In the same statement: the items with a dedupe-key mode (none: no further statement for them).
+    SELECT ol_check_texts('queue name', x.i, x.q, 'name', 200) AS c1, ol_check_texts('priority group', x.i, x.g, 'name', 100) AS c2,
+           ol_check_texts('dedupe key', x.i, x.k, 'dedupe_key', 512) AS c3,
+           ol_check_numbers('max attempts', x.i, x.m, 1, 1000, true) AS c4,
+           ol_check_numbers('the delay (seconds)', x.i, x.d, 0, 31536000, false) AS c5, x.mi
+      INTO v_checked
       FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(e->>'q') AS q, array_agg(e->>'g') AS g, array_agg(e->>'k') AS k,
                    array_agg(coalesce((e->>'m')::double precision, 5)) AS m,
-                   array_agg(coalesce((e->>'d')::double precision, 0)) AS d
+                   array_agg(coalesce((e->>'d')::double precision, 0)) AS d,
+                   array_agg((e->>'i')::integer) FILTER (WHERE coalesce(e->>'r', 'keep') <> 'keep' OR e->>'w' IS NOT NULL OR e->>'b' IS NOT NULL) AS mi
               FROM jsonb_array_elements(p_items) AS e) x;
+    v_mode_i := v_checked.mi;
     -- Dedupe-key modes (LIMITS.enqueueThrottleSeconds / enqueueDebounceSeconds in src/limits.ts).
     -- Only items that name one are looked at, and the fast path below is taken only without a key.
-    SELECT array_agg((e->>'i')::integer) INTO v_mode_i
-      FROM jsonb_array_elements(p_items) AS e
-     WHERE coalesce(e->>'r', 'keep') <> 'keep' OR e->>'w' IS NOT NULL OR e->>'b' IS NOT NULL;
     IF v_mode_i IS NOT NULL THEN
         PERFORM ol_check_numbers('the throttle window (seconds)', x.wi, x.w, 1, 31536000, false),
                 ol_check_numbers('the debounce window (seconds)', x.bi, x.b, 1, 31536000, false)
