@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 c2cccf37ace6f84526f85d595179f20281ea50e2c6c905f2ba3e067ed5c0178a.
+-- Package version 0.1.0; function set SHA-256 e089c3bbccec88f5a1e3ecca1160a8c398d2657216ce7000bac59cd9fd2e48d5.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 14 AS ol_newer_schema \gset
+SELECT :ol_version > 15 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (14): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (15): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -96,6 +96,10 @@ SELECT :ol_version < 14 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0014_queue_enqueue_modes.sql
 \endif
+SELECT :ol_version < 15 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0015_queue_pause.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -141,9 +145,13 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_list_dead.sql
 \ir functions/queue/queue_next_due.sql
 \ir functions/queue/queue_now.sql
+\ir functions/queue/queue_pause.sql
+\ir functions/queue/queue_pause_lock.sql
+\ir functions/queue/queue_paused_groups.sql
 \ir functions/queue/queue_purge.sql
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
+\ir functions/queue/queue_resume.sql
 \ir functions/queue/queue_set_weights.sql
 \ir functions/queue/queue_settle_miss.sql
 \ir functions/queue/queue_settle_verdict.sql
@@ -154,7 +162,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c2cccf37ace6f84526f85d595179f20281ea50e2c6c905f2ba3e067ed5c0178a')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'e089c3bbccec88f5a1e3ecca1160a8c398d2657216ce7000bac59cd9fd2e48d5')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

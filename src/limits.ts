@@ -138,6 +138,10 @@ export const TEXT_LIMITS = {
 	maxCancelReasonLength: 2000,
 	/** Cancel's "cancelled by": cut to this many UTF-16 units; queue_cancel refuses more characters. */
 	maxCancelledByLength: 60,
+	/** Pause's and Resume's reason: cut to this many UTF-16 units; queue_pause / queue_resume refuse more characters. */
+	maxPauseReasonLength: 2000,
+	/** Pause's and Resume's "by": cut to this many UTF-16 units; queue_pause / queue_resume refuse more characters. */
+	maxPausedByLength: 60,
 } as const;
 
 /** Aging intervals above 0 and below this many seconds are refused (see LIMITS.agingSeconds). */

@@ -14,9 +14,11 @@ import { enqueueOperation } from './enqueue.operation';
 import { extendLeaseOperation } from './extendLease.operation';
 import { failOperation } from './fail.operation';
 import { nextDueOperation } from './nextDue.operation';
+import { pauseOperation } from './pause.operation';
 import { purgeOperation } from './purge.operation';
 import { releaseOperation } from './release.operation';
 import { requeueDeadOperation } from './requeueDead.operation';
+import { resumeOperation } from './resume.operation';
 import { statsOperation } from './stats.operation';
 
 export const operations = {
@@ -30,6 +32,8 @@ export const operations = {
 	cancel: cancelOperation,
 	stats: statsOperation,
 	purge: purgeOperation,
+	pause: pauseOperation,
+	resume: resumeOperation,
 	nextDue: nextDueOperation,
 } satisfies Record<string, QueueOperation>;
 

@@ -15,6 +15,8 @@ export { fail, backoffSeconds, RETRY_DELAYS, type RetryDelay, prepareBackoff, pr
 export { extendLease, prepareExtendLeaseInput, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } from './release';
 export { cancel, prepareCancelInput, type CancelInput, type CancelResult } from './cancel';
+export { pause, preparePauseInput, type PauseInput, type PauseResult } from './pause';
+export { resume, type ResumeResult } from './resume';
 export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, statsReport, prepareStatsRequest, type StatsRequest, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from './purge';

@@ -84,6 +84,20 @@ export type EnqueueOutcome = (typeof ENQUEUE_OUTCOMES)[number];
 export const ON_DUPLICATE_MODES = ['keep', 'payload', 'payload_run_at'] as const;
 export type OnDuplicateMode = (typeof ON_DUPLICATE_MODES)[number];
 
+/**
+ * What a pause did (queue_pause): paused (recorded now) | already_paused (a pause of the same queue
+ * or group was in force: kept with its first time, reason and who; nothing changed).
+ */
+export const PAUSE_OUTCOMES = ['paused', 'already_paused'] as const;
+export type PauseOutcome = (typeof PAUSE_OUTCOMES)[number];
+
+/**
+ * What a resume did (queue_resume): resumed (the pause of exactly that queue or group ended now; the
+ * queue's triggers are notified) | not_paused (no such pause was in force: nothing changed).
+ */
+export const RESUME_OUTCOMES = ['resumed', 'not_paused'] as const;
+export type ResumeOutcome = (typeof RESUME_OUTCOMES)[number];
+
 /** Outcomes of requeueing a dead task. */
 export const REQUEUE_OUTCOMES = ['requeued', 'skipped_live_duplicate', 'not_dead', 'not_found'] as const;
 export type RequeueOutcome = (typeof REQUEUE_OUTCOMES)[number];

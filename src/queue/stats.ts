@@ -68,6 +68,11 @@ export interface QueueStats {
 	succeededLastHour: number;
 	/** Seconds since the oldest pending task of the queue was enqueued, over all groups (0 when none). */
 	oldestPendingSeconds: number;
+	/**
+	 * The pauses in force (Pause; docs/queue.md, "Pause and resume"): group null = the whole queue,
+	 * with since when (ISO-8601), by whom and why. Empty when nothing of the queue is paused.
+	 */
+	paused: { group: string | null; pausedAt: string; pausedBy: string | null; reason: string | null }[];
 	/** Table and database figures (dead tuples, vacuum, the oldest open transaction). */
 	table: QueueTableHealth;
 	/** Database time of the measurement (ISO-8601). */
@@ -118,6 +123,7 @@ interface HealthRow {
 	xmin_state: string | null;
 	slot_xmin_age: number | null;
 	prepared_xacts: string;
+	pauses: { group: string | null; paused_at: string; paused_by: string | null; reason: string | null }[];
 }
 
 const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
@@ -182,6 +188,7 @@ async function readStats(t: Queryable, schema: string, queue: string): Promise<Q
 		oldestWaitSeconds: groups.reduce((a, g) => Math.max(a, g.oldestWaitSeconds), 0),
 		succeededLastHour: sum('succeededLastHour'),
 		oldestPendingSeconds: groups.reduce((a, g) => Math.max(a, g.oldestPendingSeconds), 0),
+		paused: (h?.pauses ?? []).map((p) => ({ group: p.group, pausedAt: iso(new Date(p.paused_at)) as string, pausedBy: p.paused_by, reason: p.reason })),
 		table,
 		measuredAt: iso(rows[0]?.measured_at ?? new Date()) as string,
 	};

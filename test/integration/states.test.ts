@@ -29,7 +29,7 @@ import {
 	SETTLE_BY_HAND_RESULTS,
 } from '../../src/ledger/states';
 import { RECONCILE_RESOLUTIONS } from '../../src/ledger/reconcile/lookup';
-import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, ENQUEUE_OUTCOMES, LEASE_ENDS, LIVE_TABLE_STATES, ON_DUPLICATE_MODES, REQUEUE_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
+import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, ENQUEUE_OUTCOMES, LEASE_ENDS, LIVE_TABLE_STATES, ON_DUPLICATE_MODES, PAUSE_OUTCOMES, REQUEUE_OUTCOMES, RESUME_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -176,6 +176,11 @@ describe('outcome lists match what the SQL functions can answer', () => {
 		const m = src.match(/coalesce\(e->>'r', 'keep'\) NOT IN \(([^)]*)\)/);
 		expect(m).not.toBeNull();
 		expect([...(m as RegExpMatchArray)[1].matchAll(QUOTED)].map(unquote).sort()).toEqual(sorted(ON_DUPLICATE_MODES));
+	});
+
+	it('queue_pause answers exactly PAUSE_OUTCOMES, queue_resume exactly RESUME_OUTCOMES', async () => {
+		expect(await answers(['queue_pause'], ['outcome'])).toEqual(sorted(PAUSE_OUTCOMES));
+		expect(await answers(['queue_resume'], ['outcome'])).toEqual(sorted(RESUME_OUTCOMES));
 	});
 
 	it('queue_requeue_dead answers exactly REQUEUE_OUTCOMES', async () => {

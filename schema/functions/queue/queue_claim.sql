@@ -24,6 +24,11 @@
 --   Full path (queue_claim_full): when the fast path returned fewer than p_limit tasks, for the rest
 --   of the batch: sweep expired leases, record changed weights, tag due tasks, age, claim (plans
 --   made per call).
+-- Pauses (queue_pause, docs/queue.md "Pause and resume"): before either path, the claim holds the
+--   queue's pause lock shared (queue_pause_lock) and reads the pauses in force (queue_paused_groups,
+--   one primary-key probe; nothing else is added to the fast path); a paused group is left out of
+--   the claim as if not listed, and with the whole queue (or every listed group) paused nothing is
+--   claimed, swept or tagged.
 -- Rows come back in claim order; claim_seq is drawn from queue_claim_seq as each row is locked
 -- (increasing in claim order across concurrent claims, unique, gaps possible); served_as is the
 -- task's own group (kept for the output's shape).
@@ -62,6 +67,7 @@ DECLARE
     v_cut timestamptz;
     v_gap interval;
     v_got integer;
+    v_paused text[];
     gi integer;
     c integer;
 BEGIN
@@ -100,6 +106,26 @@ BEGIN
     END IF;
     IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR (p_aging_secs > 0 AND p_aging_secs < 0.001) THEN
         RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
+    END IF;
+
+    -- Pauses (queue_pause): the queue's pause lock, shared to this transaction's end (in memory, no
+    -- table read), so that a pause waits for this claim to commit; then, in the next statement (a
+    -- snapshot taken after the lock: it sees every pause committed before), one probe of
+    -- queue_pauses' primary key. The paused groups leave the claim (both paths, and the tagging and
+    -- aging of the full path); the whole queue paused, or every listed group: nothing is claimed.
+    PERFORM pg_advisory_xact_lock_shared(queue_pause_lock(p_queue));
+    v_paused := queue_paused_groups(p_queue);
+    IF v_paused IS NOT NULL THEN
+        IF '' = ANY (v_paused) THEN
+            RETURN;
+        END IF;
+        SELECT coalesce(array_agg(u.g ORDER BY u.o), '{}'), coalesce(array_agg(u.w ORDER BY u.o), '{}')
+          INTO p_groups, p_weights
+          FROM unnest(p_groups, p_weights) WITH ORDINALITY AS u(g, w, o)
+         WHERE u.g <> ALL (v_paused);
+        IF cardinality(p_groups) = 0 THEN
+            RETURN;
+        END IF;
     END IF;
 
     -- The queue clock moved on by this transaction's time so far (schema/functions/queue/queue_now.sql).

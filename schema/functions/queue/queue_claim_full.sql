@@ -1,7 +1,8 @@
 -- The full claim path of queue_claim (schema/functions/queue/queue_claim.sql), which calls it when its
 -- one-statement fast path did not fill the batch: something is expired, untagged, reweighted or
 -- aged, or the fast path came back short (too few ready tasks, or tasks of the batch went dead). Not
--- an entry point: queue_claim validates the arguments (same meaning as there) before calling it.
+-- an entry point: queue_claim validates the arguments (same meaning as there) before calling it,
+-- and leaves the paused groups out of p_groups (queue_pause), so nothing here sees them.
 -- Claims up to p_limit ready tasks of p_queue, in fair-queuing tag order (docs/queue.md, "Scheduling").
 -- Steps (no shared row is locked or written on the common path, so claims of a queue overlap):
 --   1. One statement of probes: an expired lease of the queue? a ready task of a listed group? an

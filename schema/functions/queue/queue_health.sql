@@ -12,6 +12,9 @@
 --     without it those fields cover only this role's sessions.
 --   slot_xmin_age: the largest xid age of a replication slot's xmin (also holds the horizon), or null.
 --   prepared_xacts: prepared (two-phase) transactions still open (they hold the horizon too).
+--   pauses: the pauses of p_queue in force (queue_pause), [{"group": name or null for the whole
+--     queue, "paused_at", "paused_by", "reason"}] in group order (the whole queue first); [] when
+--     nothing is paused.
 -- Read-only; reads statistics views, not the queue's rows (but for groups_oldest_pending, one
 -- aggregate over the queue's pending rows).
 -- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
@@ -20,7 +23,7 @@ RETURNS TABLE (
     groups_oldest_pending jsonb, live_tuples bigint, dead_tuples bigint, last_vacuum timestamptz,
     last_autovacuum timestamptz, vacuum_count bigint, autovacuum_count bigint, autovacuum_on boolean,
     xmin_age_xids integer, xmin_xact_secs double precision, xmin_pid integer, xmin_state text,
-    slot_xmin_age integer, prepared_xacts bigint
+    slot_xmin_age integer, prepared_xacts bigint, pauses jsonb
 )
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -41,7 +44,11 @@ BEGIN
         current_setting('autovacuum')::boolean,
         x.xid_age, x.xact_secs, x.pid, x.state,
         (SELECT max(age(r.xmin)) FROM pg_replication_slots r WHERE r.xmin IS NOT NULL),
-        (SELECT count(*) FROM pg_prepared_xacts)
+        (SELECT count(*) FROM pg_prepared_xacts),
+        (SELECT coalesce(jsonb_agg(jsonb_build_object('group', nullif(p.priority_group, ''), 'paused_at', p.paused_at,
+                                                      'paused_by', p.paused_by, 'reason', p.reason)
+                                   ORDER BY p.priority_group), '[]'::jsonb)
+           FROM queue_pauses p WHERE p.queue = p_queue)
       FROM (SELECT 1) one
       LEFT JOIN pg_stat_user_tables s ON s.relid = 'queue_tasks'::regclass
       LEFT JOIN LATERAL (

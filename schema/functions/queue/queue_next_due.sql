@@ -1,14 +1,22 @@
 -- When the queue next has claimable work: the earliest head run_at over all groups, or the
 -- earliest lease expiry, whichever is first; null when the queue is empty. Reads only the first
 -- entry per group of the ready index (a skip scan over groups), so it stays cheap when large.
+-- Paused work (queue_pause) is not claimable: null while the whole queue is paused, and a paused
+-- group's tasks and leases are left out.
 -- A queue name the node refuses is refused (SQLSTATE 22023), as by every entry point.
 CREATE OR REPLACE FUNCTION queue_next_due(p_queue text) RETURNS timestamptz
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    v_paused text[];
 BEGIN
     IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
         PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
+    END IF;
+    v_paused := queue_paused_groups(p_queue);
+    IF '' = ANY (v_paused) THEN
+        RETURN NULL;
     END IF;
     RETURN (
     WITH RECURSIVE groups AS (
@@ -26,8 +34,9 @@ BEGIN
         (SELECT min((SELECT t.run_at FROM queue_tasks t
                       WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group = g.priority_group
                       ORDER BY t.run_at, t.id LIMIT 1))
-           FROM groups g WHERE g.priority_group IS NOT NULL),
+           FROM groups g WHERE g.priority_group IS NOT NULL AND (v_paused IS NULL OR g.priority_group <> ALL (v_paused))),
         (SELECT t.lease_expires_at FROM queue_tasks t
           WHERE t.queue = p_queue AND t.status = 'processing'
+            AND (v_paused IS NULL OR t.priority_group <> ALL (v_paused))
           ORDER BY t.lease_expires_at LIMIT 1)));
 END $$;

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { Client, Pool } from 'pg';
 import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { reserveOperations } from '../../../src/ledger/reserve';
-import { cancel, complete, dequeue, enqueue } from '../../../src/queue';
+import { cancel, complete, dequeue, enqueue, extendLease, pause, resume, stats } from '../../../src/queue';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -275,6 +275,53 @@ describe('migrations', () => {
 		}
 	});
 
+	it('the pause migration (queue_pause) applies over the database before it holding tasks, by the migrator and by apply.sql; a lease taken before it works through a pause', async () => {
+		// The migration's number is read from its file name, written nowhere else in this test.
+		const PAUSE = (loadMigrations().find((m) => m.name === 'queue_pause') as { version: number }).version;
+		for (const via of ['migrator', 'psql'] as const) {
+			const schema = fresh();
+			const q = `"${schema}"`;
+			const c = await pool.connect();
+			const token = '5b7d1e0a-8c3f-4a2e-9d61-2f4c6b8a0e13';
+			let held: string;
+			try {
+				await c.query('BEGIN');
+				for (const m of loadMigrations().filter((x) => x.version < PAUSE)) await c.query(renderMigration(m.sql, schema));
+				await c.query(`SET LOCAL search_path TO ${q}`);
+				await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, vtag) VALUES ('up', 'vip', 'pending', now(), 1), ('up', 'std', 'pending', now(), 1)`);
+				held = String(
+					(
+						await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
+						               VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`)
+					).rows[0].id,
+				);
+				await c.query('COMMIT');
+			} catch (e) {
+				await c.query('ROLLBACK');
+				throw e;
+			} finally {
+				c.release();
+			}
+			expect((await readSchemaState(pool, schema)).version).toBe((loadMigrations().filter((x) => x.version < PAUSE).at(-1) as { version: number }).version);
+			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			// Nothing is paused after the upgrade; queue_health (re-created with its new column) says so.
+			expect((await stats(pool, schema, 'up')).paused).toEqual([]);
+			expect((await pause(pool, schema, [{ queue: 'up', group: 'vip', reason: 'after upgrade' }]))[0]).toMatchObject({ outcome: 'paused', untagged: 1 });
+			const groups = [
+				{ name: 'vip', weight: 1 },
+				{ name: 'std', weight: 1 },
+			];
+			expect((await dequeue(pool, schema, { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['std']);
+			// The lease taken before the upgrade extends and completes while its group is paused.
+			expect((await extendLease(pool, schema, [{ taskId: held, leaseToken: token, leaseSeconds: 60 }]))[0].outcome).toBe('extended');
+			expect((await complete(pool, schema, [{ taskId: held, leaseToken: token }]))[0].outcome).toBe('completed');
+			expect((await resume(pool, schema, [{ queue: 'up', group: 'vip' }]))[0].outcome).toBe('resumed');
+			expect((await dequeue(pool, schema, { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['vip']);
+		}
+	});
+
 	it('renames a legacy version table of ours (schema_migrations) to ol_schema_migrations on upgrade', async () => {
 		const schema = fresh();
 		await migrate(pool, schema, true);
@@ -327,9 +374,10 @@ describe('migrations', () => {
 	it('a migration statement that would queue behind a long transaction on its table gives up after the lock timeout', async () => {
 		const schema = fresh();
 		await migrate(pool, schema, true);
-		// Behind by one migration whose DDL needs a queue table, which a long transaction holds.
-		const last = loadMigrations().at(-1)!;
-		await pool.query(`DELETE FROM "${schema}".ol_schema_migrations WHERE version = $1`, [last.version]);
+		// Behind from the last migration whose DDL needs a queue table (ALTER TABLE queue_tasks), which a
+		// long transaction holds (a later one may need none: the pause migration only creates tables of its own).
+		const last = loadMigrations().filter((m) => /ALTER TABLE queue_tasks\b/.test(m.sql)).at(-1)!;
+		await pool.query(`DELETE FROM "${schema}".ol_schema_migrations WHERE version >= $1`, [last.version]);
 		const holder = new Client({ connectionString: DATABASE_URL });
 		await holder.connect();
 		await holder.query('BEGIN');

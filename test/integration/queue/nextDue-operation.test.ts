@@ -30,7 +30,7 @@ describe('Priority Dequeue: Next Due', () => {
 	it('the operation is listed under resource Queue, derived from the router map', () => {
 		const lists = node.description.properties.filter((p) => p.name === 'operation');
 		const queueList = lists.find((p) => p.displayOptions?.show?.resource?.[0] === 'queue');
-		expect((queueList?.options as Array<{ value: string }>).map((o) => o.value)).toEqual(['nextDue', 'purge', 'stats']);
+		expect((queueList?.options as Array<{ value: string }>).map((o) => o.value)).toEqual(['nextDue', 'pause', 'purge', 'resume', 'stats']);
 	});
 
 	it('an empty queue has nothing due; a delayed task is due at its time; a ready task is due now', async () => {

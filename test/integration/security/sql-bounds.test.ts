@@ -17,7 +17,7 @@ import { checkMaxEvents } from '../../../src/ledger/admin/get';
 import { checkHealthDays } from '../../../src/ledger/admin/health';
 import { checkRetentionOptions, HARD_DELETE_ACKNOWLEDGEMENT } from '../../../src/ledger/admin/retention';
 import { prepareSettleItem } from '../../../src/ledger/admin/settle';
-import { checkGroupName, checkQueueName, prepareBackoff, prepareCancelInput, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, prepareReleaseInput } from '../../../src/queue';
+import { checkGroupName, checkQueueName, prepareBackoff, prepareCancelInput, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, preparePauseInput, prepareReleaseInput } from '../../../src/queue';
 import { preparePurgeOptions } from '../../../src/queue/purge';
 import { checkListDeadLimit } from '../../../src/queue/stats';
 import { prepareRequeueDeadOptions } from '../../../src/queue/requeueDead';
@@ -282,6 +282,27 @@ describe('the texts Cancel cuts, queue_cancel refuses beyond the same length (TE
 		await expect(call({ [sqlField]: 'x'.repeat(max) })).resolves.toBeDefined();
 		await expect(call({ [sqlField]: '\u{1F600}'.repeat(max) })).resolves.toBeDefined();
 		await expect(call({ [sqlField]: 'x'.repeat(max + 1) })).rejects.toMatchObject({ code: '22023' });
+	});
+});
+
+describe('the texts Pause and Resume cut, queue_pause and queue_resume refuse beyond the same length (TEXT_LIMITS)', () => {
+	const call = (func: 'queue_pause' | 'queue_resume', reason: string | null, by: string | null) =>
+		pool.query(`SELECT * FROM ${q}.${func}('bq-pause', 'g', $1, $2)`, [reason, by]);
+	it.each([
+		['reason', TEXT_LIMITS.maxPauseReasonLength],
+		['by', TEXT_LIMITS.maxPausedByLength],
+	] as const)('%s: the node cuts to the limit and both functions take that; one character more is refused', async (field, max) => {
+		const args = (text: string): [string | null, string | null] => (field === 'reason' ? [text, null] : [null, text]);
+		for (const ch of ['x', '\u20ac', '\u{1F600}']) {
+			const sent = preparePauseInput({ queue: 'bq-pause', [field]: ch.repeat(max + 5) })[field] as string;
+			expect(sent.length).toBeLessThanOrEqual(max);
+			expect(sent.length).toBeGreaterThanOrEqual(max - 1);
+			for (const func of ['queue_pause', 'queue_resume'] as const) await expect(call(func, ...args(sent))).resolves.toBeDefined();
+		}
+		for (const func of ['queue_pause', 'queue_resume'] as const) {
+			await expect(call(func, ...args('\u{1F600}'.repeat(max)))).resolves.toBeDefined();
+			await expect(call(func, ...args('x'.repeat(max + 1)))).rejects.toMatchObject({ code: '22023' });
+		}
 	});
 });
 
