@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 e089c3bbccec88f5a1e3ecca1160a8c398d2657216ce7000bac59cd9fd2e48d5.
+-- Package version 0.1.0; function set SHA-256 9232700556e832a0524554afbb7cafca6c9e6471d428f071521feeeb28ae3f46.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 15 AS ol_newer_schema \gset
+SELECT :ol_version > 16 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (15): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (16): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -100,6 +100,10 @@ SELECT :ol_version < 15 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0015_queue_pause.sql
 \endif
+SELECT :ol_version < 16 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0016_queue_settle_by_id.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -153,6 +157,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_requeue_dead.sql
 \ir functions/queue/queue_resume.sql
 \ir functions/queue/queue_set_weights.sql
+\ir functions/queue/queue_settle_by_id.sql
 \ir functions/queue/queue_settle_miss.sql
 \ir functions/queue/queue_settle_verdict.sql
 \ir functions/queue/queue_stats.sql
@@ -162,7 +167,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'e089c3bbccec88f5a1e3ecca1160a8c398d2657216ce7000bac59cd9fd2e48d5')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '9232700556e832a0524554afbb7cafca6c9e6471d428f071521feeeb28ae3f46')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -142,6 +142,13 @@ export const TEXT_LIMITS = {
 	maxPauseReasonLength: 2000,
 	/** Pause's and Resume's "by": cut to this many UTF-16 units; queue_pause / queue_resume refuse more characters. */
 	maxPausedByLength: 60,
+	/**
+	 * Settle by ID's reason (recorded as operator_reason, and as last_error for fail and retry): cut to
+	 * this many UTF-16 units; queue_settle_by_id refuses more characters from a direct caller.
+	 */
+	maxSettleByIdReasonLength: 2000,
+	/** Settle by ID's "settled by" (operator_by): cut to this many UTF-16 units; queue_settle_by_id refuses more. */
+	maxSettleByIdByLength: 60,
 } as const;
 
 /** Aging intervals above 0 and below this many seconds are refused (see LIMITS.agingSeconds). */

@@ -19,6 +19,7 @@ import { purgeOperation } from './purge.operation';
 import { releaseOperation } from './release.operation';
 import { requeueDeadOperation } from './requeueDead.operation';
 import { resumeOperation } from './resume.operation';
+import { settleByIdOperation } from './settleById.operation';
 import { statsOperation } from './stats.operation';
 
 export const operations = {
@@ -30,6 +31,7 @@ export const operations = {
 	release: releaseOperation,
 	requeueDead: requeueDeadOperation,
 	cancel: cancelOperation,
+	settleById: settleByIdOperation,
 	stats: statsOperation,
 	purge: purgeOperation,
 	pause: pauseOperation,

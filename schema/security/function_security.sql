@@ -38,7 +38,7 @@ AS $$
         ('queue_release', 'nodes'), ('queue_extend_lease', 'nodes'), ('queue_stats', 'nodes'), ('queue_list_dead', 'nodes'),
         ('queue_requeue_dead', 'nodes'), ('queue_purge', 'nodes'), ('queue_next_due', 'nodes'), ('queue_wake_state', 'nodes'),
         ('queue_health', 'nodes'), ('queue_cancel', 'nodes'), ('queue_pause', 'nodes'),
-        ('queue_resume', 'nodes'),
+        ('queue_resume', 'nodes'), ('queue_settle_by_id', 'nodes'),
         -- Operation Ledger Admin
         ('ops_get_operation', 'operator'), ('ops_list_operations', 'operator'), ('ops_health', 'operator'),
         ('ops_settle_by_hand', 'operator'), ('ops_compact_batch', 'operator'),

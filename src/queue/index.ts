@@ -17,6 +17,7 @@ export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } f
 export { cancel, prepareCancelInput, type CancelInput, type CancelResult } from './cancel';
 export { pause, preparePauseInput, type PauseInput, type PauseResult } from './pause';
 export { resume, type ResumeResult } from './resume';
+export { settleById, prepareSettleByIdInput, type SettleByIdInput, type SettleByIdResult } from './settleById';
 export { requeueDead, requeueDeadByIds, prepareRequeueDeadOptions, prepareRequeueByIdInput, type RequeueByIdInput, type RequeueDeadOptions, type RequeueResult } from './requeueDead';
 export { stats, listDead, statsReport, prepareStatsRequest, type StatsRequest, type QueueStats, type GroupStats, type DeadTask, type QueueTableHealth } from './stats';
 export { purge, preparePurgeOptions, type PurgeOptions, type PurgeResult } from './purge';

@@ -15,19 +15,20 @@ export const ARCHIVE_STATES = ['succeeded', 'dead', 'cancelled'] as const satisf
  * How a row's last lease ended (queue_tasks.lease_end; null while the lease is live): completed,
  * failed, gave_up, released (the holder settled it), expired (the expiry sweep ended it), requeued
  * (the task went dead and was requeued by hand), cancelled (a cancel ended the lease: its holder's
- * settle or extension found the cancel request, or the cancel found the lease expired).
- * queue_settle_verdict reads it to answer a late settle.
+ * settle or extension found the cancel request, or the cancel found the lease expired), operator (an
+ * operator's Settle by ID acted on the task while the lease held it: the holder's settle answers
+ * lease_lost). queue_settle_verdict reads it to answer a late settle.
  */
-export const LEASE_ENDS = ['completed', 'failed', 'gave_up', 'released', 'expired', 'requeued', 'cancelled'] as const;
+export const LEASE_ENDS = ['completed', 'failed', 'gave_up', 'released', 'expired', 'requeued', 'cancelled', 'operator'] as const;
 export type LeaseEnd = (typeof LEASE_ENDS)[number];
 
 /**
  * Why a task went dead (queue_tasks.dead_reason; null unless dead): max_attempts_reached (a fail at
  * the last attempt), gave_up (a fail with give up), lease_expired_at_max (the lease of the last
  * attempt expired), attempts_exhausted (a pending task whose attempts were used up, found by a
- * claim and never handed out).
+ * claim and never handed out), operator_failed (an operator failed it by id: Settle by ID, act fail).
  */
-export const DEAD_REASONS = ['max_attempts_reached', 'gave_up', 'lease_expired_at_max', 'attempts_exhausted'] as const;
+export const DEAD_REASONS = ['max_attempts_reached', 'gave_up', 'lease_expired_at_max', 'attempts_exhausted', 'operator_failed'] as const;
 export type DeadReason = (typeof DEAD_REASONS)[number];
 
 /** Priority Dequeue's one output after Unrecorded. */
@@ -97,6 +98,24 @@ export type PauseOutcome = (typeof PAUSE_OUTCOMES)[number];
  */
 export const RESUME_OUTCOMES = ['resumed', 'not_paused'] as const;
 export type ResumeOutcome = (typeof RESUME_OUTCOMES)[number];
+
+/**
+ * What an operator may do to a task by id without its lease (Settle by ID, queue_settle_by_id;
+ * recorded as operator_action): complete (to the archive, succeeded, with a result) | fail (dead now,
+ * dead_reason operator_failed) | retry (pending again at a time, the reason as last_error; dead at max
+ * attempts) | reschedule (pending again at a time).
+ */
+export const OPERATOR_ACTIONS = ['complete', 'fail', 'retry', 'reschedule'] as const;
+export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
+
+/**
+ * What Settle by ID did (queue_settle_by_id): completed | dead | retry_scheduled | rescheduled (the
+ * act applied; a lease that held the task ended, its holder's settle answers lease_lost) | finished
+ * (nothing changed: the task already ended, or it is dead and the act is not complete) |
+ * cancel_requested (nothing changed: its holder was asked to stop, Cancel) | not_found.
+ */
+export const SETTLE_BY_ID_OUTCOMES = ['completed', 'dead', 'retry_scheduled', 'rescheduled', 'finished', 'cancel_requested', 'not_found'] as const;
+export type SettleByIdOutcome = (typeof SETTLE_BY_ID_OUTCOMES)[number];
 
 /** Outcomes of requeueing a dead task. */
 export const REQUEUE_OUTCOMES = ['requeued', 'skipped_live_duplicate', 'not_dead', 'not_found'] as const;

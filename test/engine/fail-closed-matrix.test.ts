@@ -55,6 +55,8 @@ interface Scenario {
 }
 
 const bad = (mode: Mode) => mode === 'invalid';
+/** Task ids a scenario's seed enqueued, by run id (read by its build). */
+const seededIds = new Map<string, string[]>();
 
 /**
  * A settle operation (complete, fail, release, extend lease) on the tasks a plain Dequeue claimed.
@@ -289,6 +291,37 @@ const scenarios: Scenario[] = [
 			expect(['cancelled', 'not_found']).toContain(item.json.outcome);
 			if (item.json.outcome === 'cancelled')
 				expect(await q(`SELECT status, cancel_reason FROM ${db.schemaSql}.queue_tasks_archive WHERE id = $1`, [item.json.taskId])).toEqual([{ status: 'cancelled', cancel_reason: 'engine test' }]);
+		},
+	},
+	{
+		// Settle by ID, complete: the two tasks seeded for this run (their ids read by the build); an
+		// empty task ID is the invalid item. A retry of the run finds them completed: finished.
+		name: 'Dequeue settleById',
+		modes: ['valid', 'invalid', 'down'],
+		invalidItem: 1,
+		outputs: ['Unrecorded', 'Result'],
+		goAhead: [1],
+		seed: async (id) => {
+			const got = await enqueue(db.pool, db.schema, [
+				{ queue: id, group: 'normal' },
+				{ queue: id, group: 'normal' },
+			]);
+			seededIds.set(id, got.map((t) => t.taskId));
+		},
+		build: (id, mode, s) => {
+			const [a, b] = seededIds.get(id) ?? ['1', '2'];
+			return {
+				nodes: [
+					source([{ t: a }, { t: bad(mode) ? '' : b }]),
+					ut('priorityDequeue', { resource: 'task', operation: 'settleById', queue: id, taskId: '={{ $json.t }}', settleAction: 'complete', result: '{"by":"matrix"}', reason: 'engine test', settledBy: 'matrix' }, s, mode === 'down'),
+				],
+				feeds: { Source: [['UT']] },
+			};
+		},
+		async decided(item) {
+			expect(['completed', 'finished', 'not_found']).toContain(item.json.outcome);
+			if (item.json.outcome === 'completed')
+				expect(await q(`SELECT status, operator_reason FROM ${db.schemaSql}.queue_tasks_archive WHERE id = $1`, [item.json.taskId])).toEqual([{ status: 'succeeded', operator_reason: 'engine test' }]);
 		},
 	},
 	{

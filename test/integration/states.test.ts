@@ -29,7 +29,7 @@ import {
 	SETTLE_BY_HAND_RESULTS,
 } from '../../src/ledger/states';
 import { RECONCILE_RESOLUTIONS } from '../../src/ledger/reconcile/lookup';
-import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, ENQUEUE_OUTCOMES, LEASE_ENDS, LIVE_TABLE_STATES, ON_DUPLICATE_MODES, PAUSE_OUTCOMES, REQUEUE_OUTCOMES, RESUME_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
+import { ARCHIVE_STATES, CANCEL_OUTCOMES, DEAD_REASONS, ENQUEUE_OUTCOMES, LEASE_ENDS, LIVE_TABLE_STATES, ON_DUPLICATE_MODES, OPERATOR_ACTIONS, PAUSE_OUTCOMES, REQUEUE_OUTCOMES, RESUME_OUTCOMES, SETTLE_BY_ID_OUTCOMES, SETTLE_OUTCOMES, TASK_STATES } from '../../src/queue/states';
 
 let db: Awaited<ReturnType<typeof testDatabase>>;
 beforeAll(async () => {
@@ -123,6 +123,10 @@ describe('lease_end and dead_reason match the database CHECK constraints', () =>
 		expect(await checkedValues('queue_tasks', 'lease_end')).toEqual([sorted(LEASE_ENDS)]);
 		expect(await checkedValues('queue_tasks', 'dead_reason')).toEqual([sorted(DEAD_REASONS)]);
 	});
+
+	it('queue_tasks.operator_action holds exactly OPERATOR_ACTIONS', async () => {
+		expect(await checkedValues('queue_tasks', 'operator_action')).toEqual([sorted(OPERATOR_ACTIONS)]);
+	});
 });
 
 describe('outcome lists match what the SQL functions can answer', () => {
@@ -181,6 +185,10 @@ describe('outcome lists match what the SQL functions can answer', () => {
 	it('queue_pause answers exactly PAUSE_OUTCOMES, queue_resume exactly RESUME_OUTCOMES', async () => {
 		expect(await answers(['queue_pause'], ['outcome'])).toEqual(sorted(PAUSE_OUTCOMES));
 		expect(await answers(['queue_resume'], ['outcome'])).toEqual(sorted(RESUME_OUTCOMES));
+	});
+
+	it('queue_settle_by_id answers exactly SETTLE_BY_ID_OUTCOMES', async () => {
+		expect(await answers(['queue_settle_by_id'], ['outcome'])).toEqual(sorted(SETTLE_BY_ID_OUTCOMES));
 	});
 
 	it('queue_requeue_dead answers exactly REQUEUE_OUTCOMES', async () => {

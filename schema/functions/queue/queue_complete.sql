@@ -50,9 +50,11 @@ BEGIN
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at,
+                                               operator_action, operator_by, operator_reason, operator_at)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, p_items->0->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now()
+               g.lease_token, g.last_error, p_items->0->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now(),
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
           FROM gone g
         RETURNING ar.attempts, ar.finished_at INTO attempts, finished_at;
         IF FOUND THEN
@@ -103,9 +105,11 @@ BEGIN
         RETURNING x.*
     ), moved AS (
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at,
+                                               operator_action, operator_by, operator_reason, operator_at)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now()
+               g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now(),
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
           FROM gone g
         RETURNING ar.id, ar.attempts, ar.finished_at
     )
@@ -140,9 +144,11 @@ BEGIN
             RETURNING x.*
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
-                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at)
+                                               max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at,
+                                               operator_action, operator_by, operator_reason, operator_at)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now()
+               g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now(),
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
           FROM gone g
         RETURNING ar.* INTO a;
         IF FOUND THEN

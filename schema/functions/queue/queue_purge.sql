@@ -41,9 +41,11 @@ BEGIN
         ), moved AS (
             INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                              max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
-                                             lease_end, dead_reason, archived_at)
+                                             lease_end, dead_reason, archived_at, operator_action, operator_by,
+                                             operator_reason, operator_at)
             SELECT g.id, g.queue, g.priority_group, 'dead', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
-                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at, g.lease_end, g.dead_reason, queue_now()
+                   g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at, g.lease_end, g.dead_reason, queue_now(),
+                   g.operator_action, g.operator_by, g.operator_reason, g.operator_at
               FROM gone g
             RETURNING 1
         )

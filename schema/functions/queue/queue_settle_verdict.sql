@@ -9,7 +9,9 @@
 --   already_settled: this lease itself settled the task earlier (a harmless repeat); never for
 --                    'extend' (a settled lease cannot be extended: lease_lost).
 --   lease_lost:      this lease was superseded: it expired (swept or not), or another lease holds
---                    or settled the task, or the task was requeued by hand. Nothing changed.
+--                    or settled the task, or the task was requeued by hand, or an operator settled it
+--                    by id while this lease held it (queue_settle_by_id, lease_end 'operator').
+--                    Nothing changed.
 --   not_found:       no task with this id.
 CREATE OR REPLACE FUNCTION queue_settle_verdict(
     p_op text, p_token uuid, p_where text, p_status text, p_token_now uuid, p_lease_end text,
@@ -40,6 +42,8 @@ AS $$
                 CASE WHEN p_status = 'pending' THEN 'lease expired and the task was requeued (attempt ' || p_attempts || ' of ' || p_max_attempts || ' used)'
                      ELSE 'lease expired and the task is dead (' || coalesce(p_dead_reason, 'lease_expired_at_max') || ', ' || p_attempts || ' of ' || p_max_attempts || ' attempts)'
                           || CASE WHEN p_where = 'archive' THEN ', archived' ELSE '' END END
+            WHEN p_token_now IS NOT DISTINCT FROM p_token AND p_lease_end = 'operator' THEN
+                'an operator settled the task by hand while this lease held it (Settle by ID); it is ' || p_status || ' now: stop working on it'
             WHEN p_token_now IS NOT DISTINCT FROM p_token AND p_lease_end = 'requeued' THEN
                 'the task went dead and was requeued by hand; it is ' || p_status || ' now'
             WHEN p_token_now IS NOT DISTINCT FROM p_token THEN

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { Client, Pool } from 'pg';
 import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { reserveOperations } from '../../../src/ledger/reserve';
-import { cancel, complete, dequeue, enqueue, extendLease, pause, resume, stats } from '../../../src/queue';
+import { cancel, complete, dequeue, enqueue, extendLease, pause, resume, settleById, stats } from '../../../src/queue';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
 import { DATABASE_URL, randomSchema } from '../../helpers/db';
@@ -319,6 +319,65 @@ describe('migrations', () => {
 			expect((await complete(pool, schema, [{ taskId: held, leaseToken: token }]))[0].outcome).toBe('completed');
 			expect((await resume(pool, schema, [{ queue: 'up', group: 'vip' }]))[0].outcome).toBe('resumed');
 			expect((await dequeue(pool, schema, { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['vip']);
+		}
+	});
+
+	it('the Settle by ID migration applies over the version before it holding tasks, by the migrator and by apply.sql; a lease taken before it is fenced off', async () => {
+		// Its version is read from its file name, so a renumbering at merge changes nothing here.
+		const settleByIdVersion = (loadMigrations().find((m) => m.name === 'queue_settle_by_id') as { version: number }).version;
+		for (const via of ['migrator', 'psql'] as const) {
+			const schema = fresh();
+			const q = `"${schema}"`;
+			const c = await pool.connect();
+			let ids: { pending: string; held: string; dead: string };
+			const token = '5b7e2c10-8a4d-4f1e-9c3b-2d6a0e8f1c47';
+			try {
+				await c.query('BEGIN');
+				for (const m of loadMigrations().filter((x) => x.version < settleByIdVersion)) await c.query(renderMigration(m.sql, schema));
+				await c.query(`SET LOCAL search_path TO ${q}`);
+				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
+				ids = {
+					pending: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at) VALUES ('up', 'vip', 'pending', now()) RETURNING id`),
+					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
+					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`),
+					dead: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, dead_at, dead_reason, last_error)
+					                 VALUES ('up', 'vip', 'dead', now(), 5, now(), 'max_attempts_reached', 'boom') RETURNING id`),
+				};
+				await c.query('COMMIT');
+			} catch (e) {
+				await c.query('ROLLBACK');
+				throw e;
+			} finally {
+				c.release();
+			}
+			expect((await readSchemaState(pool, schema)).version).toBeLessThan(settleByIdVersion);
+			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			const { rows: old } = await pool.query(`SELECT id::text, status, operator_action FROM ${q}.queue_tasks ORDER BY id`);
+			expect(old).toEqual([
+				{ id: ids.pending, status: 'pending', operator_action: null },
+				{ id: ids.held, status: 'processing', operator_action: null },
+				{ id: ids.dead, status: 'dead', operator_action: null },
+			]);
+			const res = await settleById(pool, schema, [
+				{ queue: 'up', taskId: ids.pending, action: 'fail', reason: 'after upgrade' },
+				{ queue: 'up', taskId: ids.held, action: 'complete', result: { by: 'hand' } },
+				{ queue: 'up', taskId: ids.dead, action: 'complete' },
+			]);
+			expect(res.map((r) => [r.outcome, r.leaseEnded])).toEqual([
+				['dead', false],
+				['completed', true],
+				['completed', false],
+			]);
+			// The lease taken before the upgrade is told it lost the task; the operator's result stays.
+			expect((await complete(pool, schema, [{ taskId: ids.held, leaseToken: token, result: { by: 'holder' } }]))[0]).toMatchObject({ outcome: 'lease_lost' });
+			const { rows: arch } = await pool.query(`SELECT id::text, status, result, lease_end, operator_action FROM ${q}.queue_tasks_archive ORDER BY id`);
+			expect(arch).toEqual([
+				{ id: ids.held, status: 'succeeded', result: { by: 'hand' }, lease_end: 'operator', operator_action: 'complete' },
+				{ id: ids.dead, status: 'succeeded', result: null, lease_end: null, operator_action: 'complete' },
+			]);
+			expect((await pool.query(`SELECT dead_reason, operator_reason FROM ${q}.queue_tasks WHERE id = $1`, [ids.pending])).rows[0]).toEqual({ dead_reason: 'operator_failed', operator_reason: 'after upgrade' });
 		}
 	});
 

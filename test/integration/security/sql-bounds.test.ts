@@ -17,7 +17,7 @@ import { checkMaxEvents } from '../../../src/ledger/admin/get';
 import { checkHealthDays } from '../../../src/ledger/admin/health';
 import { checkRetentionOptions, HARD_DELETE_ACKNOWLEDGEMENT } from '../../../src/ledger/admin/retention';
 import { prepareSettleItem } from '../../../src/ledger/admin/settle';
-import { checkGroupName, checkQueueName, prepareBackoff, prepareCancelInput, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, preparePauseInput, prepareReleaseInput } from '../../../src/queue';
+import { checkGroupName, checkQueueName, prepareBackoff, prepareCancelInput, prepareDequeueOptions, prepareFailInput, prepareEnqueueInput, prepareExtendLeaseInput, preparePauseInput, prepareReleaseInput, prepareSettleByIdInput } from '../../../src/queue';
 import { preparePurgeOptions } from '../../../src/queue/purge';
 import { checkListDeadLimit } from '../../../src/queue/stats';
 import { prepareRequeueDeadOptions } from '../../../src/queue/requeueDead';
@@ -303,6 +303,29 @@ describe('the texts Pause and Resume cut, queue_pause and queue_resume refuse be
 			await expect(call(func, ...args('\u{1F600}'.repeat(max)))).resolves.toBeDefined();
 			await expect(call(func, ...args('x'.repeat(max + 1)))).rejects.toMatchObject({ code: '22023' });
 		}
+	});
+});
+
+describe('the texts Settle by ID cuts, queue_settle_by_id takes and stores; beyond the same length refused (TEXT_LIMITS)', () => {
+	// A real task each time, rescheduled, so the stored columns' own CHECKs (bytes) take the text too.
+	const call = async (item: Record<string, unknown>) => {
+		const { rows } = await pool.query(
+			`INSERT INTO ${q}.queue_tasks (queue, priority_group, status, run_at) VALUES ('bq-settle-by-id', 'g', 'pending', now()) RETURNING id::text AS id`,
+		);
+		return pool.query(`SELECT * FROM ${q}.queue_settle_by_id($1::jsonb)`, [JSON.stringify([{ i: 0, queue: 'bq-settle-by-id', id: rows[0].id, act: 'reschedule', ...item }])]);
+	};
+	it.each([
+		['reason', 'reason', TEXT_LIMITS.maxSettleByIdReasonLength],
+		['settledBy', 'by', TEXT_LIMITS.maxSettleByIdByLength],
+	] as const)('%s: the node cuts to the limit and the function stores that; one character more is refused', async (field, sqlField, max) => {
+		for (const ch of ['x', '\u20ac', '\u{1F600}']) {
+			const sent = prepareSettleByIdInput({ queue: 'bq-settle-by-id', taskId: 1, action: 'reschedule', [field]: ch.repeat(max + 5) })[field] as string;
+			expect(sent.length).toBeLessThanOrEqual(max);
+			expect(sent.length).toBeGreaterThanOrEqual(max - 1);
+			await expect(call({ [sqlField]: sent })).resolves.toMatchObject({ rows: [{ outcome: 'rescheduled' }] });
+		}
+		await expect(call({ [sqlField]: '\u{1F600}'.repeat(max) })).resolves.toMatchObject({ rows: [{ outcome: 'rescheduled' }] });
+		await expect(call({ [sqlField]: 'x'.repeat(max + 1) })).rejects.toMatchObject({ code: '22023' });
 	});
 });
 

@@ -367,7 +367,7 @@ describe('Priority Dequeue node', () => {
 
 	test('the description lists every operation once and has the credential', () => {
 		const ops = node.description.properties.filter((p) => p.name === 'operation').flatMap((p) => (p.options ?? []).map((o) => (o as { value: string }).value));
-		expect(ops.sort()).toEqual(['cancel', 'complete', 'dequeue', 'enqueue', 'extendLease', 'fail', 'nextDue', 'pause', 'purge', 'release', 'requeueDead', 'resume', 'stats']);
+		expect(ops.sort()).toEqual(['cancel', 'complete', 'dequeue', 'enqueue', 'extendLease', 'fail', 'nextDue', 'pause', 'purge', 'release', 'requeueDead', 'resume', 'settleById', 'stats']);
 		expect(node.description.credentials).toEqual([{ name: 'operationLedgerPostgresApi', required: true, testedBy: 'ledgerConnectionTest' }]);
 	});
 });
