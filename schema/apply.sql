@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 9232700556e832a0524554afbb7cafca6c9e6471d428f071521feeeb28ae3f46.
+-- Package version 0.1.0; function set SHA-256 dad881d5e5b9dc9921c6e286908986b7d70e63f920901847f88dbcbc52b99906.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -167,7 +167,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '9232700556e832a0524554afbb7cafca6c9e6471d428f071521feeeb28ae3f46')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'dad881d5e5b9dc9921c6e286908986b7d70e63f920901847f88dbcbc52b99906')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -107,11 +107,13 @@ BEGIN
             DELETE FROM queue_tasks x WHERE x.id = t.id;
             INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                                    max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
-                                                   lease_end, cancel_reason, cancelled_by)
+                                                   lease_end, cancel_reason, cancelled_by, operator_action, operator_by,
+                                                   operator_reason, operator_at)
             VALUES (t.id, t.queue, t.priority_group, 'cancelled', t.payload, coalesce(t.dedupe_key, t.cancelled_dedupe_key),
                     t.attempts, t.max_attempts, t.lease_token, t.last_error, t.requeues, t.enqueued_at, queue_now(),
                     CASE WHEN t.status = 'processing' THEN 'cancelled' ELSE t.lease_end END,
-                    coalesce(t.cancel_reason, it.reason), coalesce(t.cancelled_by, it.who));
+                    coalesce(t.cancel_reason, it.reason), coalesce(t.cancelled_by, it.who),
+                    t.operator_action, t.operator_by, t.operator_reason, t.operator_at);
             outcome := 'cancelled';
             status := 'cancelled';
             detail := CASE WHEN t.status = 'processing' THEN 'its lease had expired; cancelled before another claim'

@@ -17,9 +17,10 @@ AS $$
     ), moved AS (
         INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                          max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
-                                         lease_end, cancel_reason, cancelled_by)
+                                         lease_end, cancel_reason, cancelled_by, operator_action, operator_by, operator_reason, operator_at)
         SELECT g.id, g.queue, g.priority_group, 'cancelled', g.payload, g.cancelled_dedupe_key, g.attempts, g.max_attempts,
-               g.lease_token, g.last_error, g.requeues, g.enqueued_at, queue_now(), 'cancelled', g.cancel_reason, g.cancelled_by
+               g.lease_token, g.last_error, g.requeues, g.enqueued_at, queue_now(), 'cancelled', g.cancel_reason, g.cancelled_by,
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
           FROM gone g
         RETURNING 1
     )

@@ -88,6 +88,13 @@ describe('settle a waiting task by id', () => {
 		// The record survives to the archive when the task completes later.
 		await complete(db.pool, db.schema, got.map((t) => ({ ...t })));
 		expect(await archived(a)).toMatchObject({ status: 'succeeded', operator_action: 'reschedule', operator_reason: 'after the outage' });
+		// Cancelled later (waiting, and held by a lease at its holder's settle): the record goes to the archive too.
+		const [d, e] = await db.fill(queue, 'high', 2);
+		await settleById(db.pool, db.schema, [d, e].map((taskId) => ({ queue, taskId, action: 'reschedule' as const, reason: 'first', settledBy: 'carol' })));
+		const [held] = await claim(queue, 1);
+		expect((await cancel(db.pool, db.schema, [{ queue, taskId: d === held.taskId ? e : d }, { queue, taskId: held.taskId }])).map((x) => x.outcome).sort()).toEqual(['cancel_requested', 'cancelled']);
+		expect((await complete(db.pool, db.schema, [{ ...held }]))[0].outcome).toBe('cancelled');
+		for (const x of [d, e]) expect(await archived(x)).toMatchObject({ status: 'cancelled', operator_action: 'reschedule', operator_by: 'carol', operator_reason: 'first' });
 		// Empty run-at: now; a past one: now (the queue clock).
 		const [c] = await db.fill(queue, 'high', 1);
 		const [now] = await settleById(db.pool, db.schema, [{ queue, taskId: c, action: 'reschedule', runAt: '2001-01-01T00:00:00Z' }]);
