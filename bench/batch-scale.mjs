@@ -2,7 +2,7 @@
 // in ONE call each, timed per 1,000 items, so a linear cost gives a ratio near 1 (the old enqueue
 // was quadratic: 20k items took 38 s). Enqueue: without dedupe keys, and with dedupe keys of which
 // half repeat inside the batch. Reserve: new keys. Each size in its own schema; 3 samples each.
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const L = dist('src/ledger/reserve.js');
@@ -14,14 +14,14 @@ const schemas = [];
 const perK = {};
 const kinds = {
 	'enqueue, no dedupe key': async (schema, n, r) => {
-		await Q.enqueue(db, schema, Array.from({ length: n }, (_, i) => ({ queue: `b${r}`, group: 'normal', payload: { n: i } })));
+		await Q.enqueue(db, ledgerSchemaOf(schema), Array.from({ length: n }, (_, i) => ({ queue: `b${r}`, group: 'normal', payload: { n: i } })));
 	},
 	'enqueue, dedupe keys (half repeat)': async (schema, n, r) => {
-		await Q.enqueue(db, schema, Array.from({ length: n }, (_, i) => ({ queue: `k${r}`, group: 'normal', payload: { n: i }, dedupeKey: `key-${i % (n / 2)}` })));
+		await Q.enqueue(db, ledgerSchemaOf(schema), Array.from({ length: n }, (_, i) => ({ queue: `k${r}`, group: 'normal', payload: { n: i }, dedupeKey: `key-${i % (n / 2)}` })));
 	},
 	'reserve, new keys': async (schema, n, r) => {
 		const items = Array.from({ length: n }, (_, i) => L.prepareReserveItem(i, { operationKey: `bench:${r}:${i}`, request: { amount: i }, leaseSeconds: 300 }));
-		await L.reserveOperations(db, `"${schema}"`, items);
+		await L.reserveOperations(db, ledgerSchemaOf(schema), items);
 	},
 };
 for (const size of SIZES) {

@@ -10,7 +10,7 @@
 //     keys) before compaction, during it (a concurrent loop of batch-1 Reserves) and after it;
 //   - compaction throughput (operations and events per second; batch size 2,000).
 // Every replay after compaction must still answer Done Before: the suite fails otherwise.
-import { credentials, dist, loadFakeExecute, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { credentials, dist, loadFakeExecute, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult, ledgerSchemaOf } from './lib/common.mjs';
 import { finishLoad, freshOrders, ledgerSizes, mib, timedReserve } from './lib/ledger.mjs';
 
 const { runRetention, checkRetentionOptions } = dist('src/ledger/admin/retention.js');
@@ -110,7 +110,7 @@ const loop = (async () => {
 t = now();
 const report = await runRetention(
 	db,
-	s,
+	ledgerSchemaOf(schema),
 	checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 2000, maxBatches: 100000, maxDurationMs: 3600000, statementTimeoutMs: 120000 }),
 	{ nodeName: 'bench' },
 );

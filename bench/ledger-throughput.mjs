@@ -21,6 +21,7 @@ import {
 	summarize,
 	writeResult,
 	serverInfo,
+	ledgerSchemaOf,
 } from './lib/common.mjs';
 import { orderReserveParams } from './lib/ledger.mjs';
 
@@ -134,10 +135,10 @@ async function direct(n) {
 	const rCtx = JSON.stringify({ ...CTX, nodeName: RESERVE_NAME });
 	const cCtx = JSON.stringify({ ...CTX, nodeName: 'Confirm Operation' });
 	const t0 = now();
-	const r = await db.query(reserveSql(schemaSql), [reserveDoc, rCtx]);
+	const r = await db.query(reserveSql(ledgerSchemaOf(schema)), [reserveDoc, rCtx]);
 	const t1 = now();
 	for (const row of r.rows) confirms[row.idx].leaseToken = row.lease_token;
-	const c = await db.query(confirmSql(schemaSql), [encodeConfirmBatch(confirms), cCtx]);
+	const c = await db.query(confirmSql(ledgerSchemaOf(schema)), [encodeConfirmBatch(confirms), cCtx]);
 	const t2 = now();
 	if (r.rows.length !== n || c.rows.some((x) => x.result !== 'recorded')) throw new Error('direct: unexpected result');
 	return { reserve: t1 - t0, confirm: t2 - t1, total: t2 - t0 };

@@ -11,7 +11,7 @@
 //   polling loop     - what a Schedule Trigger every 5 s + a claim query gives: measured, and its
 //                      expected latency (interval / 2 on average, up to the interval).
 // Samples of ours and graphile-worker alternate; a random pause of 10 to 50 ms separates them.
-import { credentials, dist, log, migrateSchema, now, pool, quick, randomSchema, round, sleep, summarize, writeResult, DATABASE_URL } from './lib/common.mjs';
+import { credentials, dist, log, migrateSchema, now, pool, quick, randomSchema, round, sleep, summarize, writeResult, DATABASE_URL, ledgerSchemaOf } from './lib/common.mjs';
 import { loadGraphileWorker, quietGraphileLogger } from './lib/peers.mjs';
 
 const Q = dist('src/queue/index.js');
@@ -77,7 +77,7 @@ const tFns = fakeTrigger({
 			if (w) w(at);
 		}
 		// The "execution": complete the tasks, then finish.
-		void Q.complete(db, schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken }))).then(
+		void Q.complete(db, ledgerSchemaOf(schema), tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken }))).then(
 			() => done?.resolve({}),
 			(e) => done?.reject(e),
 		);
@@ -90,7 +90,7 @@ async function oursOnce() {
 	const picked = new Promise((r) => waiting.set(n, r));
 	const t0 = now();
 	sentAt.set(n, t0);
-	await Q.enqueue(db, schema, [{ queue, group: 'normal', payload: { n } }]);
+	await Q.enqueue(db, ledgerSchemaOf(schema), [{ queue, group: 'normal', payload: { n } }]);
 	const at = await picked;
 	waiting.delete(n);
 	return at - t0;
@@ -155,10 +155,10 @@ const poller = (async () => {
 	while (!stopPoll) {
 		await sleep(POLL_SECONDS * 1000);
 		if (stopPoll) break;
-		const tasks = await Q.dequeue(db, schema, { queue: pollQueue, limit: 100 });
+		const tasks = await Q.dequeue(db, ledgerSchemaOf(schema), { queue: pollQueue, limit: 100 });
 		const at = now();
 		for (const t of tasks) pollWaiting.get(t.payload.n)?.(at);
-		if (tasks.length) await Q.complete(db, schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+		if (tasks.length) await Q.complete(db, ledgerSchemaOf(schema), tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
 	}
 })();
 const polled = [];
@@ -167,7 +167,7 @@ for (let i = 0; i < POLL_SAMPLES; i++) {
 	const n = ++seq;
 	const picked = new Promise((r) => pollWaiting.set(n, r));
 	const t0 = now();
-	await Q.enqueue(db, schema, [{ queue: pollQueue, group: 'normal', payload: { n } }]);
+	await Q.enqueue(db, ledgerSchemaOf(schema), [{ queue: pollQueue, group: 'normal', payload: { n } }]);
 	polled.push((await picked) - t0);
 }
 stopPoll = true;

@@ -10,7 +10,7 @@
 // Before migration 0010 every claim of the old backlog took the full path (its aging step moved one
 // batch per claim); the sweep now moves up to 1,000 aged tasks at most once per sweep gap (a tenth
 // of the interval, at most 1 s), and the claims between sweeps take the fast path.
-import { dist, loadTaggedBacklog, timedClaim, log, migrateSchema, now, quick, randomSchema, round, sleep, summarize, writeResult, pg, DATABASE_URL } from './lib/common.mjs';
+import { dist, loadTaggedBacklog, timedClaim, log, migrateSchema, now, quick, randomSchema, round, sleep, summarize, writeResult, pg, DATABASE_URL, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const SIZE = quick ? 5_000 : 20_000;
@@ -39,10 +39,10 @@ async function countFullPath(queue, claims) {
 		for (let i = 0; i < claims; i++) {
 			await c.query('BEGIN');
 			const before = await calls();
-			const tasks = await Q.dequeue(c, schema, { queue, limit: 1, leaseSeconds: 300 });
+			const tasks = await Q.dequeue(c, ledgerSchemaOf(schema), { queue, limit: 1, leaseSeconds: 300 });
 			full += (await calls()) - before;
 			await c.query('COMMIT');
-			await Q.complete(db, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
+			await Q.complete(db, ledgerSchemaOf(schema), tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
 			await sleep(10); // so that the block spans several sweep gaps (1 s each here)
 		}
 	} finally {

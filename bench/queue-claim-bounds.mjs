@@ -9,7 +9,7 @@
 //                decides how it is sent: one round trip, BEGIN; SET LOCAL …; claim; COMMIT).
 // For batch sizes B = 1 and B = 50: SAMPLES claims each, p50 / p90 / p99 / mean in milliseconds.
 // Claimed tasks are left processing (their lease is long); the schema is dropped at the end.
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const SAMPLES = quick ? 100 : 400;
@@ -39,7 +39,7 @@ const variants = {
 			c.release();
 		}
 	},
-	package: async (queue, limit) => (await Q.dequeue(db, schema, { queue, limit, leaseSeconds: 3600, agingSeconds: 300 }, bounds)).length,
+	package: async (queue, limit) => (await Q.dequeue(db, ledgerSchemaOf(schema), { queue, limit, leaseSeconds: 3600, agingSeconds: 300 }, bounds)).length,
 };
 
 const result = { suite: 'queue-claim-bounds', samples: SAMPLES, batches: {} };
@@ -52,7 +52,7 @@ for (const B of BATCHES) {
 	const total = (SAMPLES + WARMUP) * B * names.length;
 	for (let i = 0; i < total; i += 2000) {
 		const n = Math.min(2000, total - i);
-		await Q.enqueue(db, schema, Array.from({ length: n }, (_, k) => ({ queue, group: ['high', 'normal', 'low'][k % 3], payload: { k } })), { notify: 'none' });
+		await Q.enqueue(db, ledgerSchemaOf(schema), Array.from({ length: n }, (_, k) => ({ queue, group: ['high', 'normal', 'low'][k % 3], payload: { k } })), { notify: 'none' });
 	}
 	await db.query(`VACUUM ANALYZE "${schema}".queue_tasks`);
 	const samples = Object.fromEntries(names.map((n) => [n, []]));

@@ -8,7 +8,7 @@
 // claimed count, not on when autovacuum happens to run), then drained by claims of 50 (each
 // completed); at every tenth of the drain, samples of a claim of 1 and of an enqueue of 1 (the
 // enqueue reads the queue's virtual time from the same head).
-import { dist, loadTaggedBacklog, timedClaim, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { dist, loadTaggedBacklog, timedClaim, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const N = quick ? 20_000 : 100_000;
@@ -30,7 +30,7 @@ async function sample(drained) {
 	for (let i = 0; i < SAMPLES; i++) {
 		claims.push((await claimAndComplete(1)).ms);
 		const t = now();
-		await Q.enqueue(db, schema, [{ queue, group: 'low', payload: { late: i } }]);
+		await Q.enqueue(db, ledgerSchemaOf(schema), [{ queue, group: 'low', payload: { late: i } }]);
 		enq.push(now() - t);
 	}
 	const c = summarize(claims);

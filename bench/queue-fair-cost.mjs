@@ -10,7 +10,7 @@
 //   size       table and index bytes with N pending tasks
 //   vacuum     VACUUM of queue_tasks after the drains (ms)
 import { execFileSync } from 'node:child_process';
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, repoRoot, round, writeResult } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pool, quick, randomSchema, repoRoot, round, writeResult, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const OLD_REV = process.env.BENCH_OLD_REV || '9114843';
@@ -50,7 +50,7 @@ async function enqueueRate(schema, n, producers, batch, groupOf) {
 				next += batch;
 				const items = [];
 				for (let i = start; i < Math.min(n, start + batch); i++) items.push({ queue, group: groupOf(i, w), payload: { i } });
-				await Q.enqueue(p, schema, items);
+				await Q.enqueue(p, ledgerSchemaOf(schema), items);
 			}
 		}),
 	);
@@ -62,16 +62,16 @@ async function drainRate(schema, C, B, T) {
 	for (let s = 0; s < T; s += 100) {
 		const items = [];
 		for (let i = s; i < Math.min(T, s + 100); i++) items.push({ queue, group: GROUPS[i % 3], payload: { i } });
-		await Q.enqueue(p, schema, items);
+		await Q.enqueue(p, ledgerSchemaOf(schema), items);
 	}
 	let done = 0;
 	const t0 = now();
 	await Promise.all(
 		Array.from({ length: C }, async () => {
 			for (;;) {
-				const tasks = await Q.dequeue(p, schema, { queue, limit: B, leaseSeconds: 300 });
+				const tasks = await Q.dequeue(p, ledgerSchemaOf(schema), { queue, limit: B, leaseSeconds: 300 });
 				if (tasks.length === 0) return;
-				const res = await Q.complete(p, schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+				const res = await Q.complete(p, ledgerSchemaOf(schema), tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
 				done += res.length;
 			}
 		}),
@@ -85,7 +85,7 @@ async function sizes(schema) {
 	for (let s = 0; s < N_SIZE; s += 5000) {
 		const items = [];
 		for (let i = s; i < Math.min(N_SIZE, s + 5000); i++) items.push({ queue, group: GROUPS[i % 3], payload: { i } });
-		await Q.enqueue(p, schema, items);
+		await Q.enqueue(p, ledgerSchemaOf(schema), items);
 	}
 	const { rows } = await p.query(
 		`SELECT c.relname, pg_relation_size(c.oid)::bigint AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

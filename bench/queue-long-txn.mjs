@@ -5,7 +5,7 @@
 // (queue_health: dead tuples, last vacuum, the oldest xmin holder) before, during and after.
 // Whether autovacuum is on is recorded: with it off, nothing cleans up after the transaction
 // ends either, so a manual VACUUM is run under the load and the load measured once more.
-import { dist, log, migrateSchema, now, pg, pool, quick, randomSchema, round, sleep, summarize, writeResult, DATABASE_URL } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pg, pool, quick, randomSchema, round, sleep, summarize, writeResult, DATABASE_URL, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const RATE = 200;
@@ -16,7 +16,7 @@ const schema = randomSchema('bench_longtxn');
 await migrateSchema(db, schema);
 const queue = 'long-txn';
 // Some backlog, so claims read a real index.
-for (let i = 0; i < 5; i++) await Q.enqueue(db, schema, Array.from({ length: 1000 }, (_, n) => ({ queue, group: ['high', 'normal', 'low'][n % 3], payload: { n } })));
+for (let i = 0; i < 5; i++) await Q.enqueue(db, ledgerSchemaOf(schema), Array.from({ length: 1000 }, (_, n) => ({ queue, group: ['high', 'normal', 'low'][n % 3], payload: { n } })));
 
 let phase = 'before';
 const claimMs = { before: [], during: [], after: [], afterVacuum: [] };
@@ -25,7 +25,7 @@ const producer = (async () => {
 	const every = 1000 / (RATE / 10);
 	let next = now();
 	while (!stop) {
-		await Q.enqueue(db, schema, Array.from({ length: 10 }, (_, n) => ({ queue, group: ['high', 'normal', 'low'][n % 3] })));
+		await Q.enqueue(db, ledgerSchemaOf(schema), Array.from({ length: 10 }, (_, n) => ({ queue, group: ['high', 'normal', 'low'][n % 3] })));
 		next += every;
 		const wait = next - now();
 		if (wait > 0) await sleep(wait);
@@ -36,9 +36,9 @@ const consumer = (async () => {
 	let next = now();
 	while (!stop) {
 		const t0 = now();
-		const got = await Q.dequeue(db, schema, { queue, limit: 10, leaseSeconds: 60 });
+		const got = await Q.dequeue(db, ledgerSchemaOf(schema), { queue, limit: 10, leaseSeconds: 60 });
 		claimMs[phase].push(now() - t0);
-		if (got.length) await Q.complete(db, schema, got);
+		if (got.length) await Q.complete(db, ledgerSchemaOf(schema), got);
 		next += every;
 		const wait = next - now();
 		if (wait > 0) await sleep(wait);
@@ -46,7 +46,7 @@ const consumer = (async () => {
 })();
 
 const health = async () => {
-	const s = await Q.stats(db, schema, queue);
+	const s = await Q.stats(db, ledgerSchemaOf(schema), queue);
 	return { deadTuples: s.table.deadTuples, liveTuples: s.table.liveTuples, lastAutovacuum: s.table.lastAutovacuum, autovacuumOn: s.table.autovacuumOn, oldestXmin: s.table.oldestXmin, depth: s.depth };
 };
 const snapshots = {};

@@ -5,7 +5,7 @@
 //   commit  pg_notify inside the enqueue transaction (the default)
 //   after   the enqueue commits, then a second statement notifies
 //   none    no notification; the consumer polls every POLL_MS
-import { dist, log, migrateSchema, now, pg, pool, quick, randomSchema, round, sleep, summarize, writeResult, DATABASE_URL } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pg, pool, quick, randomSchema, round, sleep, summarize, writeResult, DATABASE_URL, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const PRODUCERS = 32;
@@ -34,7 +34,7 @@ async function consumer(queue, { listen, pollMs }) {
 		busy = true;
 		do {
 			again = false;
-			const got = await Q.dequeue(db, schema, { queue, limit: 500, leaseSeconds: 3600, agingSeconds: 0 });
+			const got = await Q.dequeue(db, ledgerSchemaOf(schema), { queue, limit: 500, leaseSeconds: 3600, agingSeconds: 0 });
 			const t = Date.now();
 			for (const task of got) latencies.push(t - task.payload.t);
 			if (got.length === 500) again = true;
@@ -43,7 +43,7 @@ async function consumer(queue, { listen, pollMs }) {
 	};
 	if (listen) {
 		c.on('notification', () => void claim());
-		await c.query(`LISTEN ${Q.queueChannel(schema, queue)}`);
+		await c.query(`LISTEN ${Q.queueChannel(ledgerSchemaOf(schema), queue)}`);
 	}
 	const timer = setInterval(() => void claim(), pollMs);
 	return {
@@ -88,7 +88,7 @@ for (const kind of ['plain INSERT', 'INSERT + NOTIFY']) {
 for (const mode of ['commit', 'after', 'none']) {
 	const queue = `notify-${mode}`;
 	const cons = await consumer(queue, { listen: mode !== 'none', pollMs: mode === 'none' ? POLL_MS : 30_000 });
-	const r = await producers((p) => Q.enqueue(db, schema, [{ queue, group: 'normal', payload: { t: Date.now(), p } }], { notify: mode }));
+	const r = await producers((p) => Q.enqueue(db, ledgerSchemaOf(schema), [{ queue, group: 'normal', payload: { t: Date.now(), p } }], { notify: mode }));
 	const lat = await cons.stop();
 	const s = summarize(lat);
 	rows.push({
@@ -106,7 +106,7 @@ for (const mode of ['commit', 'after']) {
 	const queue = `idle-${mode}`;
 	const cons = await consumer(queue, { listen: true, pollMs: 30_000 });
 	for (let i = 0; i < IDLE_SAMPLES; i++) {
-		await Q.enqueue(db, schema, [{ queue, group: 'normal', payload: { t: Date.now() } }], { notify: mode });
+		await Q.enqueue(db, ledgerSchemaOf(schema), [{ queue, group: 'normal', payload: { t: Date.now() } }], { notify: mode });
 		await sleep(20 + Math.random() * 30);
 	}
 	const lat = await cons.stop();

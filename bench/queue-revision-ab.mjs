@@ -10,7 +10,7 @@
 //   claim / complete   median milliseconds per call, as the consumer saw them
 // The machine's load moves absolute rates a lot; the ratio within one repetition is the figure.
 import { execFileSync } from 'node:child_process';
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, repoRoot, round, summarize, writeResult } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pool, quick, randomSchema, repoRoot, round, summarize, writeResult, ledgerSchemaOf } from './lib/common.mjs';
 
 const Q = dist('src/queue/index.js');
 const REV = process.env.BENCH_AB_REV || '71b452d';
@@ -54,7 +54,7 @@ async function drain(schema, C, B, T) {
 	for (let s = 0; s < T; s += 100) {
 		const items = [];
 		for (let i = s; i < Math.min(T, s + 100); i++) items.push({ queue, group: GROUPS[i % 3], payload: { i } });
-		await Q.enqueue(p, schema, items);
+		await Q.enqueue(p, ledgerSchemaOf(schema), items);
 	}
 	const t1 = now();
 	const claimMs = [];
@@ -64,11 +64,11 @@ async function drain(schema, C, B, T) {
 		Array.from({ length: C }, async () => {
 			for (;;) {
 				let t = now();
-				const tasks = await Q.dequeue(p, schema, { queue, limit: B, leaseSeconds: 300, groups: WEIGHTS });
+				const tasks = await Q.dequeue(p, ledgerSchemaOf(schema), { queue, limit: B, leaseSeconds: 300, groups: WEIGHTS });
 				claimMs.push(now() - t);
 				if (tasks.length === 0) return;
 				t = now();
-				const res = await Q.complete(p, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
+				const res = await Q.complete(p, ledgerSchemaOf(schema), tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
 				completeMs.push(now() - t);
 				done += res.filter((r) => r.outcome === 'completed').length;
 			}

@@ -11,7 +11,7 @@
 //   pg-boss:         C loops of fetch(name, { batchSize: B }) + complete(name, ids). (Its work() API
 //                    sleeps the polling interval, at least 0.5 s, after every fetch; a tight
 //                    fetch/complete loop is the fastest way to drive it.)
-import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult, DATABASE_URL, sleep } from './lib/common.mjs';
+import { dist, log, migrateSchema, now, pool, quick, randomSchema, round, summarize, writeResult, DATABASE_URL, sleep, ledgerSchemaOf } from './lib/common.mjs';
 import { loadGraphileWorker, loadPgBoss, quietGraphileLogger, installedVersion } from './lib/peers.mjs';
 import { applyPatches } from './lib/patches.mjs';
 
@@ -41,17 +41,17 @@ async function runOurs(C, B, T) {
 	for (let s = 0; s < T; s += ENQUEUE_BATCH) {
 		const batch = [];
 		for (let i = s; i < Math.min(T, s + ENQUEUE_BATCH); i++) batch.push({ queue, group: GROUPS[i % 3], payload: { n: i } });
-		await Q.enqueue(ourPool, ourSchema, batch);
+		await Q.enqueue(ourPool, ledgerSchemaOf(ourSchema), batch);
 	}
 	const t1 = now();
 	const claims = [];
 	let done = 0;
 	const consumer = async () => {
 		for (;;) {
-			const tasks = await Q.dequeue(ourPool, ourSchema, { queue, limit: B, leaseSeconds: 300 });
+			const tasks = await Q.dequeue(ourPool, ledgerSchemaOf(ourSchema), { queue, limit: B, leaseSeconds: 300 });
 			if (tasks.length === 0) return;
 			for (const t of tasks) claims.push([Number(t.claimSeq), t.group]);
-			const res = await Q.complete(ourPool, ourSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+			const res = await Q.complete(ourPool, ledgerSchemaOf(ourSchema), tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
 			done += res.filter((r) => r.outcome === 'completed').length;
 		}
 	};

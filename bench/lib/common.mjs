@@ -45,6 +45,18 @@ export const round = (x, d = 3) => (x === null || x === undefined || !Number.isF
 /** A random schema name for one suite. */
 export const randomSchema = (prefix) => `${prefix}_${randomBytes(4).toString('hex')}`;
 
+const schemaValues = new Map();
+/**
+ * The value the core functions take for schema `name` (a LedgerSchema, src/db/identifiers.ts),
+ * made once per name by the package's one constructor, ledgerSchema(), and reused: like a node's
+ * connection, a benchmark validates its schema once, not at every call.
+ */
+export function ledgerSchemaOf(name) {
+	let s = schemaValues.get(name);
+	if (!s) schemaValues.set(name, (s = dist('src/db/identifiers.js').ledgerSchema(name)));
+	return s;
+}
+
 /** A pg Pool on the benchmark database. */
 export function pool(max = 10) {
 	const p = new pg.Pool({ connectionString: DATABASE_URL, max, application_name: 'bench' });
@@ -76,23 +88,23 @@ export async function loadTaggedBacklog(p, schema, queue, n, { endsAgoSeconds = 
 }
 
 /**
- * One timed claim of up to `limit` tasks of `queue` (the package's dequeue, lease 300 s), then its
+ * One timed claim of up to `limit` tasks of `queue` of schema `schema` (a name; the package's dequeue, lease 300 s), then its
  * completion (not timed). Returns { ms, n }. `exact`: throw unless exactly `limit` were claimed.
  */
 export async function timedClaim(p, schema, queue, limit, { exact = true } = {}) {
 	const Q = dist('src/queue/index.js');
 	const t = now();
-	const tasks = await Q.dequeue(p, schema, { queue, limit, leaseSeconds: 300 });
+	const tasks = await Q.dequeue(p, ledgerSchemaOf(schema), { queue, limit, leaseSeconds: 300 });
 	const ms = now() - t;
 	if (exact ? tasks.length !== limit : tasks.length === 0) throw new Error(`claimed ${tasks.length} of ${limit}`);
-	await Q.complete(p, schema, tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
+	await Q.complete(p, ledgerSchemaOf(schema), tasks.map((x) => ({ taskId: x.taskId, leaseToken: x.leaseToken })));
 	return { ms, n: tasks.length };
 }
 
-/** Applies this package's migrations to `schema` (via the built migration runner). */
+/** Applies this package's migrations to `schema` (a name; via the built migration runner). */
 export async function migrateSchema(p, schema) {
 	const { migrate } = dist('src/db/migrate.js');
-	await migrate(p, schema, true);
+	await migrate(p, ledgerSchemaOf(schema), true);
 }
 
 /**

@@ -71,8 +71,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	});
 	if (prepared.length === 0) return [errorItems];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
-		const tasks = await dequeue(pool, config.schema, prepared[0].value, bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
+		const tasks = await dequeue(pool, schema, prepared[0].value, bounds);
 		return [tasks.map((t) => ({ json: asJson(t), pairedItem: { item: 0 } }))];
 	} catch (e) {
 		return [batchFailure(this, e, 'Dequeue', [0])];

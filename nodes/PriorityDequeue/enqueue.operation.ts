@@ -150,10 +150,10 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
 		const first = this.getNodeParameter('options', prepared[0].index, {}) as IDataObject;
 		const notify = ((first.notify as string) || 'commit') as NotifyMode;
-		const results = await enqueue(pool, config.schema, prepared.map((p) => p.value), { notify }, bounds);
+		const results = await enqueue(pool, schema, prepared.map((p) => p.value), { notify }, bounds);
 		results.forEach((r, k) => out.push({ json: asJson(r, ['index', 'payload']), pairedItem: { item: prepared[k].index } }));
 	} catch (e) {
 		out.push(...batchFailure(this, e, 'Enqueue', prepared.map((p) => p.index)));

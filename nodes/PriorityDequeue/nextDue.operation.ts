@@ -19,9 +19,9 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
 		for (const p of prepared) {
-			const due = await nextDue(pool, config.schema, p.value, bounds);
+			const due = await nextDue(pool, schema, p.value, bounds);
 			out.push({ json: { queue: p.value, ...asJson(due) }, pairedItem: { item: p.index } });
 		}
 	} catch (e) {

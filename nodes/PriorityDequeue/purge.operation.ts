@@ -46,8 +46,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	});
 	if (prepared.length === 0) return [errorItems];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
-		const r = await purge(pool, config.schema, prepared[0].value, bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
+		const r = await purge(pool, schema, prepared[0].value, bounds);
 		return [[{ json: asJson({ queue: prepared[0].value.queue ?? null, ...r }), pairedItem: { item: 0 } }]];
 	} catch (e) {
 		return [batchFailure(this, e, 'Purge', [0])];

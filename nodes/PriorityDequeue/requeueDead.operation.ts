@@ -69,8 +69,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 		);
 		if (prepared.length === 0) return [errorItems];
 		try {
-			const { pool, config, bounds } = await getLedgerConnection(this);
-			const results = await requeueDead(pool, config.schema, prepared[0].value, bounds);
+			const { pool, schema, bounds } = await getLedgerConnection(this);
+			const results = await requeueDead(pool, schema, prepared[0].value, bounds);
 			return [results.map((r) => ({ json: asJson(r), pairedItem: { item: 0 } }))];
 		} catch (e) {
 			return [batchFailure(this, e, 'Requeue Dead', [0])];
@@ -82,8 +82,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
-		const results = await requeueDeadByIds(pool, config.schema, prepared.map((p) => p.value), bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
+		const results = await requeueDeadByIds(pool, schema, prepared.map((p) => p.value), bounds);
 		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
 	} catch (e) {
 		out.push(...batchFailure(this, e, 'Requeue Dead', prepared.map((p) => p.index)));

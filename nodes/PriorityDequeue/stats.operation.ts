@@ -37,9 +37,9 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
 		for (const p of prepared) {
-			const report = await statsReport(pool, config.schema, p.value, bounds);
+			const report = await statsReport(pool, schema, p.value, bounds);
 			const json: IDataObject = asJson(report.stats);
 			if (report.deadTasks) json.deadTasks = asJson(report.deadTasks) as unknown as IDataObject[];
 			out.push({ json, pairedItem: { item: p.index } });

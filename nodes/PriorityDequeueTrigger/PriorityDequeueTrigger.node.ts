@@ -194,7 +194,7 @@ export class PriorityDequeueTrigger implements INodeType {
 		// Through the nodes' one door (nodes/shared/connection.ts): a pool handle that holds no pool
 		// between calls, the schema applied or checked, and the credential's statement and lock
 		// timeouts, which bound every claim and due check (src/db/bounds.ts).
-		const { pool, bounds } = await openLedgerConnection(config);
+		const { pool, schema, bounds } = await openLedgerConnection(config);
 
 		const manual = this.getMode() === 'manual';
 		const emitAndWait = (items: INodeExecutionData[]): { finished: Promise<unknown> } => {
@@ -205,18 +205,18 @@ export class PriorityDequeueTrigger implements INodeType {
 		};
 		const fire = async (reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined> => {
 			if (claim) {
-				const tasks = await dequeue(pool, config.schema, claim, bounds);
+				const tasks = await dequeue(pool, schema, claim, bounds);
 				if (tasks.length === 0) return undefined;
 				return emitAndWait(tasks.map((t) => ({ json: JSON.parse(JSON.stringify(t)) as IDataObject })));
 			}
 			return emitAndWait([{ json: { queue, reason, wokeAt: new Date().toISOString() } }]);
 		};
 		const watcher = new QueueWatcher({
-			channel: queueChannel(config.schema, queue),
+			channel: queueChannel(schema, queue),
 			pollMs,
 			maxInFlight: manual ? 1 : maxInFlight,
 			inFlightTimeoutMs,
-			check: () => nextDueFor(pool, config.schema, queue, watchGroups, bounds),
+			check: () => nextDueFor(pool, schema, queue, watchGroups, bounds),
 			// Wake Up checks a notification first (see watchGroups); Claim Tasks claims at once and
 			// starts an execution only for tasks it claimed.
 			directOnNotify: claim !== undefined,

@@ -12,7 +12,7 @@ import type {
 } from 'n8n-workflow';
 import type { Pool as PgPool } from 'pg';
 import { IsolatedClient } from '../../src/vendor';
-import { quoteSchema } from '../../src/db/identifiers';
+import { ledgerSchema, type LedgerSchema } from '../../src/db/identifiers';
 import { describeSchemaGap, ensureSchema, probeConnection, schemaGap } from '../../src/db/migrate';
 import { getPool, toClientConfig, type ConnectionConfig, type LedgerPool, type SslMode } from '../../src/db/pool';
 import { beginSql, toBounds, toConnectTimeout, type Bounds } from '../../src/db/bounds';
@@ -46,8 +46,8 @@ export function toConnectionConfig(c: ICredentialDataDecryptedObject): Connectio
 export interface LedgerConnection {
 	pool: LedgerPool;
 	config: ConnectionConfig;
-	/** The schema name as configured (validated); every core function takes it (src/db/identifiers.ts). */
-	schema: string;
+	/** The credential's schema, validated and quoted once when the connection was opened; every core function takes it (src/db/identifiers.ts). */
+	schema: LedgerSchema;
 	/** statement_timeout and lock_timeout for each batch transaction (credential fields). */
 	bounds: Bounds;
 }
@@ -61,14 +61,15 @@ export async function getLedgerConnection(fns: IExecuteFunctions | ITriggerFunct
 }
 
 /**
- * The one door to the database for every node and the trigger: validates the schema name (throws
- * InvalidSchemaNameError), takes the pool handle for `config` (src/db/pool.ts: it holds no pool
+ * The one door to the database for every node and the trigger: validates and quotes the schema
+ * name once (ledgerSchema(), src/db/identifiers.ts; throws InvalidSchemaNameError, not retryable,
+ * before anything is created), takes the pool handle for `config` (src/db/pool.ts: it holds no pool
  * between calls), applies or checks the schema (ensureSchema: throws when it is missing or newer
- * and Auto-Apply is off), and returns the pool, the schema and the credential's bounds.
+ * and Auto-Apply is off), and returns the pool, the schema (a LedgerSchema: the value every core
+ * call of this connection takes, never validated again) and the credential's bounds.
  */
 export async function openLedgerConnection(config: ConnectionConfig): Promise<LedgerConnection> {
-	const schema = config.schema;
-	quoteSchema(schema);
+	const schema = ledgerSchema(config.schema);
 	const pool = getPool(config);
 	await ensureSchema(pool, schema, config.autoApplySchema !== false);
 	return { pool, config, schema, bounds: toBounds(config) };
@@ -97,10 +98,11 @@ export async function ledgerConnectionTest(
 ): Promise<INodeCredentialTestResult> {
 	// Never throws: every failure, including a malformed credential, is an answer.
 	let config: ConnectionConfig;
+	let schema: LedgerSchema;
 	let client: InstanceType<typeof IsolatedClient> | undefined;
 	try {
 		config = toConnectionConfig(credential?.data ?? {});
-		quoteSchema(config.schema);
+		schema = ledgerSchema(config.schema);
 		resolveEndpoint(config);
 	} catch (e) {
 		return { status: 'Error', message: e instanceof EndpointError || /schema/i.test((e as Error)?.message ?? '') ? (e as Error).message : 'The credential is incomplete or malformed' };
@@ -111,7 +113,7 @@ export async function ledgerConnectionTest(
 		client.on('error', () => undefined);
 		await client.connect();
 		const c = client;
-		const state = await probeConnection({ query: c.query.bind(c) } as unknown as PgPool, config.schema, toBounds(config));
+		const state = await probeConnection({ query: c.query.bind(c) } as unknown as PgPool, schema, toBounds(config));
 		const gap = schemaGap(state);
 		// Behind is fine when the nodes may apply the schema; a newer package's schema never is.
 		if (gap === 'newer' || (gap === 'apply' && !config.autoApplySchema)) {

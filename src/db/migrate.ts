@@ -22,7 +22,7 @@ import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool as PgPool, QueryConfig } from 'pg';
 import type { LedgerPool } from './pool';
-import { quoteSchema } from './identifiers';
+import { schemaSql, type LedgerSchema } from './identifiers';
 import { CoreError } from '../errors';
 import { withClient } from './pool';
 import { beginSql, boundedTransaction, DEFAULTS, type Bounds } from './bounds';
@@ -174,10 +174,10 @@ export function compareVersions(a: string, b: string): number {
 	return 0;
 }
 
-/** Substitutes psql's :"schema" variable with the quoted schema name. */
-export function renderMigration(sql: string, schema: string): string {
-	const q = quoteSchema(schema);
-	return sql.replace(/:"schema"/g, q).replace(/:'schema'/g, `'${schema}'`);
+/** Substitutes psql's :"schema" variable with the quoted schema name and :'schema' with the name as a literal. */
+export function renderMigration(sql: string, schema: LedgerSchema): string {
+	const q = schemaSql(schema);
+	return sql.replace(/:"schema"/g, q).replace(/:'schema'/g, `'${schema.name}'`);
 }
 
 type Query = Pick<PgPool, 'query'>;
@@ -192,7 +192,7 @@ const VERSION_COLUMNS = 'version:integer,name:text,applied_at:timestamp with tim
  * left on a PgBouncer server connection), then rolls it back. A table another session holds locked
  * makes it fail within the lock timeout (SQLSTATE 55P03) instead of waiting. Throws pg's error.
  */
-export async function probeConnection(client: Query, schema: string, bounds: Bounds): Promise<SchemaState> {
+export async function probeConnection(client: Query, schema: LedgerSchema, bounds: Bounds): Promise<SchemaState> {
 	await client.query(`${beginSql(bounds)}; SET TRANSACTION READ ONLY`);
 	try {
 		await client.query('SELECT 1');
@@ -209,8 +209,8 @@ export async function probeConnection(client: Query, schema: string, bounds: Bou
  * schema_migrations (another tool's) is ignored. Only catalog-guarded queries: never fails on a
  * foreign table, so it is safe inside a transaction.
  */
-export async function readSchemaState(db: Query, schema: string): Promise<SchemaState> {
-	const q = quoteSchema(schema);
+export async function readSchemaState(db: Query, schema: LedgerSchema): Promise<SchemaState> {
+	const q = schemaSql(schema);
 	const { rows } = await db.query<{ versions: string | null; legacy: string | null; legacy_cols: string | null; fnset: string | null }>(
 		`SELECT to_regclass($1) AS versions, to_regclass($2) AS legacy, to_regclass($3) AS fnset,
 		        (SELECT string_agg(attname || ':' || format_type(atttypid, atttypmod), ',' ORDER BY attnum)
@@ -239,7 +239,7 @@ export async function readSchemaState(db: Query, schema: string): Promise<Schema
 }
 
 /** The highest applied version in `schema`, 0 when the schema or its version table is missing. */
-export async function currentVersion(db: Query, schema: string): Promise<number> {
+export async function currentVersion(db: Query, schema: LedgerSchema): Promise<number> {
 	return (await readSchemaState(db, schema)).version;
 }
 
@@ -357,19 +357,19 @@ const RACE_CODES = new Set(['42P06', '42P07', '42710', '42723', '3F000', '42P01'
  * DEFAULTS.migrateStatementDeadlineMs (10 min) for a migration's DDL; when one passes the
  * connection is destroyed, so Postgres rolls the migration back, and DeadlineError is thrown.
  */
-export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApply: boolean, options: { lockTimeoutMs?: number } = {}): Promise<number> {
+export async function migrate(pool: PgPool | LedgerPool, schema: LedgerSchema, autoApply: boolean, options: { lockTimeoutMs?: number } = {}): Promise<number> {
 	const lockMs = Math.max(1, Math.trunc(options.lockTimeoutMs ?? DEFAULTS.migrateLockTimeoutMs));
 	const before = await boundedTransaction(pool, { statementTimeoutMs: DEFAULTS.statementTimeoutMs, lockTimeoutMs: lockMs }, (q) => readSchemaState(q, schema), { readOnly: true }).catch((e: unknown) => {
-		if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema, lockMs, 'table lock');
+		if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema.name, lockMs, 'table lock');
 		throw e;
 	});
 	const gap = schemaGap(before);
 	if (gap === null) return before.version;
 	if (gap === 'newer' || !autoApply) {
-		throw new SchemaNotReadyError(schema, before.version, requiredVersion(), describeSchemaGap(schema, before));
+		throw new SchemaNotReadyError(schema.name, before.version, requiredVersion(), describeSchemaGap(schema.name, before));
 	}
-	const q = quoteSchema(schema);
-	const lockKey = `n8n-nodes-operation-ledger:migrate:${schema}`;
+	const q = schemaSql(schema);
+	const lockKey = `n8n-nodes-operation-ledger:migrate:${schema.name}`;
 	// The client's deadline per round trip: above the lock wait (the advisory lock, a table lock);
 	// a migration's DDL runs without statement_timeout and gets DEFAULTS.migrateStatementDeadlineMs.
 	return withClient(pool, lockMs + DEFAULTS.statementTimeoutMs + DEFAULTS.deadlineMarginMs, async (client) => {
@@ -391,7 +391,7 @@ export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApp
 				}
 				const now = { ...state, version };
 				const fnGap = schemaGap(now);
-				if (fnGap === 'newer') throw new SchemaNotReadyError(schema, version, requiredVersion(), describeSchemaGap(schema, now));
+				if (fnGap === 'newer') throw new SchemaNotReadyError(schema.name, version, requiredVersion(), describeSchemaGap(schema.name, now));
 				if (fnGap === 'apply') {
 					const fns = loadFunctionSet();
 					await client.query(`SET LOCAL search_path TO ${q}`);
@@ -410,7 +410,7 @@ export async function migrate(pool: PgPool | LedgerPool, schema: string, autoApp
 			} catch (e) {
 				await client.query('ROLLBACK').catch(() => undefined);
 				if (attempt < 2 && RACE_CODES.has((e as { code?: string }).code ?? '')) continue;
-				if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema, lockMs, waitingFor);
+				if ((e as { code?: string }).code === '55P03') throw new MigrationLockTimeoutError(schema.name, lockMs, waitingFor);
 				throw e;
 			}
 		}
@@ -422,10 +422,10 @@ const ready = new WeakMap<object, Map<string, Promise<number>>>();
  * Memoised migrate(): the check runs once per pool and schema per process. A failed check is
  * forgotten so the next execution tries again (e.g. after a DBA applied the schema).
  */
-export function ensureSchema(pool: PgPool | LedgerPool, schema: string, autoApply: boolean): Promise<number> {
+export function ensureSchema(pool: PgPool | LedgerPool, schema: LedgerSchema, autoApply: boolean): Promise<number> {
 	let perPool = ready.get(pool);
 	if (!perPool) ready.set(pool, (perPool = new Map()));
-	const key = `${schema}\u0000${autoApply}`;
+	const key = `${schema.name}\u0000${autoApply}`;
 	let p = perPool.get(key);
 	if (!p) {
 		const map = perPool;

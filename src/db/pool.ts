@@ -25,7 +25,6 @@ import { createHash } from 'node:crypto';
 import type { ClientConfig, Pool as PgPool, PoolClient, PoolConfig, QueryConfig, QueryResult } from 'pg';
 import { IsolatedClient, Pool } from '../vendor';
 import { resolveEndpoint, toPgSsl, type EndpointInput, type SslMode } from './endpoint';
-import { quoteSchema } from './identifiers';
 import { DEFAULTS, roundTripDeadlineMs } from './bounds';
 import { checkedOut } from './checkout';
 import { DeadlineError } from './deadline';
@@ -43,7 +42,11 @@ export interface ConnectionConfig extends EndpointInput {
 	ssl?: SslMode;
 	/** PEM CA certificate(s) for `verify-ca` / `verify-full`; empty means the system's trusted CAs. */
 	ca?: string;
-	/** Schema holding the ledger and queue tables (validated by quoteSchema). */
+	/**
+	 * Schema holding the ledger and queue tables, as configured (`operation_ledger`). The pool does
+	 * not use it (two schemas on one server share a pool); ledgerSchema() (src/db/identifiers.ts)
+	 * validates it once where the connection is opened (nodes/shared/connection.ts).
+	 */
 	schema: string;
 	/** Whether the nodes may apply schema/ migrations on first use. */
 	autoApplySchema?: boolean;
@@ -202,10 +205,9 @@ export interface PoolLease {
 /**
  * Leases the process-wide pool for this connection, creating it on first use. Call release()
  * exactly when done (a second call does nothing). While leased, neither the idle sweeper nor
- * eviction ends the pool. Throws on an unsafe schema name (before creating anything).
+ * eviction ends the pool.
  */
 export function acquirePool(cfg: ConnectionConfig): PoolLease {
-	quoteSchema(cfg.schema);
 	return leaseKey(poolKey(cfg), cfg);
 }
 
@@ -320,10 +322,9 @@ export class LedgerPool {
 
 /**
  * Returns the stable LedgerPool handle for this connection (one per distinct connection per
- * process). Throws on an unsafe schema name before creating anything.
+ * process). The schema is not the pool's: openLedgerConnection validates it first (ledgerSchema()).
  */
 export function getPool(cfg: ConnectionConfig): LedgerPool {
-	quoteSchema(cfg.schema);
 	const key = poolKey(cfg);
 	let h = handles.get(key);
 	if (!h) {

@@ -3,7 +3,7 @@
  * One round trip per batch via <schema>.confirm_operations() (schema/functions/ledger/confirm_operations.sql).
  */
 import { resultsByItem } from './rows';
-import { sqlFunction } from '../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../db/identifiers';
 import { isUuid } from '../check';
 import { InputError } from '../errors';
 import { canonicalJson, NotJsonError } from '../json/canonical';
@@ -149,7 +149,7 @@ export function encodeConfirmItems(items: ConfirmItem[]): string[] {
 	);
 }
 
-export function confirmSql(schema: string): string {
+export function confirmSql(schema: LedgerSchema): string {
 	return `SELECT * FROM ${sqlFunction(schema, 'confirm_operations')}($1::jsonb, $2::jsonb)`;
 }
 
@@ -167,7 +167,7 @@ interface ConfirmRow {
 /** Confirms a batch in one round trip and one transaction; one result per item, in order. */
 export async function confirmOperations(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	items: ConfirmItem[],
 	ctx: EventContext = {},
 	bounds?: Bounds,
@@ -197,7 +197,7 @@ export async function confirmOperations(
  */
 export async function releaseUnsent(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	granted: Array<{ operationKey: string; leaseToken: string }>,
 	reason: string,
 	ctx: EventContext = {},

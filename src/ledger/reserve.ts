@@ -3,7 +3,7 @@
  * One round trip per batch: all items go to <schema>.reserve_operations() as one JSON document and
  * are decided in one transaction (see schema/migrations/0001_ledger.sql for the state machine).
  */
-import { sqlFunction } from '../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../db/identifiers';
 import { InputError } from '../errors';
 import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
@@ -133,7 +133,7 @@ export function encodeReserveItems(items: ReserveItem[]): string[] {
 }
 
 /** The SQL text Reserve sends (one statement). */
-export function reserveSql(schema: string): string {
+export function reserveSql(schema: LedgerSchema): string {
 	return `SELECT * FROM ${sqlFunction(schema, 'reserve_operations')}($1::jsonb, $2::jsonb)`;
 }
 
@@ -146,7 +146,7 @@ export function reserveSql(schema: string): string {
  */
 export async function reserveOperations(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	items: ReserveItem[],
 	ctx: EventContext = {},
 	bounds?: Bounds,

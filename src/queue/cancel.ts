@@ -7,7 +7,7 @@
 import type { CancelOutcome, TaskState } from './states';
 import { checkDedupeKey } from './enqueue';
 import { markPrepared, prepareOnce } from './prepared';
-import { checkQueueName, checkTaskId, fn, idText, iso, type Queryable } from './types';
+import { checkQueueName, checkTaskId, fn, idText, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { InputError } from '../errors';
 import { TEXT_LIMITS } from '../limits';
@@ -74,7 +74,7 @@ export function prepareCancelInput(it: CancelInput): CancelInput {
  * LedgerBusyError/timeouts as every bounded call (src/db/bounds.ts). Sending it again is answered
  * from what was recorded (finished, or cancel_requested again), so a lost COMMIT is repeat-safe.
  */
-export async function cancel(db: Queryable, schema: string, items: CancelInput[], bounds?: Bounds): Promise<CancelResult[]> {
+export async function cancel(db: Queryable, schema: LedgerSchema, items: CancelInput[], bounds?: Bounds): Promise<CancelResult[]> {
 	if (items.length === 0) return [];
 	const payload = items
 		.map((it) => prepareOnce(it, prepareCancelInput))

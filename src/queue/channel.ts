@@ -4,11 +4,12 @@
  * is a plain lower-case identifier (29 bytes), safe to use unquoted in LISTEN.
  */
 import { createHash } from 'node:crypto';
-import { quoteSchema } from '../db/identifiers';
-import { checkQueueName } from './types';
+import { schemaSql } from '../db/identifiers';
+import { checkQueueName, type LedgerSchema } from './types';
 
-export function queueChannel(schema: string, queue: string): string {
-	quoteSchema(schema);
+/** `schema`: made by ledgerSchema() (a raw string throws InvalidSchemaNameError); `queue` is checked (InputError). */
+export function queueChannel(schema: LedgerSchema, queue: string): string {
+	schemaSql(schema);
 	checkQueueName(queue);
-	return 'oplq_' + createHash('md5').update(`${schema}/${queue}`, 'utf8').digest('hex').slice(0, 24);
+	return 'oplq_' + createHash('md5').update(`${schema.name}/${queue}`, 'utf8').digest('hex').slice(0, 24);
 }

@@ -3,7 +3,7 @@
  */
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
-import { fn, iso, type Queryable } from './types';
+import { fn, iso, type Queryable, type LedgerSchema } from './types';
 import { InputError } from '../errors';
 import { assertJson, NotJsonError } from '../json/canonical';
 import { boundedQuery, type Bounds } from '../db/bounds';
@@ -51,7 +51,7 @@ export function prepareCompleteInput(it: CompleteInput): CompleteInput {
  * `bounds`: statement and lock timeouts of the call's transaction when `db` is a pool (src/db/bounds.ts;
  * default 30000 / 5000 ms); a bound that fires throws LedgerBusyError and nothing was changed.
  */
-export async function complete(db: Queryable, schema: string, items: CompleteInput[], bounds?: Bounds): Promise<CompleteResult[]> {
+export async function complete(db: Queryable, schema: LedgerSchema, items: CompleteInput[], bounds?: Bounds): Promise<CompleteResult[]> {
 	if (items.length === 0) return [];
 	const payload = items
 		.map((it) => prepareOnce(it, prepareCompleteInput))

@@ -4,7 +4,7 @@
 import { DEFAULT_GROUPS, type GroupWeight } from './states';
 import { AGING_MIN_POSITIVE_SECONDS, LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
-import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, type Queryable } from './types';
+import { checkGroupName, checkInt, checkQueueName, checkSeconds, fn, idText, iso, type Queryable, type LedgerSchema } from './types';
 import { InputError } from '../errors';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
@@ -111,7 +111,7 @@ export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
  * was rolled back (40001, 40P01) is run again; a claim whose connection broke is never re-run, since
  * its COMMIT may have handed tasks out (they come back when their lease ends).
  */
-export async function dequeue(db: Queryable, schema: string, options: DequeueOptions, bounds?: Bounds): Promise<ClaimedTask[]> {
+export async function dequeue(db: Queryable, schema: LedgerSchema, options: DequeueOptions, bounds?: Bounds): Promise<ClaimedTask[]> {
 	const { queue, limit, leaseSeconds: lease, agingSeconds: aging, groups } = prepareOnce(options, prepareDequeueOptions) as Required<DequeueOptions>;
 	const rows = await boundedQuery<Row>(
 		db,

@@ -17,6 +17,7 @@ import {
 	fn,
 	idText,
 	iso,
+	type LedgerSchema,
 	type Queryable,
 } from './types';
 import { InputError } from '../errors';
@@ -248,7 +249,7 @@ function wireItem(it: EnqueueInput): Record<string, unknown> {
  * dedupe key are safe to send again, err.retryableItem(i)). A client you pass runs
  * the enqueue in your transaction with your settings: bound it yourself (SET LOCAL).
  */
-export async function enqueue(db: Queryable, schema: string, items: EnqueueInput[], options: EnqueueOptions = {}, bounds?: Bounds): Promise<EnqueuedTask[]> {
+export async function enqueue(db: Queryable, schema: LedgerSchema, items: EnqueueInput[], options: EnqueueOptions = {}, bounds?: Bounds): Promise<EnqueuedTask[]> {
 	const notify = options.notify ?? 'commit';
 	if (!NOTIFY_MODES.includes(notify)) throw new InputError(`Notify must be one of ${NOTIFY_MODES.join(', ')}, got ${JSON.stringify(notify)}`);
 	if (items.length === 0) return [];

@@ -4,7 +4,7 @@
 import { LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
-import { checkSeconds, fn, iso, type Queryable } from './types';
+import { checkSeconds, fn, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface ExtendLeaseInput extends SettleTarget {
@@ -31,7 +31,7 @@ export function prepareExtendLeaseInput(it: ExtendLeaseInput): ExtendLeaseInput 
  * once expired, another consumer may already hold the task. Outcomes: extended | lease_lost |
  * not_found. Throws InputError for a malformed id, token or seconds. `bounds`: as in complete().
  */
-export async function extendLease(db: Queryable, schema: string, items: ExtendLeaseInput[], bounds?: Bounds): Promise<ExtendLeaseResult[]> {
+export async function extendLease(db: Queryable, schema: LedgerSchema, items: ExtendLeaseInput[], bounds?: Bounds): Promise<ExtendLeaseResult[]> {
 	if (items.length === 0) return [];
 	const payload = items.map((it) => prepareOnce(it, prepareExtendLeaseInput)).map((it, i) => ({ i, ...settleKey(it), secs: it.leaseSeconds }));
 	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_extend_lease')}($1::jsonb)`, [JSON.stringify(payload)], bounds, {

@@ -5,7 +5,7 @@
 import { LIMITS } from '../limits';
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
-import { checkSeconds, fn, iso, type Queryable } from './types';
+import { checkSeconds, fn, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { storableText } from '../text';
 import { InputError } from '../errors';
@@ -101,7 +101,7 @@ export function prepareBackoff(backoff: BackoffOptions): BackoffOptions {
  * already_settled | lease_lost | not_found. Results in input order.
  * Throws InputError for a malformed id, token or backoff (before any write). `bounds`: as in complete().
  */
-export async function fail(db: Queryable, schema: string, items: FailInput[], backoff: BackoffOptions = {}, bounds?: Bounds): Promise<FailResult[]> {
+export async function fail(db: Queryable, schema: LedgerSchema, items: FailInput[], backoff: BackoffOptions = {}, bounds?: Bounds): Promise<FailResult[]> {
 	const { baseSeconds: base, capSeconds: cap } = prepareOnce(backoff, prepareBackoff);
 	if (items.length === 0) return [];
 	const payload = items.map((it) => prepareOnce(it, prepareFailInput)).map((it, i) => ({ i, ...settleKey(it), err: it.error, giveUp: it.giveUp, delay: it.fixedDelaySeconds }));

@@ -4,7 +4,7 @@
  * due time with the queue's clock beside it). The trigger's poll of its own groups, with a
  * progress marker, is wakeState.ts.
  */
-import { checkQueueName, fn, iso, type Queryable } from './types';
+import { checkQueueName, fn, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface NextDue {
@@ -26,7 +26,7 @@ export interface NextDue {
  * Reads the first entry per group of the ready index and the earliest lease expiry. Read-only.
  * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); LedgerBusyError when one fires.
  */
-export async function nextDue(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<NextDue> {
+export async function nextDue(db: Queryable, schema: LedgerSchema, queue: string, bounds?: Bounds): Promise<NextDue> {
 	checkQueueName(queue);
 	// queue_wake_state with no groups answers queue_next_due's due_at, with the queue's clock beside it.
 	const rows = await boundedQuery<{ due_at: Date | null; now: Date }>(db, `SELECT due_at, now FROM ${fn(schema, 'queue_wake_state')}($1, NULL::text[])`, [queue], bounds, { readOnly: true });

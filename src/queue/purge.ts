@@ -3,7 +3,7 @@
  * (they move to queue_tasks_archive); purge moves old dead tasks there too and deletes old archive rows.
  */
 import { markPrepared, prepareOnce } from './prepared';
-import { checkInt, checkQueueName, checkSeconds, fn, type Queryable } from './types';
+import { checkInt, checkQueueName, checkSeconds, fn, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS } from '../limits';
 
@@ -44,7 +44,7 @@ export function preparePurgeOptions(options: PurgeOptions): PurgeOptions {
  * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); a bound that fires
  * throws LedgerBusyError and nothing was moved or deleted.
  */
-export async function purge(db: Queryable, schema: string, options: PurgeOptions, bounds?: Bounds): Promise<PurgeResult> {
+export async function purge(db: Queryable, schema: LedgerSchema, options: PurgeOptions, bounds?: Bounds): Promise<PurgeResult> {
 	const { queue, deadAfterSeconds: dead, archiveAfterSeconds: archive, limit } = prepareOnce(options, preparePurgeOptions);
 	const rows = await boundedQuery<{ dead_archived: number; archive_deleted: number }>(
 		db,

@@ -3,7 +3,7 @@
  */
 import { markPrepared, prepareOnce } from './prepared';
 import { baseResult, checkSettleTarget, inInputOrder, settleKey, type SettleResult, type SettleTarget, type SettleRow } from './settle';
-import { checkSeconds, fn, iso, type Queryable } from './types';
+import { checkSeconds, fn, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS } from '../limits';
 
@@ -38,7 +38,7 @@ export function prepareReleaseInput(it: ReleaseInput): ReleaseInput {
  * Releases a batch in one statement. Outcomes: released | already_settled | lease_lost | not_found.
  * Throws InputError for a malformed id, token or delay. `bounds`: as in complete().
  */
-export async function release(db: Queryable, schema: string, items: ReleaseInput[], bounds?: Bounds): Promise<ReleaseResult[]> {
+export async function release(db: Queryable, schema: LedgerSchema, items: ReleaseInput[], bounds?: Bounds): Promise<ReleaseResult[]> {
 	if (items.length === 0) return [];
 	const payload = items
 		.map((it) => prepareOnce(it, prepareReleaseInput))

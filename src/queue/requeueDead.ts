@@ -3,7 +3,7 @@
  */
 import type { RequeueOutcome, TaskState } from './states';
 import { markPrepared, prepareOnce } from './prepared';
-import { checkGroupName, checkInt, checkQueueName, checkTaskId, fn, idText, type Queryable } from './types';
+import { checkGroupName, checkInt, checkQueueName, checkTaskId, fn, idText, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { LIMITS } from '../limits';
 
@@ -59,7 +59,7 @@ export function prepareRequeueDeadOptions(options: RequeueDeadOptions): RequeueD
  * `bounds`: statement and lock timeouts when `db` is a pool (src/db/bounds.ts); a bound that fires
  * throws LedgerBusyError and nothing was requeued.
  */
-export async function requeueDead(db: Queryable, schema: string, options: RequeueDeadOptions, bounds?: Bounds): Promise<RequeueResult[]> {
+export async function requeueDead(db: Queryable, schema: LedgerSchema, options: RequeueDeadOptions, bounds?: Bounds): Promise<RequeueResult[]> {
 	const { queue, taskIds, group, limit } = prepareOnce(options, prepareRequeueDeadOptions);
 	const ids = taskIds ? taskIds.map(String) : null;
 	if (ids && ids.length === 0) return [];
@@ -95,7 +95,7 @@ export function prepareRequeueByIdInput(it: RequeueByIdInput): RequeueByIdInput 
  * not_dead. Throws InputError (before anything is sent). `bounds`: as in requeueDead(), for
  * each call.
  */
-export async function requeueDeadByIds(db: Queryable, schema: string, items: RequeueByIdInput[], bounds?: Bounds): Promise<RequeueResult[]> {
+export async function requeueDeadByIds(db: Queryable, schema: LedgerSchema, items: RequeueByIdInput[], bounds?: Bounds): Promise<RequeueResult[]> {
 	const inputs = items.map((it) => prepareOnce(it, prepareRequeueByIdInput));
 	const byQueue = new Map<string, string[]>();
 	for (const it of inputs) byQueue.set(it.queue, [...(byQueue.get(it.queue) ?? []), String(it.taskId)]);

@@ -2,7 +2,7 @@
  * Stats: depth per group, oldest wait, in flight, dead; and a sample of dead tasks.
  */
 import { markPrepared, prepareOnce } from './prepared';
-import { checkInt, checkQueueName, fn, idText, iso, type Queryable } from './types';
+import { checkInt, checkQueueName, fn, idText, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedTransaction, type Bounds } from '../db/bounds';
 import type { DeadReason } from './states';
 import { LIMITS } from '../limits';
@@ -136,13 +136,13 @@ const num = (v: string | number | null): number | null => (v === null ? null : N
  * large queue raise the credential's Statement Timeout). Throws InputError, and LedgerBusyError
  * when a bound fires.
  */
-export async function stats(db: Queryable, schema: string, queue: string, bounds?: Bounds): Promise<QueueStats> {
+export async function stats(db: Queryable, schema: LedgerSchema, queue: string, bounds?: Bounds): Promise<QueueStats> {
 	const q = checkQueueName(queue);
 	return boundedTransaction(db, bounds, (t) => readStats(t, schema, q), { readOnly: true });
 }
 
 /** Both statements of stats() on `t`, a client inside a bounded transaction (boundedTransaction). */
-async function readStats(t: Queryable, schema: string, queue: string): Promise<QueueStats> {
+async function readStats(t: Queryable, schema: LedgerSchema, queue: string): Promise<QueueStats> {
 	const { rows } = await t.query<StatsRow>(`SELECT s.*, now() AS measured_at FROM ${fn(schema, 'queue_stats')}($1) s`, [queue]);
 	const { rows: hr } = await t.query<HealthRow>(`SELECT * FROM ${fn(schema, 'queue_health')}($1)`, [queue]);
 	const groups: GroupStats[] = rows.map((r) => ({
@@ -215,7 +215,7 @@ export function checkListDeadLimit(limit: unknown): number {
 }
 
 /** The most recent dead tasks of a queue, newest first (limit: LIMITS.listDeadLimit, 1 to 1000). Read-only. `bounds`: as in stats(). */
-export async function listDead(db: Queryable, schema: string, queue: string, limit: number, bounds?: Bounds): Promise<DeadTask[]> {
+export async function listDead(db: Queryable, schema: LedgerSchema, queue: string, limit: number, bounds?: Bounds): Promise<DeadTask[]> {
 	const q = checkQueueName(queue);
 	const n = checkListDeadLimit(limit);
 	return boundedTransaction(db, bounds, (t) => readDead(t, schema, q, n), { readOnly: true });
@@ -239,7 +239,7 @@ export function prepareStatsRequest(request: StatsRequest): StatsRequest {
  */
 export async function statsReport(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	request: StatsRequest,
 	bounds?: Bounds,
 ): Promise<{ stats: QueueStats; deadTasks: DeadTask[] | null }> {
@@ -251,7 +251,7 @@ export async function statsReport(
 }
 
 /** The dead-task list on `t`, a client inside a bounded transaction. */
-async function readDead(t: Queryable, schema: string, queue: string, n: number): Promise<DeadTask[]> {
+async function readDead(t: Queryable, schema: LedgerSchema, queue: string, n: number): Promise<DeadTask[]> {
 	const { rows } = await t.query<DeadRow>(`SELECT * FROM ${fn(schema, 'queue_list_dead')}($1, $2)`, [queue, n]);
 	return rows.map((r) => ({
 		taskId: idText(r.id) as string,

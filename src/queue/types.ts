@@ -1,7 +1,8 @@
 /**
  * The queue's own input checks (queue and group names, task ids, lease tokens), plus re-exports of
  * the plumbing it shares with the ledger: Queryable, iso, idText (src/db/values.ts), checkInt,
- * checkSeconds (src/check.ts), fn = sqlFunction (src/db/identifiers.ts).
+ * checkSeconds (src/check.ts), fn = sqlFunction, LedgerSchema and its one constructor ledgerSchema
+ * (src/db/identifiers.ts).
  */
 import { checkKeyText } from '../keyText';
 import { InputError } from '../errors';
@@ -13,6 +14,8 @@ export { iso, idText } from '../db/values';
 export { checkInt, checkSeconds } from '../check';
 /** The schema-qualified name of a queue function (src/db/identifiers.ts, one schema convention). */
 export { sqlFunction as fn } from '../db/identifiers';
+/** The schema value every queue function takes: `ledgerSchema('operation_ledger')`, made once per connection. */
+export { ledgerSchema, InvalidSchemaNameError, type LedgerSchema } from '../db/identifiers';
 
 /** Queue names: 1 to 200 bytes of key-like text (src/keyText.ts: no control characters). */
 export function checkQueueName(queue: unknown): string {

@@ -4,7 +4,7 @@
  * schema/functions/queue/queue_wake_state.sql (the trigger hands it to its watcher,
  * src/queue/watcher.ts, as the check it runs on each wake).
  */
-import { checkQueueName, fn, type Queryable } from './types';
+import { checkQueueName, fn, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { toNextDue, type NextDue } from './nextDue';
 
@@ -13,7 +13,7 @@ import { toNextDue, type NextDue } from './nextDue';
  * omitted: every group), plus the progress marker. One round trip to queue_wake_state.
  * Read-only. Throws InputError on an invalid queue name; LedgerBusyError when a bound fires.
  */
-export async function nextDueFor(db: Queryable, schema: string, queue: string, groups?: string[] | null, bounds?: Bounds): Promise<NextDue> {
+export async function nextDueFor(db: Queryable, schema: LedgerSchema, queue: string, groups?: string[] | null, bounds?: Bounds): Promise<NextDue> {
 	checkQueueName(queue);
 	const rows = await boundedQuery<{ due_at: Date | null; claims: string; now: Date }>(
 		db,

@@ -17,6 +17,7 @@
  *      (the node's Unrecorded output, in n8n's real engine) and changes nothing;
  *   6. an empty review queue ends on "Nothing to review".
  */
+import { ledgerSchema } from '../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -47,15 +48,15 @@ describe('ledger review: a person settles operations in review through n8n forms
 
 	/** An operation that reconciliation gave up on: reserved, unknown, then review after 1 check. */
 	async function makeReview(k: string) {
-		const [r] = await reserveOperations(admin, q, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, target: 'payments-api' })]);
-		await confirmOperations(admin, q, [prepareConfirmItem(0, { operationKey: k, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
+		const [r] = await reserveOperations(admin, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, target: 'payments-api' })]);
+		await confirmOperations(admin, ledgerSchema(schema), [prepareConfirmItem(0, { operationKey: k, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
 		// Past the operation's settle window (moving the ledger clock for the claim only).
 		await setLedgerClock(admin, schema, 600);
-		const [c] = await claimUnknown(admin, q, { limit: 1, settleSeconds: 0, claimSeconds: 3600, target: 'payments-api' }).finally(() => setLedgerClock(admin, schema, 0));
+		const [c] = await claimUnknown(admin, ledgerSchema(schema), { limit: 1, settleSeconds: 0, claimSeconds: 3600, target: 'payments-api' }).finally(() => setLedgerClock(admin, schema, 0));
 		expect(c.operationKey).toBe(k);
 		const [res] = await resolveUnknown(
 			admin,
-			q,
+			ledgerSchema(schema),
 			[prepareResolveItem(0, { operationKey: k, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup answered HTTP 500' })],
 			{ maxChecks: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 1 },
 		);
@@ -65,12 +66,12 @@ describe('ledger review: a person settles operations in review through n8n forms
 		await admin.query(`UPDATE ${q}.operations SET settle_until = now() - interval '1 second' WHERE operation_key = $1`, [k]);
 	}
 	const reserveAgain = async (k: string) =>
-		(await reserveOperations(admin, q, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, target: 'payments-api' })]))[0];
+		(await reserveOperations(admin, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, target: 'payments-api' })]))[0];
 	const row = async (k: string) => (await admin.query(`SELECT * FROM ${q}.operations WHERE operation_key = $1`, [k])).rows[0];
 
 	beforeAll(async () => {
 		admin = new Pool({ connectionString: DATABASE_URL, max: 3 });
-		await migrate(admin, schema, true);
+		await migrate(admin, ledgerSchema(schema), true);
 		// The split setup: a NOLOGIN owner first (the operator's functions run as their owner, never
 		// as a superuser), then the operator role.
 		execFileSync(

@@ -12,6 +12,7 @@
  *     workflow claims nothing starts only a handful in 10 s (backoff), where issue 10 saw hundreds
  *     per second.
  */
+import { ledgerSchema } from '../../src/db/identifiers';
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { migrate } from '../../src/db/migrate';
@@ -58,11 +59,11 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 
 	beforeAll(async () => {
 		ledger = new Pool({ connectionString: DB_URL, max: 3 });
-		await migrate(ledger, schema, true);
+		await migrate(ledger, ledgerSchema(schema), true);
 		// Seeded before activation: one due task in a group the consumer does not claim, one that
 		// the workflow which claims nothing is woken for (Priority Groups left at their default).
-		await enqueue(ledger, schema, [{ queue: Q.other, group: 'urgent', payload: { n: 'urgent' } }]);
-		await enqueue(ledger, schema, [{ queue: Q.empty, group: 'high', payload: { n: 'never-claimed' } }]);
+		await enqueue(ledger, ledgerSchema(schema), [{ queue: Q.other, group: 'urgent', payload: { n: 'urgent' } }]);
+		await enqueue(ledger, ledgerSchema(schema), [{ queue: Q.empty, group: 'high', payload: { n: 'never-claimed' } }]);
 		const tarball = await harness.packPackage();
 		n8n = await harness.createN8nInstance({ databaseUrl: DB_URL, tarball });
 		await n8n.importCredentials([
@@ -107,7 +108,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		// answers /healthz before it has activated published workflows).
 		await waitFor(async () => {
 			const { rows } = await ledger.query(`SELECT count(DISTINCT query)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = ANY($1)`, [
-				Object.values(Q).map((q) => `LISTEN ${queueChannel(schema, q)}`),
+				Object.values(Q).map((q) => `LISTEN ${queueChannel(ledgerSchema(schema), q)}`),
 			]);
 			return rows[0].n === Object.values(Q).length;
 		}, { what: 'the three triggers to be activated (LISTEN on their queues)', timeoutMs: 120_000, intervalMs: 250 });
@@ -131,7 +132,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 	};
 	const listening = async (queue: string): Promise<boolean> => {
 		const { rows } = await ledger.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, [
-			`LISTEN ${queueChannel(schema, queue)}`,
+			`LISTEN ${queueChannel(ledgerSchema(schema), queue)}`,
 		]);
 		return rows[0].n > 0;
 	};
@@ -155,7 +156,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		// Many sweeps (idle 1 s, sweep every 250 ms) while nothing happens on this queue.
 		await sleep(4000);
 		const before = (await executionTimes(WF.claim)).length;
-		await enqueue(ledger, schema, [{ queue: Q.claim, group: 'high', payload: { n: 'after-idle' } }]);
+		await enqueue(ledger, ledgerSchema(schema), [{ queue: Q.claim, group: 'high', payload: { n: 'after-idle' } }]);
 		await waitFor(async () => (await claimedPayloads(Q.claim)).length === 1, { what: 'the claim after idling', timeoutMs: 15_000, intervalMs: 100 });
 		expect(await claimedPayloads(Q.claim)).toEqual([{ n: 'after-idle' }]);
 		await waitFor(async () => (await executionTimes(WF.claim)).length === before + 1, { what: 'its execution', timeoutMs: 15_000, intervalMs: 100 });
@@ -169,7 +170,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		expect(killed.rows[0].n).toBeGreaterThanOrEqual(1);
 		await waitFor(() => listening(Q.claim), { what: 'the LISTEN connection to come back', timeoutMs: 60_000, intervalMs: 100 });
 		await sleep(2000);
-		await enqueue(ledger, schema, [{ queue: Q.claim, group: 'low', payload: { n: 'after-kill' } }]);
+		await enqueue(ledger, ledgerSchema(schema), [{ queue: Q.claim, group: 'low', payload: { n: 'after-kill' } }]);
 		await waitFor(async () => (await claimedPayloads(Q.claim)).length === 2, { what: 'the claim after the kill', timeoutMs: 15_000, intervalMs: 100 });
 		expect(await claimedPayloads(Q.claim)).toEqual([{ n: 'after-idle' }, { n: 'after-kill' }]);
 		const logText = n8n.logTail(400);

@@ -46,7 +46,7 @@ async function afterDequeue(queue: string, sourceItem: object, ut: INode) {
 
 it('Fail: a message cut inside a surrogate pair, one with a lone surrogate and a NUL, and a plain one are all recorded', async () => {
 	const queue = 'badval-fail';
-	await enqueue(db.pool, db.schema, [0, 1, 2].map((n) => ({ queue, group: 'normal', payload: { n } })));
+	await enqueue(db.pool, db.ledgerSchema, [0, 1, 2].map((n) => ({ queue, group: 'normal', payload: { n } })));
 	const msgs = ['a'.repeat(9999) + EMOJI + 'tail', `lone \uD800 here and a NUL \u0000 there`, 'plain failure'];
 	const fail = dq('UT', {
 		resource: 'task',
@@ -89,7 +89,7 @@ it('Enqueue: Not Before beyond Postgres\' range (+200000, year 0) fails those it
 
 it('Complete: a task id beyond the bigint range fails its own item; the other task is completed', async () => {
 	const queue = 'badval-taskid';
-	await enqueue(db.pool, db.schema, [0, 1].map((n) => ({ queue, group: 'normal', payload: { n } })));
+	await enqueue(db.pool, db.ledgerSchema, [0, 1].map((n) => ({ queue, group: 'normal', payload: { n } })));
 	const complete = dq('UT', {
 		resource: 'task',
 		operation: 'complete',

@@ -71,7 +71,7 @@ function settleScenario(op: string, params: INode['parameters'], outcomes: strin
 		outputs: ['Unrecorded', 'Result'],
 		goAhead: [1],
 		seed: async (id) => {
-			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
 		},
 		build: (id, mode, s) => ({
 			nodes: [
@@ -213,7 +213,7 @@ const scenarios: Scenario[] = [
 		outputs: ['Unrecorded', 'Result'],
 		goAhead: [1],
 		seed: async (id) => {
-			await enqueue(db.pool, db.schema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue: id, group: 'normal', payload: { n: 1 } }, { queue: id, group: 'normal', payload: { n: 2 } }]);
 		},
 		build: (id, mode, s) => ({
 			nodes: [
@@ -275,7 +275,7 @@ const scenarios: Scenario[] = [
 		outputs: ['Unrecorded', 'Result'],
 		goAhead: [1],
 		seed: async (id) => {
-			await enqueue(db.pool, db.schema, [
+			await enqueue(db.pool, db.ledgerSchema, [
 				{ queue: id, group: 'normal', dedupeKey: `${id}-1` },
 				{ queue: id, group: 'normal', dedupeKey: `${id}-2` },
 			]);

@@ -83,7 +83,7 @@ describe('what failed on the pre-release node versions holds at version 1', () =
 				}, { credentials: { operationLedgerPostgresApi: OK } });
 				active.push(await engine.activate([trigger, sink(`After ${mode}`)], connect({ Trigger: [[`After ${mode}`]] }), 'Trigger'));
 			}
-			const channels = Object.values(queues).map((q) => queueChannel(db.schema, q));
+			const channels = Object.values(queues).map((q) => queueChannel(db.ledgerSchema, q));
 			// Both triggers listen before the forging starts.
 			for (let t = 0; t < 5000; t += 50) {
 				const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = ANY($1)`, [channels.map((c) => `LISTEN ${c}`)]);
@@ -98,7 +98,7 @@ describe('what failed on the pre-release node versions holds at version 1', () =
 			while (Date.now() < until) {
 				for (const q of Object.values(queues)) {
 					// The payload a real enqueue sends (the queue name: ready work), and the empty one.
-					await forger.query(`SELECT pg_notify($1, $2)`, [queueChannel(db.schema, q), sent % 2 === 0 ? q : '']);
+					await forger.query(`SELECT pg_notify($1, $2)`, [queueChannel(db.ledgerSchema, q), sent % 2 === 0 ? q : '']);
 					sent++;
 				}
 				await sleep(20);
@@ -111,8 +111,8 @@ describe('what failed on the pre-release node versions holds at version 1', () =
 			]);
 
 			// Positive control: real work starts executions through the same LISTEN connections.
-			await enqueue(db.pool, db.schema, [{ queue: queues.wakeUp, group: 'high', payload: { real: 1 } }]);
-			await enqueue(db.pool, db.schema, [{ queue: queues.claim, group: 'high', payload: { real: 2 } }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue: queues.wakeUp, group: 'high', payload: { real: 1 } }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue: queues.claim, group: 'high', payload: { real: 2 } }]);
 			for (let t = 0; t < 5000 && active.some((a) => a.runs.length === 0); t += 50) await sleep(50);
 			expect(active.map((a) => a.runs.length > 0)).toEqual([true, true]);
 			expect(active[1].emits[0].items.map((it) => it.json.payload)).toEqual([{ real: 2 }]);
@@ -133,7 +133,7 @@ describe('what failed on the pre-release node versions holds at version 1', () =
 				type: 'reserveOperation',
 				goAhead: ['Proceed'],
 				build: async (id, s) => {
-					await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: id, request: { k: id }, leaseSeconds: 300, target: 't' })]);
+					await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: id, request: { k: id }, leaseSeconds: 300, target: 't' })]);
 					return { nodes: [source([{ k: id }]), ut('reserveOperation', reserveParams, s, false)], feeds: { Source: [['UT']] } };
 				},
 			},
@@ -142,7 +142,7 @@ describe('what failed on the pre-release node versions holds at version 1', () =
 				type: 'confirmOperation',
 				goAhead: ['Succeeded'],
 				build: async (id, s) => {
-					await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: id, request: { k: id }, leaseSeconds: 300, target: 't' })]);
+					await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: id, request: { k: id }, leaseSeconds: 300, target: 't' })]);
 					const params = { outcomeSource: 'explicit', outcome: 'succeeded', externalReference: 'r', lineage: 'explicit', operationKey: id, leaseToken: '11111111-2222-4333-8444-555555555555', options: {} };
 					return { nodes: [source([{}]), ut('confirmOperation', params, s, false)], feeds: { Source: [['UT']] } };
 				},

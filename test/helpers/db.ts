@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { migrate } from '../../src/db/migrate';
+import { ledgerSchema, type LedgerSchema } from '../../src/db/identifiers';
 import { enqueue, type EnqueueInput } from '../../src/queue';
 import { waitFor } from './wait';
 
@@ -14,15 +15,20 @@ export function randomSchema(prefix = 'ol_test'): string {
 /** The same URL under the queue tests' older name. */
 export const QUEUE_DATABASE_URL = DATABASE_URL;
 
-/** A pool on the test database plus a migrated schema of its own; drop() removes both. */
+/**
+ * A pool on the test database plus a migrated schema of its own; drop() removes both. `schema` is
+ * the name, `schemaSql` its quoted form for a test's own SQL text, `ledgerSchema` the value every
+ * core function takes (made once, by ledgerSchema(), src/db/identifiers.ts).
+ */
 export async function testDatabase(opts: { max?: number; prefix?: string } = {}) {
 	const pool = new Pool({ connectionString: DATABASE_URL, max: opts.max ?? 10 });
-	const schema = randomSchema(opts.prefix);
+	const schema = ledgerSchema(randomSchema(opts.prefix));
 	await migrate(pool, schema, true);
 	return {
 		pool,
-		schema,
-		schemaSql: `"${schema}"`,
+		schema: schema.name,
+		schemaSql: schema.sql,
+		ledgerSchema: schema,
 		async drop() {
 			await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 			await pool.end();
@@ -86,6 +92,8 @@ export async function advanceQueueClock(pool: Pick<Pool, 'query'>, schema: strin
 export interface QueueTestDb {
 	pool: Pool;
 	schema: string;
+	/** The value the core functions take (testDatabase()). */
+	ledgerSchema: LedgerSchema;
 	/** A fresh queue name, so the scheduler state of one test never leaks into another. */
 	queueName(prefix?: string): string;
 	/** Enqueues `n` tasks of one group in batches of 1000; payload {n: i}. Returns ids in order. */
@@ -103,13 +111,14 @@ export async function queueTestDb(max = 10): Promise<QueueTestDb> {
 	return {
 		pool: db.pool,
 		schema: db.schema,
+		ledgerSchema: db.ledgerSchema,
 		queueName: (prefix = 'q') => `${prefix}-${++seq}-${randomBytes(3).toString('hex')}`,
 		async fill(queue, group, n, extra = {}) {
 			const ids: string[] = [];
 			for (let start = 0; start < n; start += 1000) {
 				const batch: EnqueueInput[] = [];
 				for (let i = start; i < Math.min(n, start + 1000); i++) batch.push({ queue, group, payload: { n: i }, ...extra });
-				const out = await enqueue(db.pool, db.schema, batch);
+				const out = await enqueue(db.pool, db.ledgerSchema, batch);
 				ids.push(...out.map((t) => t.taskId));
 			}
 			return ids;

@@ -66,9 +66,9 @@ describe('code layout', () => {
 		expect(bad).toEqual([]);
 	});
 
-	it('one door: only nodes/shared/connection.ts opens the pool, applies the schema or reads the bounds', () => {
+	it('one door: only nodes/shared/connection.ts opens the pool, validates or applies the schema or reads the bounds', () => {
 		// Every node and the trigger reach the database through getLedgerConnection / openLedgerConnection.
-		const DOOR = /\b(getPool|ensureSchema|toBounds|quoteSchema)\b/;
+		const DOOR = /\b(getPool|ensureSchema|toBounds|ledgerSchema)\b/
 		const bad = tsFiles('nodes')
 			.filter((f) => f !== path.join('nodes', 'shared', 'connection.ts'))
 			.filter((f) => DOOR.test(code(f)))

@@ -2,7 +2,8 @@
 import { InputError } from '../../src/errors';
 import { checkOperationKey } from '../../src/ledger/validate';
 import { checkLeaseToken, checkQueueName, fn } from '../../src/queue/types';
-import { InvalidSchemaNameError, schemaSql, sqlFunction } from '../../src/db/identifiers';
+import { InvalidSchemaNameError, ledgerSchema, schemaSql, sqlFunction, type LedgerSchema } from '../../src/db/identifiers';
+import { ledgerSchema as queueLedgerSchema } from '../../src/queue';
 import { checkInt, isUuid } from '../../src/check';
 import { iso } from '../../src/db/values';
 import { iso as ledgerIso } from '../../src/ledger/states';
@@ -21,13 +22,32 @@ describe('one plumbing', () => {
 		for (const e of caught) expect(e).toBeInstanceOf(InputError);
 	});
 
-	it('one schema convention: the name as configured or its quoted form, validated before SQL', () => {
-		expect(schemaSql('operation_ledger')).toBe('"operation_ledger"');
-		expect(schemaSql('"operation_ledger"')).toBe('"operation_ledger"');
-		expect(sqlFunction('ol', 'queue_claim')).toBe('"ol".queue_claim');
+	it('one schema convention: validated and quoted once by ledgerSchema(), read without validating again', () => {
+		const s = ledgerSchema('operation_ledger');
+		expect(s).toEqual({ name: 'operation_ledger', sql: '"operation_ledger"' });
+		expect(Object.isFrozen(s)).toBe(true);
+		expect(schemaSql(s)).toBe('"operation_ledger"');
+		expect(sqlFunction(ledgerSchema('ol'), 'queue_claim')).toBe('"ol".queue_claim');
 		expect(fn).toBe(sqlFunction);
-		for (const bad of ['"a"; DROP TABLE x; --"', 'Upper', '', '""', '"a"b"', 'a b'])
-			expect(() => schemaSql(bad)).toThrow(InvalidSchemaNameError);
+		expect(queueLedgerSchema).toBe(ledgerSchema);
+		// One form only: the quoted form is not a name.
+		for (const bad of ['"operation_ledger"', '"a"; DROP TABLE x; --"', 'Upper', '', '""', '"a"b"', 'a b', '1abc', 'a'.repeat(64)]) {
+			expect(() => ledgerSchema(bad)).toThrow(InvalidSchemaNameError);
+		}
+		expect(() => ledgerSchema(7 as unknown as string)).toThrow(InvalidSchemaNameError);
+	});
+
+	it('a raw string, or a copy of a LedgerSchema, never reaches SQL text', () => {
+		// The type system refuses them at the core boundary ...
+		// @ts-expect-error a raw string is not a LedgerSchema
+		const raw: LedgerSchema = 'operation_ledger';
+		// @ts-expect-error an object literal lacks the brand only ledgerSchema() gives
+		const copy: LedgerSchema = { name: 'operation_ledger', sql: '"operation_ledger"' };
+		// ... and at run time (plain JavaScript callers, casts) they are refused before any SQL.
+		for (const forged of [raw, copy, { ...ledgerSchema('operation_ledger') }, '"operation_ledger"' as unknown as LedgerSchema, undefined as unknown as LedgerSchema]) {
+			expect(() => schemaSql(forged)).toThrow(InvalidSchemaNameError);
+			expect(() => sqlFunction(forged, 'queue_claim')).toThrow(/not a string/);
+		}
 	});
 
 	it('one UUID check and one iso conversion', () => {

@@ -5,7 +5,7 @@ import { classifyLookup } from '../../src/ledger/reconcile/lookup';
 import { prepareResolveItem } from '../../src/ledger/reconcile/resolve';
 import { checkClaimOptions } from '../../src/ledger/reconcile/claim';
 import { buildOperationKey, checkLeaseSeconds, checkSettleSeconds } from '../../src/ledger/validate';
-import { quoteSchema } from '../../src/db/identifiers';
+import { ledgerSchema } from '../../src/db/identifiers';
 import { batchFailure } from '../../nodes/shared/items';
 
 const EMOJI = '\u{1F600}'; // U+1F600: surrogates D83D DE00
@@ -87,7 +87,7 @@ describe('every cut site keeps valid Unicode with a surrogate pair across its li
 			msgOf(() => checkLeaseSeconds(straddle(40))),
 			msgOf(() => checkSettleSeconds(straddle(40))),
 			msgOf(() => checkClaimOptions({ limit: straddle(40), settleSeconds: 0, claimSeconds: 1 })),
-			msgOf(() => quoteSchema(straddle(79))),
+			msgOf(() => ledgerSchema(straddle(79))),
 		];
 		for (const t of texts) expect(LONE.test(t)).toBe(false);
 		expect(texts[0]).toContain(`("${'a'.repeat(59)}")`);

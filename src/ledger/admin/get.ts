@@ -2,7 +2,7 @@
  * Operation Ledger Admin → Get: one operation by key with its history, in one read-only round trip
  * to schema/functions/ledger/ops_get_operation.sql (docs/operations.md).
  */
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import type { OperationStatus } from '../states';
@@ -50,7 +50,7 @@ export function checkMaxEvents(value: unknown): number {
  */
 export async function getOperation(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	key: unknown,
 	maxEvents: unknown = LIMITS.getMaxEvents.default,
 	bounds?: Bounds,

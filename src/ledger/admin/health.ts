@@ -3,7 +3,7 @@
  * per day, table sizes (schema/functions/ledger/ops_health.sql) and the server's replication report
  * (src/db/replication.ts); two bounded read-only statements (docs/operations.md).
  */
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import { assessReplication, readReplication, type ReplicationReport } from '../../db/replication';
@@ -37,7 +37,7 @@ export function checkHealthDays(value: unknown): number {
  * Reads counts by status, oldest unknown, review backlog, events per day (last `days`), sizes, and
  * the server's replication report (a second bounded read-only statement).
  */
-export async function ledgerHealth(db: Queryable, schema: string, days: unknown = LIMITS.healthDays.default, bounds?: Bounds): Promise<LedgerHealth> {
+export async function ledgerHealth(db: Queryable, schema: LedgerSchema, days: unknown = LIMITS.healthDays.default, bounds?: Bounds): Promise<LedgerHealth> {
 	const d = checkHealthDays(days);
 	const rows = await boundedQuery<{ r: Omit<LedgerHealth, 'replication'> }>(db, `SELECT ${sqlFunction(schema, 'ops_health')}($1) AS r`, [d], bounds, { readOnly: true });
 	const replication = assessReplication(await readReplication(db, bounds));

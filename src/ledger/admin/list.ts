@@ -3,7 +3,7 @@
  * expired lease, failed, possible duplicate), oldest first, in one read-only round trip to
  * schema/functions/ledger/ops_list_operations.sql (docs/operations.md).
  */
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import { InputError } from '../../errors';
@@ -75,7 +75,7 @@ function decodeCursor(cursor: string): { at: string; key: string } {
 }
 
 /** One page of operations of `kind`, oldest first (one round trip). */
-export async function listOperations(db: Queryable, schema: string, o: ListOptions, bounds?: Bounds): Promise<ListPage> {
+export async function listOperations(db: Queryable, schema: LedgerSchema, o: ListOptions, bounds?: Bounds): Promise<ListPage> {
 	const after = o.cursor ? decodeCursor(o.cursor) : null;
 	const rows = await boundedQuery<{ r: { total: number | string; items: Array<Record<string, unknown>>; next: { at: string; key: string } | null } }>(
 		db,

@@ -6,7 +6,7 @@
  * exactly the batches that committed.
  */
 import type { Pool, PoolClient } from 'pg';
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { DEFAULTS, isLostConnection } from '../../db/bounds';
 import { checkedOut } from '../../db/checkout';
 import { WrappingError } from '../../db/driverError';
@@ -97,7 +97,7 @@ export class RetentionError extends WrappingError {
  * batch's COMMIT, so that batch may have committed too). Each round trip is bounded by the client as
  * well: statementTimeoutMs + DEFAULTS.deadlineMarginMs, then the connection is destroyed.
  */
-export async function runRetention(pool: Pick<Pool, 'connect'>, schema: string, o: RetentionOptions, ctx: EventContext = {}): Promise<RetentionReport> {
+export async function runRetention(pool: Pick<Pool, 'connect'>, schema: LedgerSchema, o: RetentionOptions, ctx: EventContext = {}): Promise<RetentionReport> {
 	const started = Date.now();
 	const report: RetentionReport = { mode: o.mode, batches: 0, operations: 0, eventsDeleted: 0, stoppedBecause: 'done', durationMs: 0 };
 	const sql =

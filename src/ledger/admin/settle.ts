@@ -4,7 +4,7 @@
  * (docs/operations.md). A decision is reported as settled only when the database made it in this
  * call (result "settled"); it changes what later Reserves of the key answer.
  */
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import { InputError } from '../../errors';
@@ -85,7 +85,7 @@ export function prepareSettleItem(
 /** Applies decisions in one round trip and one transaction; one result per item, in order. */
 export async function settleByHand(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	items: SettleItem[],
 	ctx: EventContext = {},
 	bounds?: Bounds,

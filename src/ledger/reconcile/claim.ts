@@ -3,7 +3,7 @@
  * ended, for a lookup at the target, in one round trip to schema/functions/ledger/reconcile_claim.sql.
  * The claim token keeps other reconcilers away until it expires.
  */
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import { eventContextJson, iso, type EventContext } from '../states';
@@ -65,7 +65,7 @@ interface ClaimRow {
 }
 
 /** Claims due operations (one round trip). Oldest first. */
-export async function claimUnknown(db: Queryable, schema: string, o: ClaimOptions, ctx: EventContext = {}, bounds?: Bounds): Promise<ClaimedOperation[]> {
+export async function claimUnknown(db: Queryable, schema: LedgerSchema, o: ClaimOptions, ctx: EventContext = {}, bounds?: Bounds): Promise<ClaimedOperation[]> {
 	const rows = await boundedQuery<ClaimRow>(db, `SELECT * FROM ${sqlFunction(schema, 'reconcile_claim')}($1, $2, $3, $4, $5::jsonb)`, [
 		o.limit,
 		o.settleSeconds,

@@ -4,7 +4,7 @@
  * "Unknown" never turns into "safe to retry" without evidence: "happened" needs the target's
  * reference, and "not happened" is refused while the operation's settle window runs.
  */
-import { sqlFunction } from '../../db/identifiers';
+import { sqlFunction, type LedgerSchema } from '../../db/identifiers';
 import { boundedQuery, type Bounds } from '../../db/bounds';
 import type { Queryable } from '../../db/values';
 import { isUuid } from '../../check';
@@ -92,7 +92,7 @@ export function checkResolveOptions(o: { maxChecks: unknown; backoffBaseSeconds:
 /** Applies resolutions in one round trip and one transaction; one result per item, in order. */
 export async function resolveUnknown(
 	db: Queryable,
-	schema: string,
+	schema: LedgerSchema,
 	items: ResolveItem[],
 	o: ResolveOptions,
 	ctx: EventContext = {},

@@ -21,9 +21,9 @@ afterAll(async () => {
 
 const ctx = { executionId: 'exec-1', workflowId: 'wf-1', nodeName: 'Test' };
 const reserve = (key: string, request: unknown = { key }, leaseSeconds = 60, target = 'pay') =>
-	reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request, leaseSeconds, target })], ctx).then((r) => r[0]);
+	reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: key, request, leaseSeconds, target })], ctx).then((r) => r[0]);
 async function confirm(key: string, leaseToken: string | null, outcome: 'succeeded' | 'failed' | 'unknown', extra: Record<string, unknown> = {}) {
-	return (await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: key, leaseToken, outcome, ...extra })], ctx))[0];
+	return (await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: key, leaseToken, outcome, ...extra })], ctx))[0];
 }
 async function makeUnknown(key: string, target = 'pay') {
 	const r = await reserve(key, { key }, 60, target);
@@ -34,7 +34,7 @@ async function makeUnknown(key: string, target = 'pay') {
 async function claimDue(target: string, limit = 1) {
 	await setLedgerClock(db.pool, db.schema, 600);
 	try {
-		return await claimUnknown(db.pool, db.schemaSql, { limit, settleSeconds: 0, claimSeconds: 3600, target });
+		return await claimUnknown(db.pool, db.ledgerSchema, { limit, settleSeconds: 0, claimSeconds: 3600, target });
 	} finally {
 		await setLedgerClock(db.pool, db.schema, 0);
 	}
@@ -45,14 +45,14 @@ async function makeReview(key: string) {
 	expect(c.operationKey).toBe(key);
 	const [res] = await resolveUnknown(
 		db.pool,
-		db.schemaSql,
+		db.ledgerSchema,
 		[prepareResolveItem(0, { operationKey: key, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup 500' })],
 		{ maxChecks: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 1 },
 	);
 	expect(res.result).toBe('review');
 }
 const settle = (key: string, decision: string, by = 'alice', ref: string | null = 'pay_1', reason = 'checked the dashboard', beforeSettleWindowEnd = false) =>
-	settleByHand(db.pool, db.schemaSql, [prepareSettleItem(0, { operationKey: key, decision, externalRef: ref, reason, decidedBy: by, beforeSettleWindowEnd })], ctx).then((r) => r[0]);
+	settleByHand(db.pool, db.ledgerSchema, [prepareSettleItem(0, { operationKey: key, decision, externalRef: ref, reason, decidedBy: by, beforeSettleWindowEnd })], ctx).then((r) => r[0]);
 /** Runs `fn` with the ledger clock 600 s ahead: past every default settle window (120 s) of operations made now. */
 async function afterTheWindow<T>(fn: () => Promise<T>): Promise<T> {
 	await setLedgerClock(db.pool, db.schema, 600);
@@ -74,13 +74,13 @@ async function age(keyPrefix: string, days: number) {
 	await db.pool.query(`ALTER TABLE ${db.schemaSql}.operation_events ENABLE TRIGGER USER`);
 }
 const compact = (days = 30, more: Record<string, unknown> = {}) =>
-	runRetention(db.pool, db.schemaSql, checkRetentionOptions({ mode: 'compact', olderThanDays: days, batchSize: 100, ...more }), ctx);
+	runRetention(db.pool, db.ledgerSchema, checkRetentionOptions({ mode: 'compact', olderThanDays: days, batchSize: 100, ...more }), ctx);
 
 describe('Get', () => {
 	it('returns the operation with its events in order: who, which execution and node, when, what changed', async () => {
 		const r = await reserve('g:1');
 		await confirm('g:1', r.leaseToken, 'succeeded', { externalRef: 'pay_g1', response: { id: 'pay_g1' } });
-		const got = await getOperation(db.pool, db.schemaSql, 'g:1');
+		const got = await getOperation(db.pool, db.ledgerSchema, 'g:1');
 		expect(got?.operation).toMatchObject({ operation_key: 'g:1', status: 'succeeded', external_ref: 'pay_g1', response: { id: 'pay_g1' } });
 		expect(got?.operation).not.toHaveProperty('lease_token');
 		expect(got?.eventsTotal).toBe(2);
@@ -89,26 +89,26 @@ describe('Get', () => {
 			['confirmed_succeeded', 'reserved', 'succeeded', 'exec-1', 'Test'],
 		]);
 		expect(Date.parse(got!.events[0].at)).not.toBeNaN();
-		expect(await getOperation(db.pool, db.schemaSql, 'g:none')).toBeNull();
-		await expect(getOperation(db.pool, db.schemaSql, '')).rejects.toThrow(/empty/);
+		expect(await getOperation(db.pool, db.ledgerSchema, 'g:none')).toBeNull();
+		await expect(getOperation(db.pool, db.ledgerSchema, '')).rejects.toThrow(/empty/);
 	});
 });
 
 describe('List', () => {
 	it('pages unknown operations oldest first by keyset, with a total, and filters by age', async () => {
 		for (let n = 0; n < 5; n++) await makeUnknown(`l:${n}`, 'list');
-		const first = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'unknown', target: 'list', limit: 2 }));
+		const first = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'unknown', target: 'list', limit: 2 }));
 		expect(first.total).toBe(5);
 		expect(first.items.map((i) => i.operation_key)).toEqual(['l:0', 'l:1']);
 		expect(first.items[0]).not.toHaveProperty('request');
 		// A row added meanwhile does not shift the pages.
 		await makeUnknown('l:5', 'list');
-		const second = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'unknown', target: 'list', limit: 2, cursor: first.nextCursor }));
+		const second = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'unknown', target: 'list', limit: 2, cursor: first.nextCursor }));
 		expect(second.items.map((i) => i.operation_key)).toEqual(['l:2', 'l:3']);
-		const third = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'unknown', target: 'list', limit: 3, cursor: second.nextCursor }));
+		const third = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'unknown', target: 'list', limit: 3, cursor: second.nextCursor }));
 		expect(third.items.map((i) => i.operation_key)).toEqual(['l:4', 'l:5']);
 		expect(third.nextCursor).toBeNull();
-		const old = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'unknown', target: 'list', minAgeSeconds: 3600 }));
+		const old = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'unknown', target: 'list', minAgeSeconds: 3600 }));
 		expect(old).toEqual({ total: 0, items: [], nextCursor: null });
 		expect(() => checkListOptions({ kind: 'unknown', cursor: 'nope' })).toThrow(/cursor/);
 		expect(() => checkListOptions({ kind: 'everything' })).toThrow(/list must be/);
@@ -122,11 +122,11 @@ describe('List', () => {
 		// The 1 s lease runs out on the ledger clock (put back in the finally below).
 		await setLedgerClock(db.pool, db.schema, 2);
 		try {
-			const review = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'review', target: 'rev' }));
+			const review = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'review', target: 'rev' }));
 			expect(review.items.map((i) => i.operation_key)).toEqual(['l:rev']);
-			const lease = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'expired_lease', target: 'lease-list' }));
+			const lease = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'expired_lease', target: 'lease-list' }));
 			expect(lease.items.map((i) => [i.operation_key, i.status])).toEqual([['l:lease', 'reserved']]);
-			const failed = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'failed', target: 'failed-list' }));
+			const failed = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'failed', target: 'failed-list' }));
 			expect(failed.items.map((i) => [i.operation_key, i.reason])).toEqual([['l:failed', 'HTTP 400']]);
 		} finally {
 			await setLedgerClock(db.pool, db.schema, 0);
@@ -140,7 +140,7 @@ describe('Settle by hand', () => {
 		const r = await settle('s:happened', 'happened', 'alice', 'pay_42', 'found in dashboard');
 		expect(r).toMatchObject({ result: 'settled', status: 'succeeded', externalRef: 'pay_42', decidedBy: 'alice', decision: 'happened' });
 		expect(await reserve('s:happened')).toMatchObject({ outcome: 'already_succeeded', externalRef: 'pay_42' });
-		const got = await getOperation(db.pool, db.schemaSql, 's:happened');
+		const got = await getOperation(db.pool, db.ledgerSchema, 's:happened');
 		const ev = got!.events.find((e) => e.event === 'settled_by_hand');
 		expect(ev).toMatchObject({ fromStatus: 'unknown', toStatus: 'succeeded', executionId: 'exec-1', detail: { decidedBy: 'alice', reason: 'found in dashboard', externalRef: 'pay_42' } });
 		expect(got!.operation.settled_by).toBe('alice');
@@ -170,7 +170,7 @@ describe('Settle by hand', () => {
 			expect(r.decidedBy).toBe(who);
 			expect(refusalMessage(r)).toContain(who!);
 		}
-		const events = (await getOperation(db.pool, db.schemaSql, 's:race'))!.events.map((e) => e.event);
+		const events = (await getOperation(db.pool, db.ledgerSchema, 's:race'))!.events.map((e) => e.event);
 		expect(events.filter((e) => e === 'settled_by_hand')).toHaveLength(1);
 		expect(events.filter((e) => e === 'settle_by_hand_refused')).toHaveLength(5);
 	});
@@ -193,7 +193,7 @@ describe('Settle by hand', () => {
 		await settle('s:claimed', 'happened', 'alice', 'pay_c');
 		const [res] = await resolveUnknown(
 			db.pool,
-			db.schemaSql,
+			db.ledgerSchema,
 			[prepareResolveItem(0, { operationKey: 's:claimed', claimToken: c.claimToken, resolution: 'not_happened' })],
 			{ maxChecks: 3, backoffBaseSeconds: 1, backoffMaxSeconds: 1 },
 		);
@@ -219,10 +219,10 @@ describe('Settle by hand', () => {
 		// Nothing changed: the next Reserve is still told to reconcile (not a second write as attempt 2).
 		expect(await row('s:early')).toMatchObject({ status: 'unknown', settled_by: null });
 		expect(await reserve('s:early')).toMatchObject({ outcome: 'needs_reconcile', attempt: 1 });
-		const events = (await getOperation(db.pool, db.schemaSql, 's:early'))!.events;
+		const events = (await getOperation(db.pool, db.ledgerSchema, 's:early'))!.events;
 		expect(events[events.length - 1]).toMatchObject({ event: 'settle_by_hand_refused_early', detail: { decidedBy: 'erin', decision: 'not_happened' } });
 		// Reconcile Unknown refuses the same decision: its claim is not even due yet.
-		expect(await claimUnknown(db.pool, db.schemaSql, { limit: 10, settleSeconds: 0, claimSeconds: 60, target: 'pay' })).toEqual([]);
+		expect(await claimUnknown(db.pool, db.ledgerSchema, { limit: 10, settleSeconds: 0, claimSeconds: 60, target: 'pay' })).toEqual([]);
 		// "Happened" brings the reference as evidence and is taken inside the window.
 		await makeUnknown('s:early-happened');
 		expect(await settle('s:early-happened', 'happened', 'erin', 'pay_77')).toMatchObject({ result: 'settled', status: 'succeeded' });
@@ -231,13 +231,13 @@ describe('Settle by hand', () => {
 	it('after the settle window ends, "did not happen" is taken; before it only with the explicit override, which the event records', async () => {
 		await makeUnknown('s:window');
 		expect(await afterTheWindow(() => settle('s:window', 'not_happened', 'finn', null, 'no charge'))).toMatchObject({ result: 'settled', status: 'failed' });
-		let ev = (await getOperation(db.pool, db.schemaSql, 's:window'))!.events.find((e) => e.event === 'settled_by_hand');
+		let ev = (await getOperation(db.pool, db.ledgerSchema, 's:window'))!.events.find((e) => e.event === 'settled_by_hand');
 		expect(ev?.detail).not.toHaveProperty('beforeSettleWindowEnd');
 
 		await makeUnknown('s:override');
 		const r = await settle('s:override', 'not_happened', 'gwen', null, 'the provider was down the whole time (status page)', true);
 		expect(r).toMatchObject({ result: 'settled', status: 'failed', retryable: true, decidedBy: 'gwen' });
-		ev = (await getOperation(db.pool, db.schemaSql, 's:override'))!.events.find((e) => e.event === 'settled_by_hand');
+		ev = (await getOperation(db.pool, db.ledgerSchema, 's:override'))!.events.find((e) => e.event === 'settled_by_hand');
 		const until = (await row('s:override')).settle_until as Date;
 		expect(ev?.detail).toMatchObject({ decidedBy: 'gwen', beforeSettleWindowEnd: true });
 		expect(new Date((ev?.detail as { settleUntil: string }).settleUntil).getTime()).toBe(until.getTime());
@@ -249,7 +249,7 @@ describe('Settle by hand', () => {
 		await makeUnknown('s:role');
 		await settle('s:role', 'happened', 'the CFO', 'pay_cfo');
 		const { rows } = await db.pool.query(`SELECT current_user AS me`);
-		const events = (await getOperation(db.pool, db.schemaSql, 's:role'))!.events;
+		const events = (await getOperation(db.pool, db.ledgerSchema, 's:role'))!.events;
 		expect(events.length).toBeGreaterThan(2);
 		for (const e of events) expect(e.dbRole).toBe(rows[0].me);
 	});
@@ -262,7 +262,7 @@ describe('Settle by hand', () => {
 			await holder.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = 's:held' FOR UPDATE`);
 			const t = Date.now();
 			await expect(
-				settleByHand(db.pool, db.schemaSql, [prepareSettleItem(0, { operationKey: 's:held', decision: 'happened', externalRef: 'p', reason: 'r', decidedBy: 'a' })], ctx, {
+				settleByHand(db.pool, db.ledgerSchema, [prepareSettleItem(0, { operationKey: 's:held', decision: 'happened', externalRef: 'p', reason: 'r', decidedBy: 'a' })], ctx, {
 					statementTimeoutMs: 5000,
 					lockTimeoutMs: 200,
 				}),
@@ -287,7 +287,7 @@ describe('Settle by hand', () => {
 
 describe('Health', () => {
 	it('counts by status, oldest unknown, review backlog, events per day and table sizes', async () => {
-		const h = await ledgerHealth(db.pool, db.schemaSql, 3);
+		const h = await ledgerHealth(db.pool, db.ledgerSchema, 3);
 		expect(h.byStatus.unknown).toBeGreaterThan(0);
 		expect(h.oldestUnknown?.key).toBeDefined();
 		expect(h.review.count).toBeGreaterThanOrEqual(0);
@@ -348,9 +348,9 @@ describe('Retention', () => {
 			 SELECT 'c:bulk:' || g, 'succeeded', 'f', 'sha256-jcs-rfc8785', 1, 'ik' || g, 'ref' || g, '{"a":1}', now() - interval '60 days'
 			   FROM generate_series(1, 250) g`,
 		);
-		const first = await runRetention(db.pool, db.schemaSql, checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 50, maxBatches: 2 }));
+		const first = await runRetention(db.pool, db.ledgerSchema, checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 50, maxBatches: 2 }));
 		expect(first).toMatchObject({ batches: 2, operations: 100, stoppedBecause: 'max_batches' });
-		const rest = await runRetention(db.pool, db.schemaSql, checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 50, maxBatches: 100 }));
+		const rest = await runRetention(db.pool, db.ledgerSchema, checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 50, maxBatches: 100 }));
 		expect(rest.stoppedBecause).toBe('done');
 		expect(rest.operations).toBeGreaterThanOrEqual(150);
 		const left = await db.pool.query(`SELECT count(*) FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'c:bulk:%' AND compacted_at IS NULL`);
@@ -368,7 +368,7 @@ describe('Retention', () => {
 			`CREATE TRIGGER refuse BEFORE UPDATE ON ${db.schemaSql}.operations FOR EACH ROW WHEN (OLD.operation_key = 'c:fail:2') EXECUTE FUNCTION ${db.schemaSql}.refuse()`,
 		);
 		try {
-			const err = await runRetention(db.pool, db.schemaSql, checkRetentionOptions({ mode: 'compact', olderThanDays: 50, batchSize: 1 }), ctx).then(
+			const err = await runRetention(db.pool, db.ledgerSchema, checkRetentionOptions({ mode: 'compact', olderThanDays: 50, batchSize: 1 }), ctx).then(
 				() => null,
 				(e: RetentionError) => e,
 			);
@@ -402,11 +402,11 @@ describe('Retention', () => {
 			while (!stop) {
 				const batch = Array.from({ length: 20 }, (_, j) => prepareReserveItem(j, { operationKey: `c:conc:${((n * 20 + j) % N) + 1}`, request: { same: true }, leaseSeconds: 60 }));
 				n += 3;
-				const res = await reserveOperations(db.pool, db.schemaSql, batch, ctx);
+				const res = await reserveOperations(db.pool, db.ledgerSchema, batch, ctx);
 				for (const r of res) outcomes.push(`${batch[r.index].operationKey}=${r.outcome}`);
 			}
 		});
-		const report = await runRetention(db.pool, db.schemaSql, checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 25, maxBatches: 1000 }));
+		const report = await runRetention(db.pool, db.ledgerSchema, checkRetentionOptions({ mode: 'compact', olderThanDays: 30, batchSize: 25, maxBatches: 1000 }));
 		stop = true;
 		await Promise.all(reservers);
 		expect(report.stoppedBecause).toBe('done');
@@ -437,7 +437,7 @@ describe('Retention', () => {
 		await makeUnknown('h:unknown');
 		await age('h:', 40);
 		await db.pool.query(`UPDATE ${db.schemaSql}.operations SET created_at = created_at - interval '40 days' WHERE operation_key = 'h:unknown'`);
-		const report = await runRetention(db.pool, db.schemaSql, checkRetentionOptions({ mode: 'hard_delete', olderThanDays: 30, acknowledge: true, batchSize: 1000 }));
+		const report = await runRetention(db.pool, db.ledgerSchema, checkRetentionOptions({ mode: 'hard_delete', olderThanDays: 30, acknowledge: true, batchSize: 1000 }));
 		expect(report.operations).toBeGreaterThanOrEqual(1);
 		expect(await row('h:gone')).toBeUndefined();
 		expect(await eventCount('h:gone')).toBe(0);

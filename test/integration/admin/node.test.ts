@@ -22,8 +22,8 @@ function run(params: Record<string, unknown>, items = [{ json: {} }], continueOn
 	);
 }
 async function makeUnknown(key: string) {
-	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target: 'node' })]);
-	await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'timeout' })]);
+	const [r] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target: 'node' })]);
+	await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'timeout' })]);
 }
 
 describe('Operation Ledger Admin node', () => {

@@ -4,6 +4,7 @@
  * choice, and it refuses a schema whose SECURITY DEFINER functions would run as a superuser.
  * What the role can and cannot do is test/integration/security/roles.test.ts.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
@@ -52,7 +53,7 @@ const EXPECTED = [
 ];
 
 beforeAll(async () => {
-	await migrate(admin, schema, true);
+	await migrate(admin, ledgerSchema(schema), true);
 	runScript('schema/security/least_privilege_role.sql', { role: nodes, password, keep_public_temp: '1' });
 	const url = new URL(DATABASE_URL);
 	url.username = role;
@@ -74,7 +75,7 @@ describe('schema/security/operator_role.sql', () => {
 		operatorScript({ password });
 		operatorScript();
 		expect(await grantsOf(role)).toEqual(EXPECTED);
-		await expect(migrate(asRole, schema, false)).resolves.toBeGreaterThanOrEqual(12);
+		await expect(migrate(asRole, ledgerSchema(schema), false)).resolves.toBeGreaterThanOrEqual(12);
 	});
 
 	it('removes the table grants an older version of the script gave (UPDATE, INSERT, DELETE, sequences)', async () => {
@@ -94,22 +95,22 @@ describe('schema/security/operator_role.sql', () => {
 	});
 
 	it('grants Hard Delete only with -v hard_delete=1, and a run without it takes it away again', async () => {
-		const [r] = await reserveOperations(admin, q, [prepareReserveItem(0, { operationKey: 'hd:1', request: {}, leaseSeconds: 60 })]);
-		await confirmOperations(admin, q, [prepareConfirmItem(0, { operationKey: 'hd:1', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'x' })]);
+		const [r] = await reserveOperations(admin, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: 'hd:1', request: {}, leaseSeconds: 60 })]);
+		await confirmOperations(admin, ledgerSchema(schema), [prepareConfirmItem(0, { operationKey: 'hd:1', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'x' })]);
 		await admin.query(`UPDATE ${q}.operations SET settled_at = now() - interval '40 days' WHERE operation_key = 'hd:1'`);
-		const hardDelete = () => runRetention(asRole, q, checkRetentionOptions({ mode: 'hard_delete', olderThanDays: 30, acknowledge: true }));
+		const hardDelete = () => runRetention(asRole, ledgerSchema(schema), checkRetentionOptions({ mode: 'hard_delete', olderThanDays: 30, acknowledge: true }));
 		await expect(hardDelete()).rejects.toThrow(/permission denied for function ops_hard_delete_batch/);
 		operatorScript({ hard_delete: '1' });
 		expect(await grantsOf(role)).toEqual([...EXPECTED, 'ops_hard_delete_batch:EXECUTE'].sort());
 		await expect(hardDelete()).resolves.toMatchObject({ operations: 1 });
-		expect(await getOperation(asRole, q, 'hd:1')).toBeNull();
+		expect(await getOperation(asRole, ledgerSchema(schema), 'hd:1')).toBeNull();
 		operatorScript();
 		expect(await grantsOf(role)).toEqual(EXPECTED);
 	});
 
 	it('refuses a schema owned by a superuser (its SECURITY DEFINER functions would run as one), and says what to run first', async () => {
 		const other = randomSchema('ol_oprole_su');
-		await migrate(admin, other, true);
+		await migrate(admin, ledgerSchema(other), true);
 		try {
 			expect(() => operatorScript({}, other)).toThrow(/owned by the superuser .*least_privilege_role\.sql first/s);
 		} finally {

@@ -21,14 +21,14 @@ it('Reserve and Confirm with a node name and a reason holding NUL and lone surro
 	const ctx = { nodeName: 'Reserve \uD800 \u0000', executionId: 'e\uDC00', workflowId: 'w' };
 	const reserved = await reserveOperations(
 		db.pool,
-		db.schemaSql,
+		db.ledgerSchema,
 		['a', 'b'].map((k, i) => prepareReserveItem(i, { operationKey: `badval:pay:${k}:v1`, request: { k }, leaseSeconds: 60 })),
 		ctx,
 	);
 	expect(reserved.map((r) => r.outcome)).toEqual(['proceed', 'proceed']);
 	const confirmed = await confirmOperations(
 		db.pool,
-		db.schemaSql,
+		db.ledgerSchema,
 		[
 			prepareConfirmItem(0, { operationKey: 'badval:pay:a:v1', leaseToken: reserved[0].leaseToken, outcome: 'unknown', reason: 'HTTP 504 \u0000 from \uD83D' }),
 			prepareConfirmItem(1, { operationKey: 'badval:pay:b:v1', leaseToken: reserved[1].leaseToken, outcome: 'succeeded', externalRef: 'pay_1' }),

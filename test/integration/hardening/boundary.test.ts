@@ -9,6 +9,7 @@
  *   - killed backends (a migration waiting for its lock, a running query, idle pool clients, a
  *     LISTEN connection) never crash the process.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -258,10 +259,10 @@ describe('killed backends never crash the process', () => {
 	it('while a migration waits for its lock', async () => {
 		const schema = 'bd_kill_migrate';
 		const pool = getPool(base({ schema }));
-		expect(await killWaitingMigration(schema, () => ensureSchema(pool, schema, true))).toMatch(/terminat|Connection/i);
+		expect(await killWaitingMigration(schema, () => ensureSchema(pool, ledgerSchema(schema), true))).toMatch(/terminat|Connection/i);
 		// The pool recovers: the next use applies the schema.
-		await expect(ensureSchema(pool, schema, true)).resolves.toBeGreaterThan(0);
-		expect((await readSchemaState(pool, schema)).version).toBeGreaterThan(0);
+		await expect(ensureSchema(pool, ledgerSchema(schema), true)).resolves.toBeGreaterThan(0);
+		expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBeGreaterThan(0);
 	});
 
 	it('during a query (pooled and checked out)', async () => {
@@ -313,7 +314,7 @@ describe('killed backends never crash the process', () => {
 		const schema = 'bd_kill_plain';
 		const plain = new PlainPool({ ...toClientConfig(base()), max: 2 });
 		plain.on('error', () => undefined);
-		expect(await killWaitingMigration(schema, () => migrate(plain, schema, true))).toMatch(/terminat|Connection/i);
+		expect(await killWaitingMigration(schema, () => migrate(plain, ledgerSchema(schema), true))).toMatch(/terminat|Connection/i);
 		await plain.end();
 	});
 });

@@ -8,6 +8,7 @@
  * Slow, real time: about 40 s in all; every test is bounded by its own jest timeout (20 s or 30 s).
  * Credentials here use Statement Timeout 1000 ms (deadline 3000 ms), Connection Timeout 1000 ms.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { closeAllPools, getPool, type ConnectionConfig } from '../../../src/db/pool';
 import { DeadlineError, OutcomeUnknownError, roundTripDeadlineMs, toBounds } from '../../../src/db/bounds';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
@@ -44,7 +45,7 @@ afterEach(async () => {
 
 let keyCounter = 0;
 const reserveOne = (pool: ReturnType<typeof getPool>, c: ConnectionConfig) =>
-	reserveOperations(pool, db.schemaSql, [prepareReserveItem(0, { operationKey: `deadline:reserve:k${++keyCounter}:v1`, request: { n: keyCounter }, leaseSeconds: 60 })], {}, toBounds(c));
+	reserveOperations(pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: `deadline:reserve:k${++keyCounter}:v1`, request: { n: keyCounter }, leaseSeconds: 60 })], {}, toBounds(c));
 
 function viaProxy(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
 	return {
@@ -114,11 +115,11 @@ describe('a network that stops answering (blackhole proxy)', () => {
 			const pool = getPool(c);
 			const queue = 'deadline-commit-lost';
 			// Warm (and past the schema check) so the armed pattern meets the Enqueue's own round trip.
-			await enqueue(pool, db.schemaSql, [{ queue, group: 'normal', payload: { warm: true } }], {}, toBounds(c));
+			await enqueue(pool, db.ledgerSchema, [{ queue, group: 'normal', payload: { warm: true } }], {}, toBounds(c));
 			const plain = Array.from({ length: 100 }, (_, i) => ({ queue, group: 'normal', payload: { i } }));
 			const dropped = proxy.dropReplyAfter('COMMIT');
 			const t0 = Date.now();
-			const err = (await enqueue(pool, db.schemaSql, plain, {}, toBounds(c)).catch((e: unknown) => e)) as OutcomeUnknownError;
+			const err = (await enqueue(pool, db.ledgerSchema, plain, {}, toBounds(c)).catch((e: unknown) => e)) as OutcomeUnknownError;
 			await dropped;
 			expect(Date.now() - t0).toBeLessThan(DEADLINE_MS + SLACK_MS);
 			expect(err).toBeInstanceOf(OutcomeUnknownError);
@@ -132,12 +133,12 @@ describe('a network that stops answering (blackhole proxy)', () => {
 				{ queue, group: 'normal', payload: { k: 2 } },
 			];
 			const dropped2 = proxy.dropReplyAfter('COMMIT');
-			const err2 = (await enqueue(pool, db.schemaSql, keyed, {}, toBounds(c)).catch((e: unknown) => e)) as OutcomeUnknownError;
+			const err2 = (await enqueue(pool, db.ledgerSchema, keyed, {}, toBounds(c)).catch((e: unknown) => e)) as OutcomeUnknownError;
 			await dropped2;
 			expect(err2).toBeInstanceOf(OutcomeUnknownError);
 			expect([err2.retryableItem(0), err2.retryableItem(1)]).toEqual([true, false]);
 			// Sending the keyed task again is answered from what was recorded.
-			const [again] = await enqueue(pool, db.schemaSql, [keyed[0]], {}, toBounds(c));
+			const [again] = await enqueue(pool, db.ledgerSchema, [keyed[0]], {}, toBounds(c));
 			expect(again.deduplicated).toBe(true);
 		},
 		30_000,
@@ -147,7 +148,7 @@ describe('a network that stops answering (blackhole proxy)', () => {
 		'a LISTEN connection that died silently is noticed by its bounded probe and replaced after the heal; notifications arrive again',
 		async () => {
 			const c = viaProxy();
-			const channel = queueChannel(db.schema, 'deadline-listen');
+			const channel = queueChannel(db.ledgerSchema, 'deadline-listen');
 			const logs: string[] = [];
 			const watcher = new QueueWatcher({
 				channel,
@@ -185,11 +186,12 @@ describe('a network that stops answering (blackhole proxy)', () => {
 });
 
 describe('a frozen server (SIGSTOP of a private Postgres)', () => {
+	const FROZEN = ledgerSchema('ol_frozen');
 	let pg: PrivatePostgres;
 	beforeAll(async () => {
 		pg = await startPrivatePostgres({ name: 'deadlines' });
 		const setup = getPool({ connectionString: pg.url, ssl: 'disable', schema: 'ol_frozen', autoApplySchema: true });
-		await migrate(setup, 'ol_frozen', true);
+		await migrate(setup, FROZEN, true);
 		await closeAllPools();
 	}, 60_000);
 	afterAll(async () => {
@@ -211,7 +213,7 @@ describe('a frozen server (SIGSTOP of a private Postgres)', () => {
 		...extra,
 	});
 	const reserveFrozen = (pool: ReturnType<typeof getPool>, c: ConnectionConfig) =>
-		reserveOperations(pool, '"ol_frozen"', [prepareReserveItem(0, { operationKey: `frozen:reserve:k${++keyCounter}:v1`, request: { n: keyCounter }, leaseSeconds: 60 })], {}, toBounds(c));
+		reserveOperations(pool, FROZEN, [prepareReserveItem(0, { operationKey: `frozen:reserve:k${++keyCounter}:v1`, request: { n: keyCounter }, leaseSeconds: 60 })], {}, toBounds(c));
 
 	it(
 		'warm pool: a call ends within the deadline instead of waiting for the server; after SIGCONT the same credential works',

@@ -13,6 +13,7 @@
  *   - 50 concurrent executions through one credential (maxConnections 5) against a server with
  *     max_connections = 20 never exhaust connections.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import type { ICredentialsDecrypted, ICredentialTestFunctions } from 'n8n-workflow';
 import { Client, Pool } from 'pg';
 import { ledgerConnectionTest } from '../../../nodes/shared/connection';
@@ -98,7 +99,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 
 	it('schema applied directly (psql-style, auto-apply off): every node operation works through PgBouncer', async () => {
 		const direct = new Pool({ connectionString: pg.url, max: 1 });
-		await migrate(direct, 'hz_bouncer_direct', true);
+		await migrate(direct, ledgerSchema('hz_bouncer_direct'), true);
 		await direct.end();
 		await roundTrip(testCredentials(bouncer.url, 'hz_bouncer_direct', { autoApplySchema: false }), 'bd');
 	});
@@ -131,26 +132,26 @@ describe('PgBouncer in transaction pooling mode', () => {
 	it('the queue path under its statement and lock timeouts: every call works, a lock timeout fires cleanly, nothing leaks to server connections', async () => {
 		const schema = 'hz_bouncer_bounds';
 		const direct = new Pool({ connectionString: pg.url, max: 1 });
-		await migrate(direct, schema, true);
+		await migrate(direct, ledgerSchema(schema), true);
 		const pool = new Pool({ connectionString: bouncer.url, max: 2 });
 		const b = { statementTimeoutMs: 5_000, lockTimeoutMs: 300 };
 		const queue = 'bounded';
 		try {
-			const enq = await Q.enqueue(pool, schema, [1, 2, 3, 4].map((n) => ({ queue, group: 'normal', payload: { n } })), { notify: 'after' }, b);
+			const enq = await Q.enqueue(pool, ledgerSchema(schema), [1, 2, 3, 4].map((n) => ({ queue, group: 'normal', payload: { n } })), { notify: 'after' }, b);
 			expect(enq).toHaveLength(4);
-			expect((await Q.nextDueFor(pool, schema, queue, ['normal'], b)).due).toBe(true);
-			const tasks = await Q.dequeue(pool, schema, { queue, limit: 4, leaseSeconds: 60 }, b);
+			expect((await Q.nextDueFor(pool, ledgerSchema(schema), queue, ['normal'], b)).due).toBe(true);
+			const tasks = await Q.dequeue(pool, ledgerSchema(schema), { queue, limit: 4, leaseSeconds: 60 }, b);
 			expect(tasks).toHaveLength(4);
 			const key = (t: Q.ClaimedTask) => ({ taskId: t.taskId, leaseToken: t.leaseToken });
-			expect((await Q.extendLease(pool, schema, [{ ...key(tasks[0]), leaseSeconds: 120 }], b))[0].outcome).toBe('extended');
-			expect((await Q.complete(pool, schema, [key(tasks[0])], b))[0].outcome).toBe('completed');
-			expect((await Q.fail(pool, schema, [{ ...key(tasks[1]), error: 'x', giveUp: true }], {}, b))[0].outcome).toBe('dead');
-			expect((await Q.release(pool, schema, [key(tasks[2])], b))[0].outcome).toBe('released');
-			expect((await Q.requeueDead(pool, schema, { queue, taskIds: [tasks[1].taskId] }, b))[0].outcome).toBe('requeued');
-			expect(await Q.purge(pool, schema, { queue, archiveAfterSeconds: 0 }, b)).toEqual({ deadArchived: 0, archiveDeleted: 1 });
-			const st = await Q.stats(pool, schema, queue, b);
+			expect((await Q.extendLease(pool, ledgerSchema(schema), [{ ...key(tasks[0]), leaseSeconds: 120 }], b))[0].outcome).toBe('extended');
+			expect((await Q.complete(pool, ledgerSchema(schema), [key(tasks[0])], b))[0].outcome).toBe('completed');
+			expect((await Q.fail(pool, ledgerSchema(schema), [{ ...key(tasks[1]), error: 'x', giveUp: true }], {}, b))[0].outcome).toBe('dead');
+			expect((await Q.release(pool, ledgerSchema(schema), [key(tasks[2])], b))[0].outcome).toBe('released');
+			expect((await Q.requeueDead(pool, ledgerSchema(schema), { queue, taskIds: [tasks[1].taskId] }, b))[0].outcome).toBe('requeued');
+			expect(await Q.purge(pool, ledgerSchema(schema), { queue, archiveAfterSeconds: 0 }, b)).toEqual({ deadArchived: 0, archiveDeleted: 1 });
+			const st = await Q.stats(pool, ledgerSchema(schema), queue, b);
 			expect({ ready: st.ready, inFlight: st.inFlight }).toEqual({ ready: 2, inFlight: 1 });
-			expect((await Q.nextDue(pool, schema, queue, b)).due).toBe(true);
+			expect((await Q.nextDue(pool, ledgerSchema(schema), queue, b)).due).toBe(true);
 			// A task another session holds: the settle answers within the lock timeout.
 			const holder = new Client({ connectionString: pg.url });
 			await holder.connect();
@@ -158,7 +159,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 			await holder.query(`SELECT 1 FROM "${schema}".queue_tasks WHERE id = $1 FOR UPDATE`, [tasks[3].taskId]);
 			try {
 				const t0 = Date.now();
-				const err = await Q.complete(pool, schema, [key(tasks[3])], b).catch((e: unknown) => e);
+				const err = await Q.complete(pool, ledgerSchema(schema), [key(tasks[3])], b).catch((e: unknown) => e);
 				expect(err).toBeInstanceOf(LedgerBusyError);
 				expect((err as LedgerBusyError).code).toBe('55P03');
 				expect(Date.now() - t0).toBeLessThan(3_000);
@@ -166,7 +167,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 				await holder.query('ROLLBACK');
 				await holder.end();
 			}
-			expect((await Q.complete(pool, schema, [key(tasks[3])], b))[0].outcome).toBe('completed');
+			expect((await Q.complete(pool, ledgerSchema(schema), [key(tasks[3])], b))[0].outcome).toBe('completed');
 			// SET LOCAL ended with each transaction: every server connection has the defaults.
 			const seen = new Set<string>();
 			const wide = new Pool({ connectionString: bouncer.url, max: 6 });
@@ -191,14 +192,14 @@ describe('PgBouncer in transaction pooling mode', () => {
 		const fired: string[] = [];
 		let claimed = 0;
 		const w = new QueueWatcher({
-			channel: queueChannel(schema, queue),
+			channel: queueChannel(ledgerSchema(schema), queue),
 			pollMs: 100,
 			maxInFlight: 1,
 			inFlightTimeoutMs: 60_000,
-			check: () => nextDue(pool, schema, queue),
+			check: () => nextDue(pool, ledgerSchema(schema), queue),
 			fire: async (reason) => {
 				fired.push(reason);
-				claimed += (await coreDequeue(pool, schema, { queue, limit: 10, leaseSeconds: 60 })).length;
+				claimed += (await coreDequeue(pool, ledgerSchema(schema), { queue, limit: 10, leaseSeconds: 60 })).length;
 				return { finished: Promise.resolve() };
 			},
 			connect: undefined,
@@ -231,7 +232,7 @@ describe('SSL verify-full with a locally made CA', () => {
 		// Only SSL connections over TCP.
 		await pg.sql(`SELECT 1`);
 		const direct = new Pool({ connectionString: pg.url, max: 1, ssl: { ca: caPem } });
-		await migrate(direct, SCHEMA, true);
+		await migrate(direct, ledgerSchema(SCHEMA), true);
 		const { rows } = await direct.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
 		expect(rows[0].ssl).toBe(true);
 		await direct.end();

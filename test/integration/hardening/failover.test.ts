@@ -26,6 +26,7 @@
  * counters see it. Synchronous replication (on, remote_apply) must show 0 / 0 / 0 / 0.
  * Figures: docs/high-availability.md. Run time: about 20 s per case, 90 s for the file.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net';
@@ -182,7 +183,7 @@ async function runCase(c: Case): Promise<Figures> {
 	let stopAll = () => undefined as void;
 	try {
 		const direct = new Pool({ connectionString: primary.url, max: 1 });
-		await migrate(direct, SCHEMA, true);
+		await migrate(direct, ledgerSchema(SCHEMA), true);
 		await direct.end();
 		standby = await startStandby(primary, { name: `fo-${c.name}-standby` });
 		if (c.synchronousCommit) {
@@ -212,10 +213,10 @@ async function runCase(c: Case): Promise<Figures> {
 			for (let n = 0; !stop; n++) {
 				const key = `fo:${c.name}:w${w}:${n}`;
 				try {
-					const [r] = await reserveOperations(pool, SCHEMA, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 30 })], { workflowId: 'fo' }, BOUNDS);
+					const [r] = await reserveOperations(pool, ledgerSchema(SCHEMA), [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 30 })], { workflowId: 'fo' }, BOUNDS);
 					if (r.outcome !== 'proceed') continue;
 					const ref = await outside.pay(key, r.idempotencyKey as string);
-					const [k] = await confirmOperations(pool, SCHEMA, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: ref })], { workflowId: 'fo' }, BOUNDS);
+					const [k] = await confirmOperations(pool, ledgerSchema(SCHEMA), [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: ref })], { workflowId: 'fo' }, BOUNDS);
 					if (k.result === 'recorded') confirmed.add(key);
 				} catch {
 					await failed();
@@ -226,7 +227,7 @@ async function runCase(c: Case): Promise<Figures> {
 			for (let n = 0; !stop; n++) {
 				const refs = Array.from({ length: 5 }, (_, i) => `t:${c.name}:${n}:${i}`);
 				try {
-					await enqueue(pool, SCHEMA, refs.map((ref) => ({ queue: QUEUE, group: 'normal', payload: { ref } })), {}, BOUNDS);
+					await enqueue(pool, ledgerSchema(SCHEMA), refs.map((ref) => ({ queue: QUEUE, group: 'normal', payload: { ref } })), {}, BOUNDS);
 					for (const r of refs) tasksAcked.add(r);
 				} catch {
 					await failed();
@@ -239,13 +240,13 @@ async function runCase(c: Case): Promise<Figures> {
 		const consumer = async () => {
 			while (!consumersDone) {
 				try {
-					const got = await dequeue(pool, SCHEMA, { queue: QUEUE, limit: 5, leaseSeconds: TASK_LEASE_S }, BOUNDS);
+					const got = await dequeue(pool, ledgerSchema(SCHEMA), { queue: QUEUE, limit: 5, leaseSeconds: TASK_LEASE_S }, BOUNDS);
 					if (got.length === 0) {
 						await sleep(20);
 						continue;
 					}
 					for (const t of got) await outside.run((t.payload as { ref: string }).ref);
-					const res = await complete(pool, SCHEMA, got.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), BOUNDS);
+					const res = await complete(pool, ledgerSchema(SCHEMA), got.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), BOUNDS);
 					res.forEach((r, i) => {
 						if (r.outcome === 'completed') completedAcked.add((got[i].payload as { ref: string }).ref);
 					});
@@ -292,7 +293,7 @@ async function runCase(c: Case): Promise<Figures> {
 			// waits until the client cancels it, and says why.
 			const probe = new Pool({ connectionString: standby.url, max: 1 });
 			const t0 = Date.now();
-			const err = await reserveOperations(probe, SCHEMA, [prepareReserveItem(0, { operationKey: `fo:${c.name}:blocked`, request: {}, leaseSeconds: 30 })], {}, BOUNDS).catch((e) => e);
+			const err = await reserveOperations(probe, ledgerSchema(SCHEMA), [prepareReserveItem(0, { operationKey: `fo:${c.name}:blocked`, request: {}, leaseSeconds: 30 })], {}, BOUNDS).catch((e) => e);
 			blockedWriteMs = Date.now() - t0;
 			await probe.end();
 			expect(err).toBeInstanceOf(ReplicationUnconfirmedError);
@@ -323,7 +324,7 @@ async function runCase(c: Case): Promise<Figures> {
 		try {
 			for (let i = 0; i < written.length; i += 500) {
 				const chunk = written.slice(i, i + 500);
-				const res = await reserveOperations(counting, SCHEMA, chunk.map((key, j) => prepareReserveItem(j, { operationKey: key, request: { key }, leaseSeconds: 30 })), {}, BOUNDS);
+				const res = await reserveOperations(counting, ledgerSchema(SCHEMA), chunk.map((key, j) => prepareReserveItem(j, { operationKey: key, request: { key }, leaseSeconds: 30 })), {}, BOUNDS);
 				const again = res.filter((r) => r.outcome === 'proceed');
 				grantedTwice += again.length;
 				sameIdempotencyKey += again.filter((r) => r.idempotencyKey === outside.idempotencyKeys.get(chunk[r.index])).length;

@@ -16,6 +16,7 @@
  *   - in the same process, with the same credential (same pool), the next execution succeeds and
  *     every outcome it reports is true in the database.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { Pool } from 'pg';
 import { closeAllPools } from '../../../src/db/pool';
 import { migrate } from '../../../src/db/migrate';
@@ -41,7 +42,7 @@ beforeAll(async () => {
 	pg = await startPrivatePostgres({ name: 'faults' });
 	admin = new Pool({ connectionString: pg.url, max: 2 });
 	admin.on('error', () => undefined);
-	await migrate(admin, SCHEMA, true);
+	await migrate(admin, ledgerSchema(SCHEMA), true);
 	await admin.query(`
 		CREATE TABLE public.fault_delay (ms integer NOT NULL);
 		INSERT INTO public.fault_delay VALUES (0);

@@ -5,6 +5,7 @@
  * read-only and is retryable (the same item succeeds once the credential reaches the primary),
  * and nothing reaches a go-ahead output.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'pg';
@@ -22,7 +23,7 @@ const schema = 'ol_readonly';
 beforeAll(async () => {
 	pg = await startPrivatePostgres({ name: 'readonly' });
 	const pool = new Pool({ connectionString: pg.url, max: 1 });
-	await migrate(pool, schema, true);
+	await migrate(pool, ledgerSchema(schema), true);
 	await pool.end();
 	pg.stop('fast');
 	// No primary_conninfo: it stays a standby (hot_standby is on by default), read-only.

@@ -12,6 +12,7 @@
  * Reserve, Confirm and Enqueue through the nodes end after Statement Timeout + 1 s with error
  * items that name the cause, recorded on the server, nothing on a go-ahead output.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { ICredentialsDecrypted, ICredentialTestFunctions, INodeExecutionData } from 'n8n-workflow';
@@ -46,7 +47,7 @@ function psqlFile(pg: PrivatePostgres, file: string, vars: Record<string, string
 beforeAll(async () => {
 	primary = await startPrivatePostgres({ name: 'repl', binaries: 'system', replication: true });
 	const pool = new Pool({ connectionString: primary.url, max: 1 });
-	await migrate(pool, SCHEMA, true);
+	await migrate(pool, ledgerSchema(SCHEMA), true);
 	await pool.end();
 	psqlFile(primary, 'schema/security/least_privilege_role.sql', { schema: SCHEMA, role: NODES_ROLE, password: 'unused-trust-auth' });
 	psqlFile(primary, 'schema/security/operator_role.sql', { schema: SCHEMA, role: OPERATOR_ROLE, password: 'unused-trust-auth' });
@@ -65,7 +66,7 @@ async function credentialTest(url: string, extra: Record<string, unknown> = {}) 
 async function health(url: string) {
 	const pool = new Pool({ connectionString: url, max: 1 });
 	try {
-		return (await ledgerHealth(pool, SCHEMA, 1)).replication;
+		return (await ledgerHealth(pool, ledgerSchema(SCHEMA), 1)).replication;
 	} finally {
 		await pool.end();
 	}
@@ -242,7 +243,7 @@ describe('a synchronous standby that is gone', () => {
 		// The core raises the error itself.
 		const pool = new Pool({ connectionString: url, max: 1 });
 		try {
-			const err = await reserveOperations(pool, SCHEMA, [prepareReserveItem(0, { operationKey: 'gone:reserve:core', request: { a: 1 }, leaseSeconds: 60 })], {}, { statementTimeoutMs: 500, lockTimeoutMs: 500 }).catch((e) => e);
+			const err = await reserveOperations(pool, ledgerSchema(SCHEMA), [prepareReserveItem(0, { operationKey: 'gone:reserve:core', request: { a: 1 }, leaseSeconds: 60 })], {}, { statementTimeoutMs: 500, lockTimeoutMs: 500 }).catch((e) => e);
 			expect(err).toBeInstanceOf(ReplicationUnconfirmedError);
 			// Statement Timeout 500 ms + 1 s. Both ends are whole milliseconds of Date.now() while Node's
 			// timer runs on the monotonic clock, so the figure can read up to 2 ms short (1499 seen once).

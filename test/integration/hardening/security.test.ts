@@ -5,6 +5,7 @@
  * carries the row in its DETAIL) is collected: thrown messages, descriptions, error items, and
  * everything written to the console meanwhile; none may contain a secret.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { randomBytes } from 'node:crypto';
 import type { ICredentialsDecrypted, ICredentialTestFunctions, ITriggerFunctions } from 'n8n-workflow';
 import { Pool } from 'pg';
@@ -28,7 +29,7 @@ const consoleSpies: jest.SpyInstance[] = [];
 beforeAll(async () => {
 	pg = await startPrivatePostgres({ name: 'security', superuserPassword: PASSWORD });
 	const pool = new Pool({ connectionString: pg.url, max: 1 });
-	await migrate(pool, SCHEMA, true);
+	await migrate(pool, ledgerSchema(SCHEMA), true);
 	// An SQL error whose DETAIL carries the whole row, payload included.
 	await pool.query(`ALTER TABLE "${SCHEMA}".operations ADD CONSTRAINT no_cards CHECK (request::text NOT LIKE '%card-4242-%')`);
 	await pool.end();

@@ -14,6 +14,7 @@
  *     succeeded; every task a worker completed is archived as succeeded.
  * Duration: HARDENING_SOAK_SECONDS (default 40).
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import { migrate } from '../../../src/db/migrate';
@@ -35,7 +36,7 @@ let pg: PrivatePostgres;
 beforeAll(async () => {
 	pg = await startPrivatePostgres({ name: 'soak' });
 	const pool = new Pool({ connectionString: pg.url, max: 1 });
-	await migrate(pool, SCHEMA, true);
+	await migrate(pool, ledgerSchema(SCHEMA), true);
 	await pool.end();
 });
 afterAll(async () => {

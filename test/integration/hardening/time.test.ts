@@ -8,6 +8,7 @@
  * Rule for timestamps without an offset (the queue's "Not Before"): they are UTC. The n8n
  * process's TZ never changes their meaning.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -26,7 +27,7 @@ beforeAll(async () => {
 	pg = await startPrivatePostgres({ name: 'time' });
 	await pg.sql(`ALTER DATABASE ledger SET timezone = 'America/Caracas'`, [], 'postgres');
 	const pool = new Pool({ connectionString: pg.url, max: 1 });
-	await migrate(pool, SCHEMA, true);
+	await migrate(pool, ledgerSchema(SCHEMA), true);
 	await pool.end();
 	const outDir = path.join(repoRoot, '.cache', 'hardening');
 	mkdirSync(outDir, { recursive: true });

@@ -21,11 +21,11 @@ describe('chunked batches', () => {
 	it(`reserve of ${MAX_STATEMENT_ITEMS * 2 + 5} items: all answered, a duplicate far apart is answered as in one statement`, async () => {
 		const n = MAX_STATEMENT_ITEMS * 2 + 5;
 		const items = Array.from({ length: n }, (_, i) => prepareReserveItem(i, { operationKey: i === n - 1 ? 'chunk:0' : `chunk:${i}`, request: { i: i === n - 1 ? 0 : i }, leaseSeconds: 60 }));
-		const out = await reserveOperations(db.pool, db.schemaSql, items);
+		const out = await reserveOperations(db.pool, db.ledgerSchema, items);
 		expect(out).toHaveLength(n);
 		expect(out.filter((r) => r.outcome === 'proceed')).toHaveLength(n - 1);
 		// The last item repeats the first key: the same answer a single statement gives to an in-batch duplicate.
-		const single = await reserveOperations(db.pool, db.schemaSql, [
+		const single = await reserveOperations(db.pool, db.ledgerSchema, [
 			prepareReserveItem(0, { operationKey: 'single:1', request: { i: 0 }, leaseSeconds: 60 }),
 			prepareReserveItem(1, { operationKey: 'single:1', request: { i: 0 }, leaseSeconds: 60 }),
 		]);
@@ -40,13 +40,13 @@ describe('chunked batches', () => {
 		const items = Array.from({ length: n }, (_, i) => ({ queue: 'chunked', group: 'normal', payload: { i } }));
 		await db.pool.query(`ALTER TABLE ${db.schemaSql}.queue_tasks ADD CONSTRAINT chunk_test_refuse CHECK ((payload->>'i')::int <> ${n - 1})`);
 		try {
-			await expect(enqueue(db.pool, db.schema, items)).rejects.toThrow(/chunk_test_refuse/);
+			await expect(enqueue(db.pool, db.ledgerSchema, items)).rejects.toThrow(/chunk_test_refuse/);
 		} finally {
 			await db.pool.query(`ALTER TABLE ${db.schemaSql}.queue_tasks DROP CONSTRAINT chunk_test_refuse`);
 		}
 		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.queue_tasks WHERE queue = 'chunked'`);
 		expect(rows[0].n).toBe(0);
-		const ok = await enqueue(db.pool, db.schema, items);
+		const ok = await enqueue(db.pool, db.ledgerSchema, items);
 		expect(ok).toHaveLength(n);
 	});
 });

@@ -46,7 +46,7 @@ describe('lease expiry: one transition whoever sees it', () => {
 			await fixLedgerClock(db.pool, db.schema, T0);
 			const tokens: Record<string, string> = {};
 			for (const path of PATHS) {
-				const [r] = await reserveOperations(db.pool, db.schemaSql, [
+				const [r] = await reserveOperations(db.pool, db.ledgerSchema, [
 					prepareReserveItem(0, { operationKey: key(path), request: { path }, leaseSeconds: LEASE, settleSeconds: SETTLE, target: `t-${path}` }),
 				]);
 				expect(r.outcome).toBe('proceed');
@@ -55,13 +55,13 @@ describe('lease expiry: one transition whoever sees it', () => {
 			// 70 s after the lease ended: noticing late must not move the moment the ledger stopped knowing.
 			await fixLedgerClock(db.pool, db.schema, at(100));
 
-			const [again] = await reserveOperations(db.pool, db.schemaSql, [
+			const [again] = await reserveOperations(db.pool, db.ledgerSchema, [
 				prepareReserveItem(0, { operationKey: key('reserve'), request: { path: 'reserve' }, leaseSeconds: LEASE, settleSeconds: SETTLE, target: 't-reserve' }),
 			]);
 			expect(again.outcome).toBe('needs_reconcile');
 			// The sweep turns the lease unknown; its settle window (until lease end + 90 s) is still open.
-			expect(await claimUnknown(db.pool, db.schemaSql, { limit: 10, settleSeconds: 0, claimSeconds: 30, target: 't-claim' })).toEqual([]);
-			const [late] = await confirmOperations(db.pool, db.schemaSql, [
+			expect(await claimUnknown(db.pool, db.ledgerSchema, { limit: 10, settleSeconds: 0, claimSeconds: 30, target: 't-claim' })).toEqual([]);
+			const [late] = await confirmOperations(db.pool, db.ledgerSchema, [
 				prepareConfirmItem(0, { operationKey: key('confirm'), leaseToken: tokens.confirm, outcome: 'unknown', reason: 'HTTP 504' }),
 			]);
 
@@ -93,9 +93,9 @@ describe('lease expiry: one transition whoever sees it', () => {
 
 			// The same window for all three: none is due a second before it ends, all are due after it.
 			await fixLedgerClock(db.pool, db.schema, at(LEASE + SETTLE - 1));
-			expect(await claimUnknown(db.pool, db.schemaSql, { limit: 10, settleSeconds: 0, claimSeconds: 30, target: null })).toEqual([]);
+			expect(await claimUnknown(db.pool, db.ledgerSchema, { limit: 10, settleSeconds: 0, claimSeconds: 30, target: null })).toEqual([]);
 			await fixLedgerClock(db.pool, db.schema, at(LEASE + SETTLE));
-			const claimed = await claimUnknown(db.pool, db.schemaSql, { limit: 10, settleSeconds: 0, claimSeconds: 30, target: null });
+			const claimed = await claimUnknown(db.pool, db.ledgerSchema, { limit: 10, settleSeconds: 0, claimSeconds: 30, target: null });
 			expect(claimed.map((c) => [c.operationKey, c.unknownSince]).sort()).toEqual(PATHS.map((p) => [key(p), at(LEASE).toISOString()]).sort());
 		} finally {
 			await setLedgerClock(db.pool, db.schema, 0);
@@ -105,9 +105,9 @@ describe('lease expiry: one transition whoever sees it', () => {
 	it('the holder\'s late "unknown" after a sweep is a harmless repeat; before a sweep it is recorded as a late event after lease_expired', async () => {
 		try {
 			await fixLedgerClock(db.pool, db.schema, T0);
-			const [a] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'expiry:order', request: {}, leaseSeconds: LEASE, target: 't-order' })]);
+			const [a] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: 'expiry:order', request: {}, leaseSeconds: LEASE, target: 't-order' })]);
 			await fixLedgerClock(db.pool, db.schema, at(LEASE));
-			const report = () => confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 'expiry:order', leaseToken: a.leaseToken!, outcome: 'unknown', reason: 'timeout' })]);
+			const report = () => confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 'expiry:order', leaseToken: a.leaseToken!, outcome: 'unknown', reason: 'timeout' })]);
 			expect((await report())[0]).toMatchObject({ result: 'recorded', late: true });
 			expect((await report())[0]).toMatchObject({ result: 'repeated' });
 			const { rows } = await db.pool.query(

@@ -4,6 +4,7 @@
  * else. Every bypass of issue 12 is tried as that role and must fail; TRUNCATE is refused even
  * for the owner.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ function runRoleScript(extra: string[] = []): void {
 }
 
 beforeAll(async () => {
-	await migrate(admin, schema, true);
+	await migrate(admin, ledgerSchema(schema), true);
 	const { rows: list } = await admin.query<{ function_name: string; audience: string }>(`SELECT * FROM ${q}.ol_entry_points() ORDER BY 1`);
 	ENTRY_POINTS = list.filter((e) => e.audience === 'nodes').map((e) => e.function_name);
 	ADMIN_ENTRY_POINTS = list.filter((e) => e.audience !== 'nodes').map((e) => e.function_name);
@@ -108,21 +109,21 @@ describe('schema/security: functions and roles', () => {
 	});
 
 	it('lets the nodes reserve, confirm, reconcile, enqueue, claim and complete, and check the schema version', async () => {
-		await expect(migrate(asRole, schema, false)).resolves.toBeGreaterThanOrEqual(7);
-		const [r] = await reserveOperations(asRole, q, [prepareReserveItem(0, { operationKey: 'lp:1', request: { a: 1 }, leaseSeconds: 60 })]);
+		await expect(migrate(asRole, ledgerSchema(schema), false)).resolves.toBeGreaterThanOrEqual(7);
+		const [r] = await reserveOperations(asRole, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: 'lp:1', request: { a: 1 }, leaseSeconds: 60 })]);
 		expect(r.outcome).toBe('proceed');
-		const [c] = await confirmOperations(asRole, q, [prepareConfirmItem(0, { operationKey: 'lp:1', leaseToken: r.leaseToken, outcome: 'unknown' })]);
+		const [c] = await confirmOperations(asRole, ledgerSchema(schema), [prepareConfirmItem(0, { operationKey: 'lp:1', leaseToken: r.leaseToken, outcome: 'unknown' })]);
 		expect(c.result).toBe('recorded');
 		// Its settle window (120 s by default) has passed.
 		await admin.query(`UPDATE ${q}.operations SET settle_until = settle_until - interval '1 day'`);
-		const claimed = await claimUnknown(asRole, q, { limit: 10, settleSeconds: 0, claimSeconds: 10, target: null });
+		const claimed = await claimUnknown(asRole, ledgerSchema(schema), { limit: 10, settleSeconds: 0, claimSeconds: 10, target: null });
 		expect(claimed.map((x) => x.operationKey)).toEqual(['lp:1']);
-		await enqueue(asRole, schema, [{ queue: 'lp', group: 'high', payload: { n: 1 } }]);
-		const [task] = await dequeue(asRole, schema, { queue: 'lp', limit: 1, leaseSeconds: 30 });
+		await enqueue(asRole, ledgerSchema(schema), [{ queue: 'lp', group: 'high', payload: { n: 1 } }]);
+		const [task] = await dequeue(asRole, ledgerSchema(schema), { queue: 'lp', limit: 1, leaseSeconds: 30 });
 		expect(task).toBeDefined();
-		const [done] = await complete(asRole, schema, [{ taskId: task.taskId, leaseToken: task.leaseToken }]);
+		const [done] = await complete(asRole, ledgerSchema(schema), [{ taskId: task.taskId, leaseToken: task.leaseToken }]);
 		expect(done.outcome).toBe('completed');
-		expect((await stats(asRole, schema, 'lp')).queue).toBe('lp');
+		expect((await stats(asRole, ledgerSchema(schema), 'lp')).queue).toBe('lp');
 	});
 
 	describe('every bypass fails as the nodes\' role', () => {
@@ -156,7 +157,7 @@ describe('schema/security: functions and roles', () => {
 		try {
 			await c.query('CREATE TEMP TABLE operation_events (LIKE pg_catalog.pg_class)');
 			await c.query('CREATE TEMP TABLE operations (operation_key text)');
-			const [r] = await reserveOperations(c, q, [prepareReserveItem(0, { operationKey: 'lp:shadow', request: { a: 1 }, leaseSeconds: 60 })]);
+			const [r] = await reserveOperations(c, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: 'lp:shadow', request: { a: 1 }, leaseSeconds: 60 })]);
 			expect(r.outcome).toBe('proceed');
 			expect((await c.query('SELECT count(*)::int AS n FROM pg_temp.operation_events')).rows[0].n).toBe(0);
 			expect((await c.query('SELECT count(*)::int AS n FROM pg_temp.operations')).rows[0].n).toBe(0);

@@ -57,13 +57,13 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
 
 describe('the ledger: one lock budget per batch', () => {
 	it('Confirm of one key another transaction holds answers busy after about one Lock Timeout (it took two)', async () => {
-		const [a, b] = await reserveOperations(db.pool, db.schemaSql, [item(0, 'lb:c1'), item(1, 'lb:c2')]);
+		const [a, b] = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'lb:c1'), item(1, 'lb:c2')]);
 		const lock = await lockRows(['lb:c1']);
 		try {
 			const [res, ms] = await timed(() =>
 				confirmOperations(
 					db.pool,
-					db.schemaSql,
+					db.ledgerSchema,
 					[
 						prepareConfirmItem(0, { operationKey: 'lb:c1', leaseToken: a.leaseToken, outcome: 'succeeded', externalRef: 'r1' }),
 						prepareConfirmItem(1, { operationKey: 'lb:c2', leaseToken: b.leaseToken, outcome: 'succeeded', externalRef: 'r2' }),
@@ -82,11 +82,11 @@ describe('the ledger: one lock budget per batch', () => {
 
 	it('Reserve of 7 held keys and 1 free key: the 7 answer busy within about one Lock Timeout and the free key proceeds (it ran into the statement timeout)', async () => {
 		const held = Array.from({ length: 7 }, (_, n) => `lb:r${n}`);
-		await reserveOperations(db.pool, db.schemaSql, held.map((k, n) => item(n, k)));
+		await reserveOperations(db.pool, db.ledgerSchema, held.map((k, n) => item(n, k)));
 		await db.pool.query(`UPDATE ${db.schemaSql}.operations SET lease_expires_at = now() - interval '1 second' WHERE operation_key = ANY ($1)`, [held]);
 		const lock = await lockRows(held);
 		try {
-			const [res, ms] = await timed(() => reserveOperations(db.pool, db.schemaSql, [...held, 'lb:rfree'].map((k, n) => item(n, k)), {}, bounds));
+			const [res, ms] = await timed(() => reserveOperations(db.pool, db.ledgerSchema, [...held, 'lb:rfree'].map((k, n) => item(n, k)), {}, bounds));
 			expect(res.map((r) => r.outcome)).toEqual([...held.map(() => 'busy'), 'proceed']);
 			expect(ms).toBeLessThan(LOCK_MS * 1.7);
 		} finally {
@@ -102,9 +102,9 @@ describe('the ledger: one lock budget per batch', () => {
 		const c = new Client({ connectionString: DATABASE_URL });
 		await c.connect();
 		await c.query('BEGIN');
-		await reserveOperations(c, db.schemaSql, keys.map((k, n) => item(n, k)));
+		await reserveOperations(c, db.ledgerSchema, keys.map((k, n) => item(n, k)));
 		try {
-			const [res, ms] = await timed(() => reserveOperations(db.pool, db.schemaSql, [...keys, 'lb:ufree'].map((k, n) => item(n, k)), {}, bounds));
+			const [res, ms] = await timed(() => reserveOperations(db.pool, db.ledgerSchema, [...keys, 'lb:ufree'].map((k, n) => item(n, k)), {}, bounds));
 			expect(res.map((r) => r.outcome)).toEqual(['busy', 'busy', 'busy', 'proceed']);
 			expect(ms).toBeLessThan(LOCK_MS * 1.7);
 		} finally {
@@ -115,11 +115,11 @@ describe('the ledger: one lock budget per batch', () => {
 
 	it('waits do not add up: three keys held by three transactions that let go 0.7 Lock Timeouts apart', async () => {
 		const keys = ['lb:s1', 'lb:s2', 'lb:s3'];
-		await reserveOperations(db.pool, db.schemaSql, keys.map((k, n) => item(n, k)));
+		await reserveOperations(db.pool, db.ledgerSchema, keys.map((k, n) => item(n, k)));
 		// Each wait alone is shorter than the Lock Timeout: one bound per lock would wait for all three (2.1 s).
 		const locks = await Promise.all(keys.map((k, n) => lockRows([k], 700 * (n + 1))));
 		try {
-			const [res, ms] = await timed(() => reserveOperations(db.pool, db.schemaSql, keys.map((k, n) => item(n, k)), {}, bounds));
+			const [res, ms] = await timed(() => reserveOperations(db.pool, db.ledgerSchema, keys.map((k, n) => item(n, k)), {}, bounds));
 			expect(res.map((r) => r.outcome)).toEqual(['in_progress', 'busy', 'busy']);
 			expect(ms).toBeLessThan(LOCK_MS * 1.7);
 		} finally {
@@ -132,8 +132,8 @@ describe('the ledger: one lock budget per batch', () => {
 		await c.connect();
 		try {
 			await c.query("BEGIN; SET LOCAL lock_timeout = '2500ms'");
-			await reserveOperations(c, db.schemaSql, [item(0, 'lb:keep1'), item(1, 'lb:keep2')]);
-			await reserveOperations(c, db.schemaSql, [item(0, 'lb:keep1'), item(1, 'lb:keep3')]);
+			await reserveOperations(c, db.ledgerSchema, [item(0, 'lb:keep1'), item(1, 'lb:keep2')]);
+			await reserveOperations(c, db.ledgerSchema, [item(0, 'lb:keep1'), item(1, 'lb:keep3')]);
 			expect((await c.query('SHOW lock_timeout')).rows[0].lock_timeout).toBe('2500ms');
 			await c.query('ROLLBACK');
 		} finally {
@@ -145,13 +145,13 @@ describe('the ledger: one lock budget per batch', () => {
 describe('the queue: one lock budget per settle call', () => {
 	it('Fail of three tasks held by transactions that let go 0.7 Lock Timeouts apart fails within about one Lock Timeout, nothing recorded', async () => {
 		const queue = 'lb-fail';
-		await enqueue(db.pool, db.schema, [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n } })));
-		const tasks = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60 });
+		await enqueue(db.pool, db.ledgerSchema, [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n } })));
+		const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60 });
 		expect(tasks).toHaveLength(3);
 		const locks = await Promise.all(tasks.map((t, n) => lockTask(t.taskId, 700 * (n + 1))));
 		try {
 			const t0 = Date.now();
-			const err = await fail(db.pool, db.schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken, error: 'x' })), {}, bounds).catch((e: unknown) => e);
+			const err = await fail(db.pool, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken, error: 'x' })), {}, bounds).catch((e: unknown) => e);
 			const ms = Date.now() - t0;
 			expect(err).toBeInstanceOf(LedgerBusyError);
 			expect(ms).toBeLessThan(LOCK_MS * 1.7);
@@ -164,11 +164,11 @@ describe('the queue: one lock budget per settle call', () => {
 
 	it('Complete of a batch completes the tasks nobody holds at once and waits for a held one within the budget', async () => {
 		const queue = 'lb-complete';
-		await enqueue(db.pool, db.schema, [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n } })));
-		const tasks = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60 });
+		await enqueue(db.pool, db.ledgerSchema, [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n } })));
+		const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60 });
 		const lock = await lockTask(tasks[1].taskId, 300);
 		try {
-			const [res, ms] = await timed(() => complete(db.pool, db.schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), bounds));
+			const [res, ms] = await timed(() => complete(db.pool, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), bounds));
 			expect(res.map((r) => r.outcome)).toEqual(['completed', 'completed', 'completed']);
 			expect(ms).toBeLessThan(LOCK_MS);
 		} finally {

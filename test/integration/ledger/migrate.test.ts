@@ -1,3 +1,4 @@
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
 import { Client, Pool } from 'pg';
 import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
@@ -23,7 +24,7 @@ const fresh = () => {
 describe('migrations', () => {
 	it('applies every migration once even when 6 workers start at the same moment', async () => {
 		const schema = fresh();
-		const versions = await Promise.all(Array.from({ length: 6 }, () => migrate(pool, schema, true)));
+		const versions = await Promise.all(Array.from({ length: 6 }, () => migrate(pool, ledgerSchema(schema), true)));
 		expect(new Set(versions)).toEqual(new Set([requiredVersion()]));
 		const { rows } = await pool.query(`SELECT version, name FROM "${schema}".ol_schema_migrations ORDER BY version`);
 		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
@@ -31,9 +32,9 @@ describe('migrations', () => {
 
 	it('refuses to apply when auto-apply is off, with a message that says what to do', async () => {
 		const schema = fresh();
-		await expect(migrate(pool, schema, false)).rejects.toBeInstanceOf(SchemaNotReadyError);
-		await expect(migrate(pool, schema, false)).rejects.toThrow(/Apply schema\/apply\.sql with psql/);
-		expect(await currentVersion(pool, schema)).toBe(0);
+		await expect(migrate(pool, ledgerSchema(schema), false)).rejects.toBeInstanceOf(SchemaNotReadyError);
+		await expect(migrate(pool, ledgerSchema(schema), false)).rejects.toThrow(/Apply schema\/apply\.sql with psql/);
+		expect(await currentVersion(pool, ledgerSchema(schema))).toBe(0);
 	});
 
 	it('schema/apply.sql applies with psql as a DBA would (twice: the second run is an upgrade that changes nothing), and the nodes accept it', async () => {
@@ -41,57 +42,57 @@ describe('migrations', () => {
 		for (let run = 0; run < 2; run++) {
 			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
 		}
-		const state = await readSchemaState(pool, schema);
+		const state = await readSchemaState(pool, ledgerSchema(schema));
 		expect(state).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
-		await expect(migrate(pool, schema, false)).resolves.toBe(requiredVersion());
+		await expect(migrate(pool, ledgerSchema(schema), false)).resolves.toBe(requiredVersion());
 		const { rows } = await pool.query(`SELECT version FROM "${schema}".ol_schema_migrations ORDER BY version`);
 		expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
 	});
 
 	it('re-applies the function set when it differs from this package\'s, and records it', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		// A function changed by hand and a stale record, as after an older package of the same version.
 		await pool.query(`CREATE OR REPLACE FUNCTION "${schema}".downstream_idempotency_key(p_key text, p_attempt integer) RETURNS text LANGUAGE sql AS $$ SELECT 'tampered' $$`);
 		await pool.query(`UPDATE "${schema}".function_set SET functions_hash = 'old'`);
-		await expect(migrate(pool, schema, false)).rejects.toThrow(/differ from this package/);
-		await migrate(pool, schema, true);
+		await expect(migrate(pool, ledgerSchema(schema), false)).rejects.toThrow(/differ from this package/);
+		await migrate(pool, ledgerSchema(schema), true);
 		const { rows } = await pool.query(`SELECT "${schema}".downstream_idempotency_key('k', 1) AS k`);
 		expect(rows[0].k).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-		expect((await readSchemaState(pool, schema)).functions?.hash).toBe(loadFunctionSet().hash);
+		expect((await readSchemaState(pool, ledgerSchema(schema))).functions?.hash).toBe(loadFunctionSet().hash);
 	});
 
 	it('upgrades a schema made before the function set was recorded (migrations 1 to 3 only)', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		await pool.query(`DROP TABLE "${schema}".function_set; DELETE FROM "${schema}".ol_schema_migrations WHERE version >= 4`);
-		expect(await readSchemaState(pool, schema)).toEqual({ version: 3, functions: null });
-		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
-		expect((await readSchemaState(pool, schema)).functions?.hash).toBe(loadFunctionSet().hash);
+		expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: 3, functions: null });
+		await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
+		expect((await readSchemaState(pool, ledgerSchema(schema))).functions?.hash).toBe(loadFunctionSet().hash);
 	});
 
 	it('never replaces the functions of a newer package version, with auto-apply on or off', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		await pool.query(`UPDATE "${schema}".function_set SET package_version = '99.0.0', functions_hash = 'newer'`);
 		for (const auto of [true, false]) {
-			await expect(migrate(pool, schema, auto)).rejects.toThrow(/newer than this package/);
+			await expect(migrate(pool, ledgerSchema(schema), auto)).rejects.toThrow(/newer than this package/);
 		}
-		expect((await readSchemaState(pool, schema)).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
+		expect((await readSchemaState(pool, ledgerSchema(schema))).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
 		// psql's apply.sql refuses too, and changes nothing.
 		expect(() =>
 			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
 		).toThrow(/a newer n8n-nodes-operation-ledger installed its functions/);
-		expect((await readSchemaState(pool, schema)).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
+		expect((await readSchemaState(pool, ledgerSchema(schema))).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
 	});
 
 	it('refuses a schema newer than this package, clearly, with auto-apply on or off (migrator and apply.sql)', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		const newer = requiredVersion() + 1;
 		await pool.query(`INSERT INTO "${schema}".ol_schema_migrations (version, name) VALUES ($1, 'from_the_future')`, [newer]);
 		for (const auto of [true, false]) {
-			const err = await migrate(pool, schema, auto).catch((e: Error) => e);
+			const err = await migrate(pool, ledgerSchema(schema), auto).catch((e: Error) => e);
 			expect(err).toBeInstanceOf(SchemaNotReadyError);
 			expect((err as Error).message).toMatch(new RegExp(`is at version ${newer}, newer than this package supports \\(${requiredVersion()}`));
 		}
@@ -103,13 +104,13 @@ describe('migrations', () => {
 	it("never takes another tool's schema_migrations for ours, and leaves it untouched", async () => {
 		const schema = fresh();
 		await pool.query(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".schema_migrations (version text PRIMARY KEY); INSERT INTO "${schema}".schema_migrations VALUES ('20240101120000')`);
-		expect(await readSchemaState(pool, schema)).toEqual({ version: 0, functions: null });
+		expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: 0, functions: null });
 		// Same columns as ours but not our rows: still not ours.
 		const other = fresh();
 		await pool.query(`CREATE SCHEMA "${other}"; CREATE TABLE "${other}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); INSERT INTO "${other}".schema_migrations (version, name) VALUES (9, 'their_migration')`);
-		expect(await readSchemaState(pool, other)).toEqual({ version: 0, functions: null });
+		expect(await readSchemaState(pool, ledgerSchema(other))).toEqual({ version: 0, functions: null });
 		for (const s of [schema, other]) {
-			await expect(migrate(pool, s, true)).resolves.toBe(requiredVersion());
+			await expect(migrate(pool, ledgerSchema(s), true)).resolves.toBe(requiredVersion());
 			const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${s}".schema_migrations`);
 			expect(rows[0].n).toBe(1);
 		}
@@ -127,7 +128,7 @@ describe('migrations', () => {
 			const c = await pool.connect();
 			try {
 				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= base)) await c.query(renderMigration(m.sql, schema));
+				for (const m of loadMigrations().filter((x) => x.version <= base)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
 				await c.query(`SET LOCAL search_path TO ${q}`);
 				await c.query(`INSERT INTO operations (operation_key, status, fingerprint, fingerprint_alg, attempt, idempotency_key, external_ref, settled_at)
 				               VALUES ('old:1', 'succeeded', '${'a'.repeat(64)}', 'sha256-jcs-rfc8785', 1, 'idem-1', 'ch_old', now())`);
@@ -138,17 +139,17 @@ describe('migrations', () => {
 			} finally {
 				c.release();
 			}
-			expect((await readSchemaState(pool, schema)).version).toBe(base);
-			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(base);
+			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 			// The rows are intact; events written before 0012 have no db_role, new ones do.
 			const { rows: ev } = await pool.query(`SELECT event, db_role FROM ${q}.operation_events ORDER BY event_id`);
 			expect(ev).toEqual([
 				{ event: 'reserved', db_role: null },
 				{ event: 'confirmed_succeeded', db_role: null },
 			]);
-			const [again] = await reserveOperations(pool, q, [{ index: 0, operationKey: 'old:1', fingerprint: 'a'.repeat(64), canonicalRequest: '{}', target: null, leaseSeconds: 60, settleSeconds: 120 }]);
+			const [again] = await reserveOperations(pool, ledgerSchema(schema), [{ index: 0, operationKey: 'old:1', fingerprint: 'a'.repeat(64), canonicalRequest: '{}', target: null, leaseSeconds: 60, settleSeconds: 120 }]);
 			expect(again).toMatchObject({ outcome: 'already_succeeded', externalRef: 'ch_old' });
 			// The new guard and index are in place; the old queue_tag_due overload is gone.
 			const { rows: cat } = await pool.query(
@@ -159,7 +160,7 @@ describe('migrations', () => {
 			expect(cat[0]).toEqual({ old_idx: null, new_idx: true, old_fn: null, guard: 1 });
 			await expect(pool.query(`DELETE FROM ${q}.operation_events`)).rejects.toThrow(/append-only/);
 			// The untagged task of the old version is tagged and claimed by a claim of its group.
-			const got = await dequeue(pool, schema, { queue: 'up', limit: 5, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
+			const got = await dequeue(pool, ledgerSchema(schema), { queue: 'up', limit: 5, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
 			expect(got).toHaveLength(1);
 		}
 	});
@@ -173,7 +174,7 @@ describe('migrations', () => {
 			const token = '3f2c8a51-2d7e-4c59-9a61-7b1e0c4d9e21';
 			try {
 				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= 12)) await c.query(renderMigration(m.sql, schema));
+				for (const m of loadMigrations().filter((x) => x.version <= 12)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
 				await c.query(`SET LOCAL search_path TO ${q}`);
 				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
 				ids = {
@@ -190,24 +191,24 @@ describe('migrations', () => {
 			} finally {
 				c.release();
 			}
-			expect((await readSchemaState(pool, schema)).version).toBe(12);
-			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(12);
+			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 			// The old rows are intact and none is cancel-requested.
 			const { rows: live } = await pool.query(`SELECT id::text, status, dedupe_key, cancel_requested_at FROM ${q}.queue_tasks ORDER BY id`);
 			expect(live).toEqual([
 				{ id: ids.pending, status: 'pending', dedupe_key: 'k-pending', cancel_requested_at: null },
 				{ id: ids.held, status: 'processing', dedupe_key: 'k-held', cancel_requested_at: null },
 			]);
-			const res = await cancel(pool, schema, [
+			const res = await cancel(pool, ledgerSchema(schema), [
 				{ queue: 'up', taskId: ids.pending, reason: 'after upgrade' },
 				{ queue: 'up', dedupeKey: 'k-held' },
 				{ queue: 'up', taskId: ids.done },
 			]);
 			expect(res.map((r) => r.outcome)).toEqual(['cancelled', 'cancel_requested', 'finished']);
 			// The lease taken before the upgrade learns of the cancel at its settle.
-			expect((await complete(pool, schema, [{ taskId: ids.held, leaseToken: token }]))[0]).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
+			expect((await complete(pool, ledgerSchema(schema), [{ taskId: ids.held, leaseToken: token }]))[0]).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
 			const { rows: arch } = await pool.query(`SELECT id::text, status, cancel_reason, lease_end FROM ${q}.queue_tasks_archive ORDER BY id`);
 			expect(arch).toEqual([
 				{ id: ids.pending, status: 'cancelled', cancel_reason: 'after upgrade', lease_end: null },
@@ -249,11 +250,11 @@ describe('migrations', () => {
 			} finally {
 				c.release();
 			}
-			expect((await readSchemaState(pool, schema)).version).toBe(before);
-			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(before);
+			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
-			const res = await enqueue(pool, schema, [
+			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			const res = await enqueue(pool, ledgerSchema(schema), [
 				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-pending', onDuplicate: 'payload' },
 				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-held', onDuplicate: 'payload' },
 				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-new', throttleSeconds: 60 },
@@ -271,7 +272,7 @@ describe('migrations', () => {
 				{ id: ids.held, payload: { v: 0 }, vtag: null, superseded_dedupe_key: null },
 			]);
 			// The lease taken before the upgrade settles as usual.
-			expect((await complete(pool, schema, [{ taskId: ids.held, leaseToken: token }]))[0]).toMatchObject({ outcome: 'completed' });
+			expect((await complete(pool, ledgerSchema(schema), [{ taskId: ids.held, leaseToken: token }]))[0]).toMatchObject({ outcome: 'completed' });
 		}
 	});
 
@@ -302,23 +303,23 @@ describe('migrations', () => {
 			} finally {
 				c.release();
 			}
-			expect((await readSchemaState(pool, schema)).version).toBe((loadMigrations().filter((x) => x.version < PAUSE).at(-1) as { version: number }).version);
-			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe((loadMigrations().filter((x) => x.version < PAUSE).at(-1) as { version: number }).version);
+			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 			// Nothing is paused after the upgrade; queue_health (re-created with its new column) says so.
-			expect((await stats(pool, schema, 'up')).paused).toEqual([]);
-			expect((await pause(pool, schema, [{ queue: 'up', group: 'vip', reason: 'after upgrade' }]))[0]).toMatchObject({ outcome: 'paused', untagged: 1 });
+			expect((await stats(pool, ledgerSchema(schema), 'up')).paused).toEqual([]);
+			expect((await pause(pool, ledgerSchema(schema), [{ queue: 'up', group: 'vip', reason: 'after upgrade' }]))[0]).toMatchObject({ outcome: 'paused', untagged: 1 });
 			const groups = [
 				{ name: 'vip', weight: 1 },
 				{ name: 'std', weight: 1 },
 			];
-			expect((await dequeue(pool, schema, { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['std']);
+			expect((await dequeue(pool, ledgerSchema(schema), { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['std']);
 			// The lease taken before the upgrade extends and completes while its group is paused.
-			expect((await extendLease(pool, schema, [{ taskId: held, leaseToken: token, leaseSeconds: 60 }]))[0].outcome).toBe('extended');
-			expect((await complete(pool, schema, [{ taskId: held, leaseToken: token }]))[0].outcome).toBe('completed');
-			expect((await resume(pool, schema, [{ queue: 'up', group: 'vip' }]))[0].outcome).toBe('resumed');
-			expect((await dequeue(pool, schema, { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['vip']);
+			expect((await extendLease(pool, ledgerSchema(schema), [{ taskId: held, leaseToken: token, leaseSeconds: 60 }]))[0].outcome).toBe('extended');
+			expect((await complete(pool, ledgerSchema(schema), [{ taskId: held, leaseToken: token }]))[0].outcome).toBe('completed');
+			expect((await resume(pool, ledgerSchema(schema), [{ queue: 'up', group: 'vip' }]))[0].outcome).toBe('resumed');
+			expect((await dequeue(pool, ledgerSchema(schema), { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.group)).toEqual(['vip']);
 		}
 	});
 
@@ -350,17 +351,17 @@ describe('migrations', () => {
 			} finally {
 				c.release();
 			}
-			expect((await readSchemaState(pool, schema)).version).toBeLessThan(settleByIdVersion);
-			if (via === 'migrator') await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBeLessThan(settleByIdVersion);
+			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
 			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, schema)).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
 			const { rows: old } = await pool.query(`SELECT id::text, status, operator_action FROM ${q}.queue_tasks ORDER BY id`);
 			expect(old).toEqual([
 				{ id: ids.pending, status: 'pending', operator_action: null },
 				{ id: ids.held, status: 'processing', operator_action: null },
 				{ id: ids.dead, status: 'dead', operator_action: null },
 			]);
-			const res = await settleById(pool, schema, [
+			const res = await settleById(pool, ledgerSchema(schema), [
 				{ queue: 'up', taskId: ids.pending, action: 'fail', reason: 'after upgrade' },
 				{ queue: 'up', taskId: ids.held, action: 'complete', result: { by: 'hand' } },
 				{ queue: 'up', taskId: ids.dead, action: 'complete' },
@@ -371,7 +372,7 @@ describe('migrations', () => {
 				['completed', false],
 			]);
 			// The lease taken before the upgrade is told it lost the task; the operator's result stays.
-			expect((await complete(pool, schema, [{ taskId: ids.held, leaseToken: token, result: { by: 'holder' } }]))[0]).toMatchObject({ outcome: 'lease_lost' });
+			expect((await complete(pool, ledgerSchema(schema), [{ taskId: ids.held, leaseToken: token, result: { by: 'holder' } }]))[0]).toMatchObject({ outcome: 'lease_lost' });
 			const { rows: arch } = await pool.query(`SELECT id::text, status, result, lease_end, operator_action FROM ${q}.queue_tasks_archive ORDER BY id`);
 			expect(arch).toEqual([
 				{ id: ids.held, status: 'succeeded', result: { by: 'hand' }, lease_end: 'operator', operator_action: 'complete' },
@@ -383,19 +384,19 @@ describe('migrations', () => {
 
 	it('renames a legacy version table of ours (schema_migrations) to ol_schema_migrations on upgrade', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		await pool.query(`ALTER TABLE "${schema}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${schema}".schema_migrations WHERE version > 4`);
-		expect((await readSchemaState(pool, schema)).version).toBe(4);
-		await expect(migrate(pool, schema, true)).resolves.toBe(requiredVersion());
+		expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(4);
+		await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
 		const { rows } = await pool.query(`SELECT to_regclass($1) AS old, to_regclass($2) AS new`, [`"${schema}".schema_migrations`, `"${schema}".ol_schema_migrations`]);
 		expect(rows[0].old).toBeNull();
 		expect(rows[0].new).not.toBeNull();
 		// The same through apply.sql.
 		const viaPsql = fresh();
-		await migrate(pool, viaPsql, true);
+		await migrate(pool, ledgerSchema(viaPsql), true);
 		await pool.query(`ALTER TABLE "${viaPsql}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${viaPsql}".schema_migrations WHERE version > 4`);
 		execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${viaPsql}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-		expect((await readSchemaState(pool, viaPsql)).version).toBe(requiredVersion());
+		expect((await readSchemaState(pool, ledgerSchema(viaPsql))).version).toBe(requiredVersion());
 	});
 
 	it('waits for the migration lock at most its lock timeout, with an error naming the bound; nothing is applied', async () => {
@@ -407,14 +408,14 @@ describe('migrations', () => {
 		await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`n8n-nodes-operation-ledger:migrate:${schema}`]);
 		try {
 			const t0 = Date.now();
-			const err = await migrate(pool, schema, true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
+			const err = await migrate(pool, ledgerSchema(schema), true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
 			const ms = Date.now() - t0;
 			expect(err).toBeInstanceOf(MigrationLockTimeoutError);
 			expect((err as MigrationLockTimeoutError).waitingFor).toBe('advisory lock');
 			expect((err as Error).message).toMatch(new RegExp(`"${schema}": another session held the migration lock for longer than the migration lock timeout \\(300 ms\\), so nothing was applied`));
 			expect(ms).toBeGreaterThanOrEqual(250);
 			expect(ms).toBeLessThan(5_000);
-			expect((await readSchemaState(pool, schema)).version).toBe(0);
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(0);
 			// psql with apply.sql is bounded the same way (-v lock_timeout, default 60 s).
 			let psqlErr = '';
 			try {
@@ -427,12 +428,12 @@ describe('migrations', () => {
 			await holder.query('ROLLBACK');
 			await holder.end();
 		}
-		await expect(migrate(pool, schema, true, { lockTimeoutMs: 300 })).resolves.toBe(requiredVersion());
+		await expect(migrate(pool, ledgerSchema(schema), true, { lockTimeoutMs: 300 })).resolves.toBe(requiredVersion());
 	});
 
 	it('a migration statement that would queue behind a long transaction on its table gives up after the lock timeout', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		// Behind from the last migration whose DDL needs a queue table (ALTER TABLE queue_tasks), which a
 		// long transaction holds (a later one may need none: the pause migration only creates tables of its own).
 		const last = loadMigrations().filter((m) => /ALTER TABLE queue_tasks\b/.test(m.sql)).at(-1)!;
@@ -442,19 +443,21 @@ describe('migrations', () => {
 		await holder.query('BEGIN');
 		await holder.query(`LOCK TABLE "${schema}".queue_tasks, "${schema}".operations, "${schema}".queue_group_weights IN ACCESS EXCLUSIVE MODE`);
 		try {
-			const err = await migrate(pool, schema, true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
+			const err = await migrate(pool, ledgerSchema(schema), true, { lockTimeoutMs: 300 }).catch((e: unknown) => e);
 			expect(err).toBeInstanceOf(MigrationLockTimeoutError);
 			expect((err as Error).message).toMatch(/lock timeout \(300 ms\)/);
 		} finally {
 			await holder.query('ROLLBACK');
 			await holder.end();
 		}
-		await expect(migrate(pool, schema, true, { lockTimeoutMs: 300 })).resolves.toBe(requiredVersion());
+		await expect(migrate(pool, ledgerSchema(schema), true, { lockTimeoutMs: 300 })).resolves.toBe(requiredVersion());
 	});
 
 	it('rejects schema names that try to inject SQL', async () => {
 		for (const bad of ['x"; DROP TABLE y; --', 'Upper', '1abc', '', 'a'.repeat(64), 'a b']) {
-			await expect(migrate(pool, bad, true)).rejects.toBeInstanceOf(InvalidSchemaNameError);
+			expect(() => ledgerSchema(bad)).toThrow(InvalidSchemaNameError);
+			// A raw string that reaches the migrator anyway (plain JavaScript, a cast) never becomes SQL text.
+			await expect(migrate(pool, bad as never, true)).rejects.toBeInstanceOf(InvalidSchemaNameError);
 		}
 	});
 });
@@ -481,7 +484,7 @@ describe('credential test', () => {
 
 	it('gives up within the Lock Timeout when the schema is locked by another session, and says so', async () => {
 		const schema = fresh();
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		const holder = new Client({ connectionString: DATABASE_URL });
 		await holder.connect();
 		await holder.query('BEGIN');
@@ -546,7 +549,7 @@ describe('migration 0005 (issue 11) on a schema with data', () => {
 		const schema = fresh();
 		const { renderMigration: render } = await import('../../../src/db/migrate');
 		const { createHash } = await import('node:crypto');
-		for (const m of loadMigrations().filter((x) => x.version <= 4)) await pool.query(render(m.sql, schema));
+		for (const m of loadMigrations().filter((x) => x.version <= 4)) await pool.query(render(m.sql, ledgerSchema(schema)));
 		const lease = '11111111-2222-4333-8444-555555555555';
 		const claimTok = '66666666-7777-4888-8999-aaaaaaaaaaaa';
 		const s = `"${schema}"`;
@@ -559,7 +562,7 @@ describe('migration 0005 (issue 11) on a schema with data', () => {
 			`INSERT INTO ${s}.operation_events (operation_key, event, lease_token, detail) VALUES ('m:1', 'reserved', $1, NULL), ('m:1', 'stale_confirmation', $1, jsonb_build_object('holderToken', $1::text, 'reported', 'succeeded'))`,
 			[lease],
 		);
-		await migrate(pool, schema, true);
+		await migrate(pool, ledgerSchema(schema), true);
 		const hash = (t: string) => createHash('sha256').update(Buffer.from(t.replace(/-/g, ''), 'hex')).digest();
 		const { rows } = await pool.query(`SELECT * FROM ${s}.operations WHERE operation_key = 'm:1'`);
 		expect(rows[0].lease_token_hash).toEqual(hash(lease));

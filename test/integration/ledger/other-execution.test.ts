@@ -33,13 +33,13 @@ const events = async (k: string) =>
 	(await db.pool.query(`SELECT event, from_status, to_status, execution_id, detail FROM ${db.schemaSql}.operation_events WHERE operation_key = $1 ORDER BY event_id`, [k])).rows;
 
 async function reserve(k: string, ctx = A) {
-	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, settleSeconds: 5, target: 'payments-api' })], ctx);
+	const [r] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60, settleSeconds: 5, target: 'payments-api' })], ctx);
 	return r;
 }
 async function confirm(k: string, token: string, outcome: 'succeeded' | 'failed' | 'unknown', ctx: typeof A, ref: string | null = null, retryable = true) {
 	const [c] = await confirmOperations(
 		db.pool,
-		db.schemaSql,
+		db.ledgerSchema,
 		[prepareConfirmItem(0, { operationKey: k, leaseToken: token, outcome, externalRef: ref, reason: outcome === 'succeeded' ? null : 'HTTP 504', retryable, response: { id: ref } })],
 		ctx,
 	);
@@ -82,16 +82,16 @@ test('a success reported by another execution goes to review as a possible dupli
 	expect(again.result).toBe('stale');
 	expect((await row(k)).status).toBe('review');
 
-	const page = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'possible_duplicate', limit: 100 }));
+	const page = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'possible_duplicate', limit: 100 }));
 	expect(page.items.map((i) => i.operation_key)).toContain(k);
-	const reviewPage = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'review', limit: 100 }));
+	const reviewPage = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'review', limit: 100 }));
 	expect(reviewPage.items.map((i) => i.operation_key)).toContain(k);
 
 	const next = await reserve(k, { ...A, executionId: '104' });
 	expect(next.outcome).toBe('needs_reconcile');
 	expect(next.status).toBe('review');
 
-	const [s] = await settleByHand(db.pool, db.schemaSql, [prepareSettleItem(0, { operationKey: k, decision: 'happened', externalRef: 'pay_2', reason: 'one charge at the provider', decidedBy: 'ops@example.com' })]);
+	const [s] = await settleByHand(db.pool, db.ledgerSchema, [prepareSettleItem(0, { operationKey: k, decision: 'happened', externalRef: 'pay_2', reason: 'one charge at the provider', decidedBy: 'ops@example.com' })]);
 	expect(s).toMatchObject({ result: 'settled', status: 'succeeded' });
 	expect((await reserve(k, { ...A, executionId: '105' })).outcome).toBe('already_succeeded');
 	// The mark stays, for the record.
@@ -130,7 +130,7 @@ test('another execution reporting after the lease ended: the row goes unknown th
 
 test('without an execution id on either side (direct core calls), nothing is taken for another execution', async () => {
 	const k = 'oe:no-ids';
-	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60 })], {});
+	const [r] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: k, request: { k }, leaseSeconds: 60 })], {});
 	expect((await row(k)).lease_execution_id).toBeNull();
 	const c = await confirm(k, r.leaseToken!, 'succeeded', B, 'pay_x');
 	expect(c).toMatchObject({ result: 'recorded', status: 'succeeded', possibleDuplicate: false });
@@ -146,6 +146,6 @@ test('a stale report of a success the row does not hold marks the row (listable)
 	expect(stored.status).toBe('succeeded');
 	expect(stored.external_ref).toBe('pay_a');
 	expect(stored.possible_duplicate_at).not.toBeNull();
-	const page = await listOperations(db.pool, db.schemaSql, checkListOptions({ kind: 'possible_duplicate', limit: 100 }));
+	const page = await listOperations(db.pool, db.ledgerSchema, checkListOptions({ kind: 'possible_duplicate', limit: 100 }));
 	expect(page.items.map((i) => i.operation_key)).toContain(k);
 });

@@ -1,5 +1,8 @@
 import { acquirePool, closeAllPools, getPool, leaseCount, openPoolCount, poolCounters, toPgConfig } from '../../../src/db/pool';
 import { Client } from 'pg';
+import * as poolModule from '../../../src/db/pool';
+import { InvalidSchemaNameError } from '../../../src/db/identifiers';
+import { openLedgerConnection } from '../../../nodes/shared/connection';
 import { DATABASE_URL } from '../../helpers/db';
 import { waitFor } from '../../helpers/wait';
 
@@ -146,8 +149,14 @@ describe('connection pools', () => {
 		expect(toPgConfig(cfg({ connectionString: 'postgres://u@h:5432/d?sslmode=disable', ssl: 'verify-full' })).ssl).toEqual({ rejectUnauthorized: true });
 	});
 
-	it('rejects an unsafe schema name before creating a pool', () => {
-		expect(() => getPool(cfg({ schema: 'bad"name' }))).toThrow(/Invalid schema name/);
-		expect(openPoolCount()).toBe(0);
+	it('the door (openLedgerConnection) rejects an unsafe schema name before taking a pool; the pool does not check it again', async () => {
+		const take = jest.spyOn(poolModule, 'getPool');
+		try {
+			await expect(openLedgerConnection(cfg({ schema: 'bad"name' }))).rejects.toBeInstanceOf(InvalidSchemaNameError);
+			expect(take).not.toHaveBeenCalled();
+			expect(openPoolCount()).toBe(0);
+		} finally {
+			take.mockRestore();
+		}
 	});
 });

@@ -24,12 +24,12 @@ const resolveOpts = { maxChecks: 3, backoffBaseSeconds: 60, backoffMaxSeconds: 6
  * false, the operation's settle window is then moved into the past (as if it had passed).
  */
 async function makeUnknown(key: string, target = 'pay', settled = true, settleSeconds = 120) {
-	const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target, settleSeconds })]);
-	await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
+	const [r] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target, settleSeconds })]);
+	await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
 	if (settled) await db.pool.query(`UPDATE ${db.schemaSql}.operations SET settle_until = settle_until - interval '1 day' WHERE operation_key = $1`, [key]);
 	return r;
 }
-const claim = (o: Partial<ClaimOptions> = {}) => claimUnknown(db.pool, db.schemaSql, { limit: 100, settleSeconds: 0, claimSeconds: 30, target: null, ...o });
+const claim = (o: Partial<ClaimOptions> = {}) => claimUnknown(db.pool, db.ledgerSchema, { limit: 100, settleSeconds: 0, claimSeconds: 30, target: null, ...o });
 async function row(key: string) {
 	return (await db.pool.query(`SELECT * FROM ${db.schemaSql}.operations WHERE operation_key = $1`, [key])).rows[0];
 }
@@ -63,7 +63,7 @@ describe('Reconcile Unknown', () => {
 
 	it('an expired lease becomes unknown with an event, and is claimed only after its own settle window (lease end + window)', async () => {
 		try {
-			await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:lease', request: {}, leaseSeconds: 1, target: 'lease', settleSeconds: 60 })]);
+			await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: 'r:lease', request: {}, leaseSeconds: 1, target: 'lease', settleSeconds: 60 })]);
 			await setLedgerClock(db.pool, db.schema, 2);
 			expect(await claim({ target: 'lease' })).toEqual([]);
 			const unknown = await row('r:lease');
@@ -93,7 +93,7 @@ describe('Reconcile Unknown', () => {
 			await setLedgerClock(db.pool, db.schema, 301);
 			const [c] = await claim({ target: 'window' });
 			expect(c.operationKey).toBe('r:window');
-			const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:window', claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
+			const [res] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: 'r:window', claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
 			expect(res).toMatchObject({ result: 'failed', status: 'failed' });
 		} finally {
 			await setLedgerClock(db.pool, db.schema, 0);
@@ -112,7 +112,7 @@ describe('Reconcile Unknown', () => {
 			const byKey = new Map(claimed.map((c) => [c.operationKey, c.claimToken]));
 			const res = await resolveUnknown(
 				db.pool,
-				db.schemaSql,
+				db.ledgerSchema,
 				[
 					prepareResolveItem(0, { operationKey: 'r:early', claimToken: byKey.get('r:early'), resolution: 'not_happened' }),
 					prepareResolveItem(1, { operationKey: 'r:early:yes', claimToken: byKey.get('r:early:yes'), resolution: 'happened', externalRef: 'pay_E' }),
@@ -129,7 +129,7 @@ describe('Reconcile Unknown', () => {
 			expect(await claim({ target: 'early' })).toEqual([]);
 			await setLedgerClock(db.pool, db.schema, 101);
 			const [again] = await claim({ target: 'early' });
-			const [ok] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:early', claimToken: again.claimToken, resolution: 'not_happened' })], resolveOpts);
+			const [ok] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: 'r:early', claimToken: again.claimToken, resolution: 'not_happened' })], resolveOpts);
 			expect(ok).toMatchObject({ result: 'failed', status: 'failed' });
 		} finally {
 			await setLedgerClock(db.pool, db.schema, 0);
@@ -147,9 +147,9 @@ describe('Reconcile Unknown', () => {
 	it('happened records success with the reference; a replay then answers from the ledger', async () => {
 		await makeUnknown('r:happened', 'happened');
 		const [c] = await claim({ target: 'happened' });
-		const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'happened', externalRef: 'pay_77', response: { id: 'pay_77' } })], resolveOpts);
+		const [res] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'happened', externalRef: 'pay_77', response: { id: 'pay_77' } })], resolveOpts);
 		expect(res).toMatchObject({ result: 'succeeded', status: 'succeeded', externalRef: 'pay_77' });
-		const [again] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:happened', request: { key: 'r:happened' }, leaseSeconds: 60 })]);
+		const [again] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: 'r:happened', request: { key: 'r:happened' }, leaseSeconds: 60 })]);
 		expect(again).toMatchObject({ outcome: 'already_succeeded', externalRef: 'pay_77' });
 		expect(await events('r:happened')).toEqual(['reserved', 'confirmed_unknown', 'reconciled_succeeded']);
 	});
@@ -161,9 +161,9 @@ describe('Reconcile Unknown', () => {
 	it('did not happen becomes a retryable failure: the next Reserve proceeds with attempt 2', async () => {
 		const first = await makeUnknown('r:nothappened', 'nh');
 		const [c] = await claim({ target: 'nh' });
-		const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
+		const [res] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
 		expect(res).toMatchObject({ result: 'failed', status: 'failed' });
-		const [again] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:nothappened', request: { key: 'r:nothappened' }, leaseSeconds: 60 })]);
+		const [again] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: 'r:nothappened', request: { key: 'r:nothappened' }, leaseSeconds: 60 })]);
 		expect(again).toMatchObject({ outcome: 'proceed', attempt: 2 });
 		expect(again.idempotencyKey).not.toBe(first.idempotencyKey);
 	});
@@ -176,7 +176,7 @@ describe('Reconcile Unknown', () => {
 		for (let n = 0; n < 4; n++) {
 			const [c] = await claim({ target: 'review' });
 			expect(c.checks).toBe(n);
-			const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup 503' })], opts);
+			const [res] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'still_unknown', reason: 'lookup 503' })], opts);
 			results.push(res.result);
 			const { rows } = await db.pool.query(
 				`SELECT extract(epoch FROM next_check_at - updated_at)::float AS wait FROM ${db.schemaSql}.operations WHERE operation_key = 'r:review'`,
@@ -191,7 +191,7 @@ describe('Reconcile Unknown', () => {
 		expect(waits).toEqual([60, 120, 150, null]);
 		expect(await row('r:review')).toMatchObject({ status: 'review', reconcile_checks: 4, reason: 'lookup 503' });
 		expect(await claim({ target: 'review' })).toEqual([]);
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [prepareReserveItem(0, { operationKey: 'r:review', request: { key: 'r:review' }, leaseSeconds: 60 })]);
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: 'r:review', request: { key: 'r:review' }, leaseSeconds: 60 })]);
 		expect(r).toMatchObject({ outcome: 'needs_reconcile', status: 'review' });
 		expect(await events('r:review')).toEqual([
 			'reserved',
@@ -207,8 +207,8 @@ describe('Reconcile Unknown', () => {
 		const r = await makeUnknown('r:lost', 'lost');
 		const [c] = await claim({ target: 'lost', claimSeconds: 1 });
 		// The original holder's late Confirm is evidence and lands first.
-		await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 'r:lost', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_late' })]);
-		const [res] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
+		await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 'r:lost', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_late' })]);
+		const [res] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: c.operationKey, claimToken: c.claimToken, resolution: 'not_happened' })], resolveOpts);
 		expect(res).toMatchObject({ result: 'claim_lost', status: 'succeeded', externalRef: 'pay_late' });
 
 		await makeUnknown('r:lapsed', 'lapsed');
@@ -217,7 +217,7 @@ describe('Reconcile Unknown', () => {
 		await setLedgerClock(db.pool, db.schema, 2);
 		const [c2] = await claim({ target: 'lapsed' });
 		expect(c2.operationKey).toBe('r:lapsed');
-		const [old] = await resolveUnknown(db.pool, db.schemaSql, [prepareResolveItem(0, { operationKey: 'r:lapsed', claimToken: c1.claimToken, resolution: 'not_happened' })], resolveOpts);
+		const [old] = await resolveUnknown(db.pool, db.ledgerSchema, [prepareResolveItem(0, { operationKey: 'r:lapsed', claimToken: c1.claimToken, resolution: 'not_happened' })], resolveOpts);
 		await setLedgerClock(db.pool, db.schema, 0);
 		expect(old.result).toBe('claim_lost');
 		expect((await row('r:lapsed')).status).toBe('unknown');

@@ -26,11 +26,11 @@ async function events(key: string): Promise<string[]> {
 
 describe('Reserve', () => {
 	it('proceeds once for a new key, then reports in progress while the lease is live', async () => {
-		const [first] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:new', { amount: 1 })]);
+		const [first] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:new', { amount: 1 })]);
 		expect(first).toMatchObject({ outcome: 'proceed', status: 'reserved', attempt: 1 });
 		expect(first.leaseToken).toMatch(/^[0-9a-f-]{36}$/);
 		expect(first.idempotencyKey).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-8[0-9a-f]{3}-[0-9a-f]{12}$/);
-		const [second] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:new', { amount: 1 })]);
+		const [second] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:new', { amount: 1 })]);
 		expect(second).toMatchObject({ outcome: 'in_progress', leaseToken: null });
 		expect(await events('k:new')).toEqual(['reserved']);
 	});
@@ -45,7 +45,7 @@ describe('Reserve', () => {
 			for (let round = 0; round < 200; round++) {
 				const key = `race:${round}`;
 				const results = await Promise.all(
-					Array.from({ length: 32 }, (_, n) => reserveOperations(pool, db.schemaSql, [reserve(key, { round }, 60, n)])),
+					Array.from({ length: 32 }, (_, n) => reserveOperations(pool, db.ledgerSchema, [reserve(key, { round }, 60, n)])),
 				);
 				const outcomes = results.map((r) => r[0].outcome);
 				proceedsPerRound.push(outcomes.filter((o) => o === 'proceed').length);
@@ -71,12 +71,12 @@ describe('Reserve', () => {
 				Array.from({ length: 8 }, async () => {
 					for (let round = 0; round < 15; round++) {
 						const batch = shuffle(keys).slice(0, 40).map((k, i) => reserve(k, { k }, 60, i));
-						const out = await reserveOperations(pool, db.schemaSql, batch);
+						const out = await reserveOperations(pool, db.ledgerSchema, batch);
 						const mine = out.filter((o) => o.outcome === 'proceed');
 						proceeds += mine.length;
 						await confirmOperations(
 							pool,
-							db.schemaSql,
+							db.ledgerSchema,
 							shuffle(mine).map((o, i) => prepareConfirmItem(i, { operationKey: batch[o.index].operationKey, leaseToken: o.leaseToken, outcome: 'succeeded', externalRef: `ref-${o.index}` })),
 						);
 					}
@@ -95,11 +95,11 @@ describe('Reserve', () => {
 	}, 120_000);
 
 	it('an expired lease is never re-reserved: it becomes unknown atomically and comes back as needs reconcile', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:expire', { a: 1 }, 1)]);
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:expire', { a: 1 }, 1)]);
 		expect(r.outcome).toBe('proceed');
 		// The 1 s lease runs out: the ledger's clock moves 2 s on.
 		await setLedgerClock(db.pool, db.schema, 2);
-		const again = await Promise.all([1, 2, 3].map(() => reserveOperations(db.pool, db.schemaSql, [reserve('k:expire', { a: 1 })])));
+		const again = await Promise.all([1, 2, 3].map(() => reserveOperations(db.pool, db.ledgerSchema, [reserve('k:expire', { a: 1 })])));
 		await setLedgerClock(db.pool, db.schema, 0);
 		expect(again.map((x) => x[0].outcome)).toEqual(['needs_reconcile', 'needs_reconcile', 'needs_reconcile']);
 		expect(again.every((x) => x[0].leaseToken === null)).toBe(true);
@@ -110,12 +110,12 @@ describe('Reserve', () => {
 	});
 
 	it('the same key with a different request is a conflict and never returns the other request\'s result', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:conflict', { amount: 4200 })]);
-		const [c] = await confirmOperations(db.pool, db.schemaSql, [
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:conflict', { amount: 4200 })]);
+		const [c] = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'k:conflict', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_1', response: { id: 'pay_1' } }),
 		]);
 		expect(c.result).toBe('recorded');
-		const [x] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:conflict', { amount: 9900 })]);
+		const [x] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:conflict', { amount: 9900 })]);
 		expect(x.outcome).toBe('conflict');
 		expect(x.externalRef).toBeNull();
 		expect(x.response).toBeNull();
@@ -124,37 +124,37 @@ describe('Reserve', () => {
 		expect(x).toMatchObject({ status: 'succeeded', attempt: 1, idempotencyKey: null, leaseExpiresAt: null, retryable: null, createdAt: null, updatedAt: null });
 		expect(x.reason).toMatch(/^the operation key was already used with a different request/);
 		expect(JSON.stringify(x)).not.toMatch(/4200|9900|pay_1|[0-9a-f]{64}/);
-		const [same] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:conflict', JSON.parse('{"amount": 4200.0}'))]);
+		const [same] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:conflict', JSON.parse('{"amount": 4200.0}'))]);
 		expect(same).toMatchObject({ outcome: 'already_succeeded', externalRef: 'pay_1', response: { id: 'pay_1' } });
 		expect((await row('k:conflict')).status).toBe('succeeded');
 	});
 
 	it('semantically equal JSON (key order, 1.0 vs 1) is the same request, not a conflict', async () => {
-		await reserveOperations(db.pool, db.schemaSql, [reserve('k:equal', JSON.parse('{"amount":1.0,"currency":"EUR"}'))]);
-		const [again] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:equal', JSON.parse('{ "currency" : "EUR", "amount" : 1 }'))]);
+		await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:equal', JSON.parse('{"amount":1.0,"currency":"EUR"}'))]);
+		const [again] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:equal', JSON.parse('{ "currency" : "EUR", "amount" : 1 }'))]);
 		expect(again.outcome).toBe('in_progress');
 	});
 
 	it('a confirmed retryable failure may be reserved again with attempt + 1 and a new downstream key; a non-retryable one is reported', async () => {
-		const [r1] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:retry', { a: 1 })]);
-		await confirmOperations(db.pool, db.schemaSql, [
+		const [r1] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:retry', { a: 1 })]);
+		await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'k:retry', leaseToken: r1.leaseToken, outcome: 'failed', retryable: true, reason: 'card declined, try later' }),
 		]);
-		const [r2] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:retry', { a: 1 })]);
+		const [r2] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:retry', { a: 1 })]);
 		expect(r2).toMatchObject({ outcome: 'proceed', attempt: 2 });
 		expect(r2.idempotencyKey).not.toBe(r1.idempotencyKey);
 		expect(r2.leaseToken).not.toBe(r1.leaseToken);
-		await confirmOperations(db.pool, db.schemaSql, [
+		await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'k:retry', leaseToken: r2.leaseToken, outcome: 'failed', retryable: false, reason: 'account closed' }),
 		]);
-		const [r3] = await reserveOperations(db.pool, db.schemaSql, [reserve('k:retry', { a: 1 })]);
+		const [r3] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:retry', { a: 1 })]);
 		expect(r3).toMatchObject({ outcome: 'failed_permanently', attempt: 2, reason: 'account closed', retryable: false });
 		expect(await events('k:retry')).toEqual(['reserved', 'confirmed_failed', 'reserved', 'confirmed_failed']);
 	});
 
 	it('decides a batch in one call, duplicates within the batch included', async () => {
 		const items = [reserve('b:1', { n: 1 }, 60, 0), reserve('b:2', { n: 2 }, 60, 1), reserve('b:1', { n: 1 }, 60, 2), reserve('b:1', { n: 9 }, 60, 3)];
-		const out = await reserveOperations(db.pool, db.schemaSql, items);
+		const out = await reserveOperations(db.pool, db.ledgerSchema, items);
 		expect(out.map((o) => [o.index, o.outcome])).toEqual([
 			[0, 'proceed'],
 			[1, 'proceed'],
@@ -164,7 +164,7 @@ describe('Reserve', () => {
 	});
 
 	it('records who caused each event', async () => {
-		await reserveOperations(db.pool, db.schemaSql, [reserve('k:ctx', {}, 60, 7)], { executionId: '123', workflowId: 'wf', nodeName: 'Reserve' });
+		await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:ctx', {}, 60, 7)], { executionId: '123', workflowId: 'wf', nodeName: 'Reserve' });
 		const { rows } = await db.pool.query(`SELECT execution_id, workflow_id, node_name, item_index, created_at FROM ${db.schemaSql}.operation_events WHERE operation_key = 'k:ctx'`);
 		expect(rows[0]).toMatchObject({ execution_id: '123', workflow_id: 'wf', node_name: 'Reserve', item_index: 7 });
 	});
@@ -172,31 +172,31 @@ describe('Reserve', () => {
 
 describe('Confirm', () => {
 	it('repeating the same confirmation is harmless', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:repeat', {})]);
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:repeat', {})]);
 		const item = prepareConfirmItem(0, { operationKey: 'c:repeat', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'ref-1' });
-		const [a] = await confirmOperations(db.pool, db.schemaSql, [item]);
-		const [b] = await confirmOperations(db.pool, db.schemaSql, [item]);
+		const [a] = await confirmOperations(db.pool, db.ledgerSchema, [item]);
+		const [b] = await confirmOperations(db.pool, db.ledgerSchema, [item]);
 		expect(a.result).toBe('recorded');
 		expect(b).toMatchObject({ result: 'repeated', status: 'succeeded', externalRef: 'ref-1', possibleDuplicate: false });
 		expect(await events('c:repeat')).toEqual(['reserved', 'confirmed_succeeded']);
 	});
 
 	it('a stale lease token cannot overwrite a confirmed row and is flagged', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:stale', {})]);
-		await confirmOperations(db.pool, db.schemaSql, [
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:stale', {})]);
+		await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:stale', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_A' }),
 		]);
 		const stranger = '11111111-2222-4333-8444-555555555555';
-		const [s] = await confirmOperations(db.pool, db.schemaSql, [
+		const [s] = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:stale', leaseToken: stranger, outcome: 'succeeded', externalRef: 'pay_B' }),
 		]);
 		expect(s).toMatchObject({ result: 'stale', status: 'succeeded', externalRef: 'pay_A', possibleDuplicate: true });
-		const [f] = await confirmOperations(db.pool, db.schemaSql, [
+		const [f] = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:stale', leaseToken: stranger, outcome: 'failed', reason: 'x' }),
 		]);
 		expect(f).toMatchObject({ result: 'stale', possibleDuplicate: false });
 		// The holder itself contradicting its own recorded success is flagged too.
-		const [own] = await confirmOperations(db.pool, db.schemaSql, [
+		const [own] = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:stale', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_C' }),
 		]);
 		expect(own).toMatchObject({ result: 'stale', possibleDuplicate: true });
@@ -206,10 +206,10 @@ describe('Confirm', () => {
 	});
 
 	it('a late success from the holder of an expired lease is evidence: recorded and flagged late', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:late', {}, 1)]);
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:late', {}, 1)]);
 		await setLedgerClock(db.pool, db.schema, 2); // the 1 s lease has run out
-		await reserveOperations(db.pool, db.schemaSql, [reserve('c:late', {})]); // moves it to unknown
-		const [c] = await confirmOperations(db.pool, db.schemaSql, [
+		await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:late', {})]); // moves it to unknown
+		const [c] = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:late', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_L' }),
 		]);
 		await setLedgerClock(db.pool, db.schema, 0);
@@ -218,10 +218,10 @@ describe('Confirm', () => {
 	});
 
 	it('a stale success after a retry was reserved is flagged as a possible duplicate and changes nothing', async () => {
-		const [r1] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:dup', {})]);
-		await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 'c:dup', leaseToken: r1.leaseToken, outcome: 'failed', retryable: true })]);
-		const [r2] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:dup', {})]);
-		const [late] = await confirmOperations(db.pool, db.schemaSql, [
+		const [r1] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:dup', {})]);
+		await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 'c:dup', leaseToken: r1.leaseToken, outcome: 'failed', retryable: true })]);
+		const [r2] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:dup', {})]);
+		const [late] = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:dup', leaseToken: r1.leaseToken, outcome: 'succeeded', externalRef: 'pay_old' }),
 		]);
 		expect(late).toMatchObject({ result: 'stale', status: 'reserved', possibleDuplicate: true });
@@ -231,20 +231,20 @@ describe('Confirm', () => {
 	});
 
 	it('unknown then unknown again is one transition; not_found is reported per item', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:unk', {})]);
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:unk', {})]);
 		const u = prepareConfirmItem(0, { operationKey: 'c:unk', leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' });
 		const missing = prepareConfirmItem(1, { operationKey: 'c:missing', leaseToken: r.leaseToken, outcome: 'succeeded' });
-		const out = await confirmOperations(db.pool, db.schemaSql, [u, missing]);
+		const out = await confirmOperations(db.pool, db.ledgerSchema, [u, missing]);
 		expect(out.map((o) => o.result)).toEqual(['recorded', 'not_found']);
-		const [again] = await confirmOperations(db.pool, db.schemaSql, [u]);
+		const [again] = await confirmOperations(db.pool, db.ledgerSchema, [u]);
 		expect(again.result).toBe('repeated');
 		expect(await row('c:unk')).toMatchObject({ status: 'unknown', reason: 'HTTP 504' });
 		expect(await events('c:unk')).toEqual(['reserved', 'confirmed_unknown']);
 	});
 
 	it('stores a truncated response with the reference kept', async () => {
-		const [r] = await reserveOperations(db.pool, db.schemaSql, [reserve('c:big', {})]);
-		await confirmOperations(db.pool, db.schemaSql, [
+		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('c:big', {})]);
+		await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'c:big', leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: 'pay_big', response: { s: 'z'.repeat(4000) }, maxResponseBytes: 500 }),
 		]);
 		const stored = await row('c:big');
@@ -255,7 +255,7 @@ describe('Confirm', () => {
 
 describe('event log', () => {
 	it('is append-only', async () => {
-		await reserveOperations(db.pool, db.schemaSql, [reserve('e:1', {})]);
+		await reserveOperations(db.pool, db.ledgerSchema, [reserve('e:1', {})]);
 		await expect(db.pool.query(`UPDATE ${db.schemaSql}.operation_events SET event = 'x'`)).rejects.toThrow(/append-only/);
 		await expect(db.pool.query(`DELETE FROM ${db.schemaSql}.operation_events`)).rejects.toThrow(/append-only/);
 	});

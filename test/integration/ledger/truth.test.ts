@@ -35,11 +35,11 @@ async function holdRowLock(key: string) {
 
 describe('bounded waits', () => {
 	it('a key locked by another session answers busy within the lock timeout; the other keys of the batch are decided', async () => {
-		await reserveOperations(db.pool, db.schemaSql, [item(0, 'b:locked')]);
+		await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'b:locked')]);
 		const lock = await holdRowLock('b:locked');
 		try {
 			const t0 = Date.now();
-			const res = await reserveOperations(db.pool, db.schemaSql, [item(0, 'b:locked'), item(1, 'b:free')], {}, { statementTimeoutMs: 10_000, lockTimeoutMs: 300 });
+			const res = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'b:locked'), item(1, 'b:free')], {}, { statementTimeoutMs: 10_000, lockTimeoutMs: 300 });
 			const ms = Date.now() - t0;
 			expect(res[0]).toMatchObject({ outcome: 'busy', retryable: true, leaseToken: null });
 			expect(res[0].reason).toMatch(/locked by another transaction.*running it again is safe/);
@@ -54,12 +54,12 @@ describe('bounded waits', () => {
 	});
 
 	it('Confirm answers busy for a locked key and records the others', async () => {
-		const [a, b] = await reserveOperations(db.pool, db.schemaSql, [item(0, 'bc:locked'), item(1, 'bc:free')]);
+		const [a, b] = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'bc:locked'), item(1, 'bc:free')]);
 		const lock = await holdRowLock('bc:locked');
 		try {
 			const res = await confirmOperations(
 				db.pool,
-				db.schemaSql,
+				db.ledgerSchema,
 				[
 					prepareConfirmItem(0, { operationKey: 'bc:locked', leaseToken: a.leaseToken, outcome: 'succeeded', externalRef: 'p1' }),
 					prepareConfirmItem(1, { operationKey: 'bc:free', leaseToken: b.leaseToken, outcome: 'succeeded', externalRef: 'p2' }),
@@ -71,20 +71,20 @@ describe('bounded waits', () => {
 		} finally {
 			await lock.release();
 		}
-		const [again] = await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 'bc:locked', leaseToken: a.leaseToken, outcome: 'succeeded', externalRef: 'p1' })]);
+		const [again] = await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 'bc:locked', leaseToken: a.leaseToken, outcome: 'succeeded', externalRef: 'p1' })]);
 		expect(again.result).toBe('recorded');
 	});
 
 	it('with one pool connection, a blocked key does not starve an unrelated key beyond the lock timeout', async () => {
-		await reserveOperations(db.pool, db.schemaSql, [item(0, 'p:locked')]);
+		await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'p:locked')]);
 		const one = new Pool({ connectionString: DATABASE_URL, max: 1, connectionTimeoutMillis: 3_000 });
 		const lock = await holdRowLock('p:locked');
 		try {
 			const bounds = { statementTimeoutMs: 10_000, lockTimeoutMs: 500 };
 			const t0 = Date.now();
 			const [blocked, other] = await Promise.all([
-				reserveOperations(one, db.schemaSql, [item(0, 'p:locked')], {}, bounds),
-				reserveOperations(one, db.schemaSql, [item(0, 'p:other')], {}, bounds),
+				reserveOperations(one, db.ledgerSchema, [item(0, 'p:locked')], {}, bounds),
+				reserveOperations(one, db.ledgerSchema, [item(0, 'p:other')], {}, bounds),
 			]);
 			expect(blocked[0].outcome).toBe('busy');
 			expect(other[0].outcome).toBe('proceed');
@@ -105,7 +105,7 @@ describe('bounded waits', () => {
 		]);
 		try {
 			const t0 = Date.now();
-			const err = await reserveOperations(db.pool, db.schemaSql, [item(0, 's:new'), item(1, 's:other')], {}, { statementTimeoutMs: 400, lockTimeoutMs: 60_000 }).catch((e) => e);
+			const err = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 's:new'), item(1, 's:other')], {}, { statementTimeoutMs: 400, lockTimeoutMs: 60_000 }).catch((e) => e);
 			expect(err).toBeInstanceOf(LedgerBusyError);
 			expect(err.code).toBe('57014');
 			expect(err.message).toMatch(/nothing of it was recorded; running it again is safe/);
@@ -140,7 +140,7 @@ describe('serializable isolation', () => {
 			expect(rows[0].default_transaction_isolation).toBe('serializable');
 			for (let round = 0; round < 3; round++) {
 				const key = `ser:${round}`;
-				const results = await Promise.all(Array.from({ length: 24 }, () => reserveOperations(pool, db.schemaSql, [item(0, key)])));
+				const results = await Promise.all(Array.from({ length: 24 }, () => reserveOperations(pool, db.ledgerSchema, [item(0, key)])));
 				const outcomes = results.map((r) => r[0].outcome);
 				expect(outcomes.filter((o) => o === 'proceed')).toHaveLength(1);
 				expect(outcomes.filter((o) => o !== 'proceed').every((o) => o === 'in_progress')).toBe(true);
@@ -156,23 +156,23 @@ describe('serializable isolation', () => {
 
 describe('same-batch repeats', () => {
 	it('five items with one key and one request: one Proceed, four told they repeat item 0 of this batch', async () => {
-		const res = await reserveOperations(db.pool, db.schemaSql, [0, 1, 2, 3, 4].map((i) => item(i, 'rep:1', { a: 1 })));
+		const res = await reserveOperations(db.pool, db.ledgerSchema, [0, 1, 2, 3, 4].map((i) => item(i, 'rep:1', { a: 1 })));
 		expect(res.map((r) => r.outcome)).toEqual(['proceed', 'in_progress', 'in_progress', 'in_progress', 'in_progress']);
 		expect(res.slice(1).map((r) => r.repeatOfItem)).toEqual([0, 0, 0, 0]);
 		expect(res.slice(1).every((r) => r.reason === REPEAT_IN_BATCH)).toBe(true);
 		expect(res[0].repeatOfItem).toBeNull();
 		// Another execution's lease is not a repeat.
-		const [other] = await reserveOperations(db.pool, db.schemaSql, [item(0, 'rep:1', { a: 1 })]);
+		const [other] = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'rep:1', { a: 1 })]);
 		expect(other).toMatchObject({ outcome: 'in_progress', repeatOfItem: null, reason: null });
 	});
 });
 
 describe('tokens at rest', () => {
 	it('no lease token appears in any stored row or event, including stale confirmations', async () => {
-		const [r1] = await reserveOperations(db.pool, db.schemaSql, [item(0, 't:1')]);
-		await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 't:1', leaseToken: r1.leaseToken, outcome: 'failed', retryable: true })]);
-		const [r2] = await reserveOperations(db.pool, db.schemaSql, [item(0, 't:1')]);
-		const [stale] = await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 't:1', leaseToken: r1.leaseToken, outcome: 'succeeded', externalRef: 'x' })]);
+		const [r1] = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 't:1')]);
+		await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 't:1', leaseToken: r1.leaseToken, outcome: 'failed', retryable: true })]);
+		const [r2] = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 't:1')]);
+		const [stale] = await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 't:1', leaseToken: r1.leaseToken, outcome: 'succeeded', externalRef: 'x' })]);
 		expect(stale.result).toBe('stale');
 		const { rows } = await db.pool.query(
 			`SELECT (SELECT string_agg(row_to_json(o)::text, '') FROM ${db.schemaSql}.operations o WHERE operation_key = 't:1') ||
@@ -186,16 +186,16 @@ describe('tokens at rest', () => {
 		expect(text).toContain('stale_confirmation');
 		expect(text).not.toContain('holderToken');
 		// The live holder still confirms with its token.
-		const [ok] = await confirmOperations(db.pool, db.schemaSql, [prepareConfirmItem(0, { operationKey: 't:1', leaseToken: r2.leaseToken, outcome: 'succeeded', externalRef: 'y' })]);
+		const [ok] = await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 't:1', leaseToken: r2.leaseToken, outcome: 'succeeded', externalRef: 'y' })]);
 		expect(ok.result).toBe('recorded');
 	});
 });
 
 describe('cut text reaches Postgres intact', () => {
 	it('a response preview cut where an emoji straddles the 1,024-unit limit is recorded (no 22P02)', async () => {
-		const [a, b] = await reserveOperations(db.pool, db.schemaSql, [item(0, 'cut:1'), item(1, 'cut:2')]);
+		const [a, b] = await reserveOperations(db.pool, db.ledgerSchema, [item(0, 'cut:1'), item(1, 'cut:2')]);
 		const response = { note: 'a'.repeat(1013) + '\u{1F600}'.repeat(600) };
-		const res = await confirmOperations(db.pool, db.schemaSql, [
+		const res = await confirmOperations(db.pool, db.ledgerSchema, [
 			prepareConfirmItem(0, { operationKey: 'cut:1', leaseToken: a.leaseToken, outcome: 'succeeded', externalRef: 'r1', response, maxResponseBytes: 1024 }),
 			prepareConfirmItem(1, { operationKey: 'cut:2', leaseToken: b.leaseToken, outcome: 'failed', reason: 'x'.repeat(1999) + '\u{1F600}' }),
 		]);

@@ -33,7 +33,7 @@ async function probeUnderFlood(agingSeconds: number, lowCount: number, agedBySec
 	let claims = 0;
 	for (let round = 0; round < 200; round++) {
 		await db.fill(queue, 'high', 8);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 8, leaseSeconds: 600, agingSeconds });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 8, leaseSeconds: 600, agingSeconds });
 		for (const t of got) {
 			claims++;
 			if (t.taskId === probe) return claims;
@@ -60,12 +60,12 @@ describe('aging', () => {
 		const low = await db.fill(queue, 'low', 5);
 		// Low waited 30 s of a 60 s interval: nothing moves, the tag order holds (high .2 .4 ... 1.2, low 1.2 2.2 ...; ties by id).
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() - interval '30 seconds' WHERE id = ANY($1::bigint[])`, [low]);
-		const first = await dequeue(db.pool, db.schema, { queue, limit: 7, leaseSeconds: 600, agingSeconds: 60 });
+		const first = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 7, leaseSeconds: 600, agingSeconds: 60 });
 		expect(first.map((t) => t.group[0]).join('')).toBe('hhhhhhl');
 		// Now the rest of low waited 90 s: all four move to the front (the head tag), ahead of the
 		// 14 high tasks left, in FIFO order.
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() - interval '90 seconds' WHERE id = ANY($1::bigint[])`, [low]);
-		const next = await dequeue(db.pool, db.schema, { queue, limit: 6, leaseSeconds: 600, agingSeconds: 60 });
+		const next = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 6, leaseSeconds: 600, agingSeconds: 60 });
 		// The head (a high task) keeps its place; the moved tasks tie with it and follow by id.
 		expect(next.map((t) => t.group[0]).join('')).toBe('hllllh');
 		expect(next.filter((t) => t.group === 'low').map((t) => t.taskId)).toEqual(low.slice(1));
@@ -78,7 +78,7 @@ describe('aging', () => {
 		const low = await db.fill(queue, 'low', 10); // tags 1.2 .. 10.2
 		await advanceQueueClock(db.pool, db.schema, 2.3); // two aging intervals of 1 s pass on the database clock
 		await db.fill(queue, 'high', 20); // fresh, tags 4.2 .. 8.2: ahead of most of low by tag
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 1 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 1 });
 		// Everything that waited moved to the front in id order: 20 old high, then the 10 low; fresh high last.
 		expect(got.map((t) => t.group[0]).join('')).toBe('h'.repeat(20) + 'l'.repeat(10) + 'h'.repeat(10));
 		const probe = got.find((t) => t.taskId === low[9]);
@@ -89,7 +89,7 @@ describe('aging', () => {
 		const queue = db.queueName('sweep');
 		await db.fill(queue, 'high', 10);
 		const low = await db.fill(queue, 'low', 1200);
-		await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 60 }); // records the weights
+		await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 60 }); // records the weights
 		await advanceQueueClock(db.pool, db.schema, 120);
 		// Another transaction holds the groups' rows (as a sweep in progress would): this claim skips
 		// the sweep, does not wait for the lock, and serves by tag.
@@ -97,12 +97,12 @@ describe('aging', () => {
 		await holder.query('BEGIN');
 		await holder.query(`SELECT 1 FROM "${db.schema}".queue_group_weights WHERE queue = $1 FOR NO KEY UPDATE`, [queue]);
 		const started = Date.now();
-		const skipped = await dequeue(db.pool, db.schema, { queue, limit: 2, leaseSeconds: 60, agingSeconds: 60 });
+		const skipped = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 2, leaseSeconds: 60, agingSeconds: 60 });
 		expect(Date.now() - started).toBeLessThan(2000); // the credential's lock timeout is 5 s
 		expect(skipped.map((t) => t.group)).toEqual(['high', 'high']);
 		await holder.query('ROLLBACK');
 		// Now the sweep runs: the oldest 1,000 aged tasks behind the head move to the head tag.
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60, agingSeconds: 60 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 60, agingSeconds: 60 });
 		const { rows } = await db.pool.query<{ vtag: number; n: string }>(
 			`SELECT vtag, count(*)::text AS n FROM "${db.schema}".queue_tasks WHERE queue = $1 AND status = 'pending' GROUP BY vtag ORDER BY vtag LIMIT 1`,
 			[queue],
@@ -111,7 +111,7 @@ describe('aging', () => {
 		// 200 aged low tasks wait for the next sweep).
 		expect(Number(rows[0].n)).toBe(1 + 1000 - 5);
 		// FIFO: the high tasks left (enqueued first), then low in id order.
-		const next = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60, agingSeconds: 60 });
+		const next = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60, agingSeconds: 60 });
 		const ids = [...got, ...next].map((t) => Number(t.taskId));
 		expect(ids).toEqual([...ids].sort((a, b) => a - b));
 		expect(got.every((t) => t.group === 'high')).toBe(true);
@@ -125,7 +125,7 @@ describe('aging', () => {
 		await db.fill(queue, 'high', 20);
 		const low = await db.fill(queue, 'low', 10);
 		await db.fill(queue, 'high', 20);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 50, leaseSeconds: 60, agingSeconds: 0 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 50, leaseSeconds: 60, agingSeconds: 0 });
 		const pos = got.findIndex((t) => t.taskId === low[9]);
 		expect(pos).toBe(49);
 	});

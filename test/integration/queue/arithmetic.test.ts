@@ -42,27 +42,27 @@ describe('numeric parameters at their extremes', () => {
 			seen[label] = await verdict(fn);
 		};
 		for (const v of [0, 1, 86_400, 31_536_000, -1, ...HUGE, NaN, Infinity]) {
-			await put(`enqueue delay ${v}`, () => enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: v }]));
-			await put(`enqueue maxAttempts ${v}`, () => enqueue(db.pool, db.schema, [{ queue, group: 'high', maxAttempts: v }]));
-			await put(`dequeue limit ${v}`, () => dequeue(db.pool, db.schema, { queue, limit: v }));
-			await put(`dequeue lease ${v}`, () => dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: v }));
-			await put(`dequeue aging ${v}`, () => dequeue(db.pool, db.schema, { queue, limit: 1, agingSeconds: v }));
-			await put(`dequeue weight ${v}`, () => dequeue(db.pool, db.schema, { queue, limit: 1, groups: [{ name: 'high', weight: v }] }));
-			await put(`requeue limit ${v}`, () => requeueDead(db.pool, db.schema, { queue, limit: v }));
-			await put(`purge ages ${v}`, () => purge(db.pool, db.schema, { queue, deadAfterSeconds: v, archiveAfterSeconds: v }));
-			await put(`purge limit ${v}`, () => purge(db.pool, db.schema, { queue, limit: v }));
-			await put(`listDead ${v}`, () => listDead(db.pool, db.schema, queue, v));
-			const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 600 });
+			await put(`enqueue delay ${v}`, () => enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', delaySeconds: v }]));
+			await put(`enqueue maxAttempts ${v}`, () => enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', maxAttempts: v }]));
+			await put(`dequeue limit ${v}`, () => dequeue(db.pool, db.ledgerSchema, { queue, limit: v }));
+			await put(`dequeue lease ${v}`, () => dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: v }));
+			await put(`dequeue aging ${v}`, () => dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, agingSeconds: v }));
+			await put(`dequeue weight ${v}`, () => dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, groups: [{ name: 'high', weight: v }] }));
+			await put(`requeue limit ${v}`, () => requeueDead(db.pool, db.ledgerSchema, { queue, limit: v }));
+			await put(`purge ages ${v}`, () => purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: v, archiveAfterSeconds: v }));
+			await put(`purge limit ${v}`, () => purge(db.pool, db.ledgerSchema, { queue, limit: v }));
+			await put(`listDead ${v}`, () => listDead(db.pool, db.ledgerSchema, queue, v));
+			const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 600 });
 			if (t) {
-				await put(`extend ${v}`, () => extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: v }]));
-				await put(`fail base ${v}`, () => fail(db.pool, db.schema, [{ ...t, error: 'x' }], { baseSeconds: v, capSeconds: 31_536_000 }));
-				await put(`fail cap ${v}`, () => fail(db.pool, db.schema, [{ ...t, error: 'x' }], { baseSeconds: 86_400, capSeconds: v }));
-				await put(`release delay ${v}`, () => release(db.pool, db.schema, [{ ...t, delaySeconds: v }]));
-				await complete(db.pool, db.schema, [t]);
+				await put(`extend ${v}`, () => extendLease(db.pool, db.ledgerSchema, [{ ...t, leaseSeconds: v }]));
+				await put(`fail base ${v}`, () => fail(db.pool, db.ledgerSchema, [{ ...t, error: 'x' }], { baseSeconds: v, capSeconds: 31_536_000 }));
+				await put(`fail cap ${v}`, () => fail(db.pool, db.ledgerSchema, [{ ...t, error: 'x' }], { baseSeconds: 86_400, capSeconds: v }));
+				await put(`release delay ${v}`, () => release(db.pool, db.ledgerSchema, [{ ...t, delaySeconds: v }]));
+				await complete(db.pool, db.ledgerSchema, [t]);
 			}
 		}
-		await put('dequeue aging 1e-300', () => dequeue(db.pool, db.schema, { queue, limit: 1, agingSeconds: 1e-300 }));
-		await put('stats', () => stats(db.pool, db.schema, queue));
+		await put('dequeue aging 1e-300', () => dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, agingSeconds: 1e-300 }));
+		await put('stats', () => stats(db.pool, db.ledgerSchema, queue));
 		const bad = Object.entries(seen).filter(([, v]) => v !== 'ok' && v !== 'input');
 		expect(bad).toEqual([]);
 		// The boundaries themselves are accepted.
@@ -77,7 +77,7 @@ describe('numeric parameters at their extremes', () => {
 		const results: Record<string, string> = {};
 		const vals = ['0', '1', '-1', '0.0005', '31536000', '31536001', String(INT_MAX), '1e300', '1.7e308', 'NaN', 'Infinity'];
 		// An old task, so aging divides a long wait by the interval.
-		await enqueue(db.pool, db.schema, [{ queue, group: 'low' }, { queue, group: 'high' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low' }, { queue, group: 'high' }]);
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() - interval '200 years' WHERE queue = $1 AND priority_group = 'low'`, [queue]);
 		for (const v of vals) {
 			results[`claim lease ${v}`] = await sql(`SELECT * FROM $S.queue_claim($1, '{high,low}', '{1,1}', 1, $2::float8, 0)`, [queue, v]);
@@ -103,14 +103,14 @@ describe('numeric parameters at their extremes', () => {
 		// Counters at their top: requeues at max int does not overflow.
 		// (A queue of its own: tasks of the loops above whose 1-second leases expired are pending again.)
 		const maxQueue = db.queueName('max');
-		const [t] = await enqueue(db.pool, db.schema, [{ queue: maxQueue, group: 'high', maxAttempts: 1000 }]);
+		const [t] = await enqueue(db.pool, db.ledgerSchema, [{ queue: maxQueue, group: 'high', maxAttempts: 1000 }]);
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET status = 'dead', dead_at = now(), requeues = $2 WHERE id = $1`, [t.taskId, INT_MAX]);
 		results['requeue at max requeues'] = await sql(`SELECT * FROM $S.queue_requeue_dead($1, ARRAY[$2::bigint], NULL, 1)`, [maxQueue, t.taskId]);
 		// Attempts 999 of 1000: backoff 2^998 is capped, never infinite.
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET attempts = 999 WHERE id = $1`, [t.taskId]);
-		const [c] = await dequeue(db.pool, db.schema, { queue: maxQueue, limit: 1, groups: [{ name: 'high', weight: 1 }] });
+		const [c] = await dequeue(db.pool, db.ledgerSchema, { queue: maxQueue, limit: 1, groups: [{ name: 'high', weight: 1 }] });
 		expect(c).toMatchObject({ taskId: t.taskId, attempt: 1000 });
-		results['fail at attempt 1000'] = await verdict(() => fail(db.pool, db.schema, [{ ...c, error: 'x' }], { baseSeconds: 86_400, capSeconds: 31_536_000 }));
+		results['fail at attempt 1000'] = await verdict(() => fail(db.pool, db.ledgerSchema, [{ ...c, error: 'x' }], { baseSeconds: 86_400, capSeconds: 31_536_000 }));
 		const bad = Object.entries(results).filter(([, v]) => v !== 'ok' && v !== '22023');
 		expect(bad).toEqual([]);
 		expect(results['claim lease 31536001']).toBe('22023');

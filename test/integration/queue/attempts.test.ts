@@ -31,7 +31,7 @@ describe('attempts', () => {
 		// A crash between steps left ids[1] pending with its 3 attempts used; ids[3] over the limit.
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET attempts = 3, last_error = 'worker crashed' WHERE id = $1`, [ids[1]]);
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET attempts = 3, max_attempts = 2 WHERE id = $1`, [ids[3]]);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60, agingSeconds: 0 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 60, agingSeconds: 0 });
 		expect(got.map((t) => t.taskId)).toEqual([ids[0], ids[2], ids[4], ids[5]]);
 		expect(got.every((t) => t.attempt <= t.maxAttempts)).toBe(true);
 		const { rows } = await db.pool.query(
@@ -42,8 +42,8 @@ describe('attempts', () => {
 			{ id: ids[1], status: 'dead', dead_reason: 'attempts_exhausted', last_error: 'attempts exhausted before a claim (3 of 3 used); last error: worker crashed' },
 			{ id: ids[3], status: 'dead', dead_reason: 'attempts_exhausted', last_error: 'attempts exhausted before a claim (3 of 2 used)' },
 		]);
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 5 })).toHaveLength(0);
-		const dead = await listDead(db.pool, db.schema, queue, 10);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5 })).toHaveLength(0);
+		const dead = await listDead(db.pool, db.ledgerSchema, queue, 10);
 		expect(dead.map((d) => d.deadReason).sort()).toEqual(['attempts_exhausted', 'attempts_exhausted']);
 		const { rows: log } = await db.pool.query(`SELECT id::text FROM "${db.schema}".dead_log WHERE id = ANY($1::bigint[])`, [ids]);
 		expect(log.map((r) => r.id).sort()).toEqual([ids[1], ids[3]].sort());
@@ -52,9 +52,9 @@ describe('attempts', () => {
 	test('released with its last attempt counted: the next claim sends it dead instead of handing out attempt max + 1', async () => {
 		const queue = db.queueName('release-count');
 		const [id] = await db.fill(queue, 'normal', 1, { maxAttempts: 1 });
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
-		expect((await release(db.pool, db.schema, [{ ...t, countAttempt: true }]))[0]).toMatchObject({ outcome: 'released', attempts: 1 });
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 5 })).toHaveLength(0);
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
+		expect((await release(db.pool, db.ledgerSchema, [{ ...t, countAttempt: true }]))[0]).toMatchObject({ outcome: 'released', attempts: 1 });
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5 })).toHaveLength(0);
 		const { rows } = await db.pool.query(`SELECT status, dead_reason, lease_end FROM "${db.schema}".queue_tasks WHERE id = $1`, [id]);
 		expect(rows[0]).toEqual({ status: 'dead', dead_reason: 'attempts_exhausted', lease_end: 'released' });
 	});
@@ -68,7 +68,7 @@ describe('attempts', () => {
 		await Promise.all(
 			Array.from({ length: 8 }, async () => {
 				for (;;) {
-					const got = await dequeue(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * 20), leaseSeconds: 600 });
+					const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 + Math.floor(Math.random() * 20), leaseSeconds: 600 });
 					if (got.length === 0) {
 						const { rows } = await db.pool.query(
 							`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1 AND status = 'pending'`,

@@ -43,8 +43,8 @@ async function hold(sql: string, values: unknown[] = []) {
 }
 
 async function claimOne(queue: string): Promise<ClaimedTask> {
-	await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { queue } }]);
-	const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 300 });
+	await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', payload: { queue } }]);
+	const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 300 });
 	expect(t).toBeDefined();
 	return t;
 }
@@ -69,10 +69,10 @@ async function expectLockTimeout(call: () => Promise<unknown>, maxMs = 3_000) {
 
 describe('a task locked by another session', () => {
 	const settles: Array<[string, (t: ClaimedTask) => Promise<unknown>]> = [
-		['complete', (t) => complete(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, result: { ok: true } }], LOCK)],
-		['fail', (t) => fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom' }], {}, LOCK)],
-		['release', (t) => release(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken }], LOCK)],
-		['extendLease', (t) => extendLease(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, leaseSeconds: 900 }], LOCK)],
+		['complete', (t) => complete(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, result: { ok: true } }], LOCK)],
+		['fail', (t) => fail(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom' }], {}, LOCK)],
+		['release', (t) => release(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken }], LOCK)],
+		['extendLease', (t) => extendLease(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, leaseSeconds: 900 }], LOCK)],
 	];
 	for (const [name, call] of settles) {
 		it(`${name} fails with a lock-timeout error within the bound and changes nothing; after the lock it works`, async () => {
@@ -92,55 +92,55 @@ describe('a task locked by another session', () => {
 
 	it('requeueDead of a locked dead task fails with a lock-timeout error; the task stays dead', async () => {
 		const t = await claimOne('locked-requeue');
-		await fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom', giveUp: true }]);
+		await fail(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom', giveUp: true }]);
 		const lock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
 		try {
-			await expectLockTimeout(() => requeueDead(db.pool, db.schema, { queue: 'locked-requeue', taskIds: [t.taskId] }, LOCK));
+			await expectLockTimeout(() => requeueDead(db.pool, db.ledgerSchema, { queue: 'locked-requeue', taskIds: [t.taskId] }, LOCK));
 		} finally {
 			await lock.release();
 		}
 		expect((await row(t.taskId)).status).toBe('dead');
-		expect((await requeueDead(db.pool, db.schema, { queue: 'locked-requeue', taskIds: [t.taskId] }, LOCK))[0].outcome).toBe('requeued');
+		expect((await requeueDead(db.pool, db.ledgerSchema, { queue: 'locked-requeue', taskIds: [t.taskId] }, LOCK))[0].outcome).toBe('requeued');
 	});
 
 	it('purge skips a locked dead task at once (SKIP LOCKED) and meets the lock timeout on a table lock', async () => {
 		const t = await claimOne('locked-purge');
-		await fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom', giveUp: true }]);
+		await fail(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom', giveUp: true }]);
 		const rowLock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [t.taskId]);
 		try {
 			const t0 = Date.now();
-			expect(await purge(db.pool, db.schema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK)).toEqual({ deadArchived: 0, archiveDeleted: 0 });
+			expect(await purge(db.pool, db.ledgerSchema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK)).toEqual({ deadArchived: 0, archiveDeleted: 0 });
 			expect(Date.now() - t0).toBeLessThan(1_000);
 		} finally {
 			await rowLock.release();
 		}
 		const tableLock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks_archive IN ACCESS EXCLUSIVE MODE`);
 		try {
-			await expectLockTimeout(() => purge(db.pool, db.schema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK));
+			await expectLockTimeout(() => purge(db.pool, db.ledgerSchema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK));
 		} finally {
 			await tableLock.release();
 		}
 		expect((await row(t.taskId)).status).toBe('dead');
-		expect(await purge(db.pool, db.schema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK)).toEqual({ deadArchived: 1, archiveDeleted: 0 });
+		expect(await purge(db.pool, db.ledgerSchema, { queue: 'locked-purge', deadAfterSeconds: 0 }, LOCK)).toEqual({ deadArchived: 1, archiveDeleted: 0 });
 	});
 
 	it('a claim does not wait for a locked task (SKIP LOCKED); with the table locked it fails within the lock timeout and claims nothing', async () => {
 		const queue = 'locked-claim';
-		await enqueue(db.pool, db.schema, [
+		await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'normal', payload: { n: 1 } },
 			{ queue, group: 'normal', payload: { n: 2 } },
 		]);
 		const ids = (await db.pool.query<{ id: string }>(`SELECT id::text FROM ${db.schemaSql}.queue_tasks WHERE queue = $1 ORDER BY id`, [queue])).rows.map((r) => r.id);
 		const rowLock = await hold(`SELECT 1 FROM ${db.schemaSql}.queue_tasks WHERE id = $1 FOR UPDATE`, [ids[0]]);
 		try {
-			const got = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 }, LOCK);
+			const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 }, LOCK);
 			expect(got.map((t) => t.taskId)).toEqual([ids[1]]);
 		} finally {
 			await rowLock.release();
 		}
 		const tableLock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
 		try {
-			await expectLockTimeout(() => dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 }, LOCK));
+			await expectLockTimeout(() => dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 }, LOCK));
 		} finally {
 			await tableLock.release();
 		}
@@ -150,12 +150,12 @@ describe('a task locked by another session', () => {
 
 describe('the statement timeout', () => {
 	it('stats that cannot finish in time fail with a statement-timeout error within the bound', async () => {
-		await enqueue(db.pool, db.schema, [{ queue: 'slow-stats', group: 'normal', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue: 'slow-stats', group: 'normal', payload: {} }]);
 		// A lock held elsewhere keeps stats waiting; with a long lock timeout, the statement timeout ends it.
 		const lock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
 		try {
 			const t0 = Date.now();
-			const err = await stats(db.pool, db.schema, 'slow-stats', { statementTimeoutMs: 400, lockTimeoutMs: 60_000 }).catch((e: unknown) => e);
+			const err = await stats(db.pool, db.ledgerSchema, 'slow-stats', { statementTimeoutMs: 400, lockTimeoutMs: 60_000 }).catch((e: unknown) => e);
 			expect(err).toBeInstanceOf(LedgerBusyError);
 			expect((err as LedgerBusyError).code).toBe('57014');
 			expect((err as Error).message).toMatch(/statement did not finish within the statement timeout \(400 ms\)/);
@@ -163,25 +163,25 @@ describe('the statement timeout', () => {
 		} finally {
 			await lock.release();
 		}
-		expect((await stats(db.pool, db.schema, 'slow-stats', LOCK)).ready).toBe(1);
+		expect((await stats(db.pool, db.ledgerSchema, 'slow-stats', LOCK)).ready).toBe(1);
 	});
 
 	it('the trigger\'s due checks are bounded too', async () => {
 		const lock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
 		try {
-			await expectLockTimeout(() => nextDueFor(db.pool, db.schema, 'slow-stats', ['normal'], LOCK));
-			await expectLockTimeout(() => nextDue(db.pool, db.schema, 'slow-stats', LOCK));
+			await expectLockTimeout(() => nextDueFor(db.pool, db.ledgerSchema, 'slow-stats', ['normal'], LOCK));
+			await expectLockTimeout(() => nextDue(db.pool, db.ledgerSchema, 'slow-stats', LOCK));
 		} finally {
 			await lock.release();
 		}
-		expect((await nextDue(db.pool, db.schema, 'slow-stats', LOCK)).due).toBe(true);
+		expect((await nextDue(db.pool, db.ledgerSchema, 'slow-stats', LOCK)).due).toBe(true);
 	});
 
 	it('each call sets its bounds with SET LOCAL: nothing stays on the pooled connection', async () => {
 		const one = new (await import('pg')).Pool({ connectionString: DATABASE_URL, max: 1 });
 		try {
-			await stats(one, db.schema, 'slow-stats', { statementTimeoutMs: 1234, lockTimeoutMs: 567 });
-			await dequeue(one, db.schema, { queue: 'nothing-here', limit: 1 }, { statementTimeoutMs: 1234, lockTimeoutMs: 567 });
+			await stats(one, db.ledgerSchema, 'slow-stats', { statementTimeoutMs: 1234, lockTimeoutMs: 567 });
+			await dequeue(one, db.ledgerSchema, { queue: 'nothing-here', limit: 1 }, { statementTimeoutMs: 1234, lockTimeoutMs: 567 });
 			const { rows } = await one.query(`SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l`);
 			expect(rows[0]).toEqual({ s: '0', l: '0' });
 		} finally {
@@ -203,16 +203,16 @@ describe('round trips', () => {
 			};
 		});
 		try {
-			await enqueue(db.pool, db.schema, [{ queue: 'trips', group: 'normal', payload: {} }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue: 'trips', group: 'normal', payload: {} }]);
 			sent.length = 0;
-			const [t] = await dequeue(one, db.schema, { queue: 'trips', limit: 1 }, LOCK);
+			const [t] = await dequeue(one, db.ledgerSchema, { queue: 'trips', limit: 1 }, LOCK);
 			expect(sent).toEqual([expect.stringMatching(/^BEGIN; SET LOCAL statement_timeout = 10000; SET LOCAL lock_timeout = 300; SELECT \* FROM "ol_qbounds_\w+"\.queue_claim\('trips', '\{"high","normal","low"\}'::text\[\], '\{"5","2","1"\}'::integer\[\], '1', '300', '300'\); COMMIT$/)]);
 			sent.length = 0;
-			await complete(one, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken }], LOCK);
-			await nextDueFor(one, db.schema, 'trips', null, LOCK);
+			await complete(one, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken }], LOCK);
+			await nextDueFor(one, db.ledgerSchema, 'trips', null, LOCK);
 			expect(sent).toHaveLength(2);
 			sent.length = 0;
-			await stats(one, db.schema, 'trips', LOCK);
+			await stats(one, db.ledgerSchema, 'trips', LOCK);
 			expect(sent).toHaveLength(4);
 		} finally {
 			await one.end();
@@ -226,7 +226,7 @@ describe('inside the caller\'s transaction', () => {
 		try {
 			await c.query('BEGIN');
 			await c.query(`SET LOCAL lock_timeout = 1234`);
-			const [t] = await enqueue(c, db.schema, [{ queue: 'in-caller-txn', group: 'normal', payload: {} }], {}, LOCK);
+			const [t] = await enqueue(c, db.ledgerSchema, [{ queue: 'in-caller-txn', group: 'normal', payload: {} }], {}, LOCK);
 			expect((await c.query(`SELECT current_setting('lock_timeout') AS l`)).rows[0].l).toBe('1234ms');
 			expect((await c.query(`SELECT count(*)::int AS n FROM ${db.schemaSql}.queue_tasks WHERE id = $1`, [t.taskId])).rows[0].n).toBe(1);
 			await c.query('ROLLBACK');
@@ -241,16 +241,16 @@ describe('values sent as literals in the one-round-trip form', () => {
 	it('quotes, backslashes, braces, commas, "NULL" and emoji reach Postgres exactly', async () => {
 		const queue = `q'uo"te\\s {a,b} 😀`;
 		const groups = [`g"1\\,{x}`, 'NULL', "it's"];
-		await enqueue(db.pool, db.schema, groups.map((group, n) => ({ queue, group, payload: { n, s: `a'b"c\\d {e} \u00e9 😀`, group } })));
-		const tasks = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60, groups: groups.map((name) => ({ name, weight: 1 })) });
+		await enqueue(db.pool, db.ledgerSchema, groups.map((group, n) => ({ queue, group, payload: { n, s: `a'b"c\\d {e} \u00e9 😀`, group } })));
+		const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60, groups: groups.map((name) => ({ name, weight: 1 })) });
 		expect(tasks.map((t) => t.group).sort()).toEqual([...groups].sort());
 		for (const t of tasks) expect(t.payload).toEqual({ n: groups.indexOf(t.group), s: `a'b"c\\d {e} \u00e9 😀`, group: t.group });
 		const result = { text: "O'Brien \\ \"q\" $1 $$ -- /* */ ;" };
-		const done = await complete(db.pool, db.schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken, result })));
+		const done = await complete(db.pool, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken, result })));
 		expect(done.map((d) => d.outcome)).toEqual(['completed', 'completed', 'completed']);
 		const { rows } = await db.pool.query(`SELECT DISTINCT result FROM ${db.schemaSql}.queue_tasks_archive WHERE queue = $1`, [queue]);
 		expect(rows).toEqual([{ result }]);
-		const s = await stats(db.pool, db.schema, queue);
+		const s = await stats(db.pool, db.ledgerSchema, queue);
 		expect(s.groups.map((g) => g.group).sort()).toEqual([...groups].sort());
 	});
 });
@@ -318,7 +318,7 @@ describe('the credential\'s bounds reach the nodes', () => {
 
 	it('the trigger (Claim mode): with the queue table locked, its claim gives up within the credential\'s Lock Timeout and it claims once the lock is gone', async () => {
 		const queue = 'trigger-locked';
-		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', payload: {} }]);
 		const lock = await hold(`LOCK TABLE ${db.schemaSql}.queue_tasks IN ACCESS EXCLUSIVE MODE`);
 		let released = false;
 		const t = await activateTrigger({

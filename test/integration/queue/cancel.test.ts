@@ -25,23 +25,23 @@ afterAll(async () => {
 const archived = async (id: string) =>
 	(await db.pool.query(`SELECT status, cancel_reason, cancelled_by, lease_end, dedupe_key, result FROM "${db.schema}".queue_tasks_archive WHERE id = $1`, [id])).rows[0];
 const live = async (id: string) => (await db.pool.query(`SELECT * FROM "${db.schema}".queue_tasks WHERE id = $1`, [id])).rows[0];
-const claim = (queue: string, limit = 10, leaseSeconds = 60) => dequeue(db.pool, db.schema, { queue, limit, leaseSeconds });
+const claim = (queue: string, limit = 10, leaseSeconds = 60) => dequeue(db.pool, db.ledgerSchema, { queue, limit, leaseSeconds });
 
 describe('cancel a waiting task', () => {
 	test('pending by id: cancelled at once, recorded with reason and who, never claimed', async () => {
 		const queue = db.queueName('c-pending');
 		const [id, other] = await db.fill(queue, 'high', 2);
-		const [r] = await cancel(db.pool, db.schema, [{ queue, taskId: id, reason: 'customer withdrew', cancelledBy: 'ops@example.com' }]);
+		const [r] = await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: id, reason: 'customer withdrew', cancelledBy: 'ops@example.com' }]);
 		expect(r).toMatchObject({ taskId: id, outcome: 'cancelled', status: 'cancelled', cancelRequestedAt: null });
 		expect(await live(id)).toBeUndefined();
 		expect(await archived(id)).toMatchObject({ status: 'cancelled', cancel_reason: 'customer withdrew', cancelled_by: 'ops@example.com' });
 		const got = await claim(queue);
 		expect(got.map((t) => t.taskId)).toEqual([other]);
 		// Cancelled again, or a task that already ended: finished, nothing changed.
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: id }]))[0]).toMatchObject({ outcome: 'finished', status: 'cancelled' });
-		await complete(db.pool, db.schema, [{ ...got[0] }]);
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: other }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: '999999999' }]))[0]).toMatchObject({ outcome: 'not_found', taskId: '999999999', status: null });
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: id }]))[0]).toMatchObject({ outcome: 'finished', status: 'cancelled' });
+		await complete(db.pool, db.ledgerSchema, [{ ...got[0] }]);
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: other }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: '999999999' }]))[0]).toMatchObject({ outcome: 'not_found', taskId: '999999999', status: null });
 	});
 
 	test('by id only within the queue: a task of another queue is not_found and stays as it was', async () => {
@@ -51,7 +51,7 @@ describe('cancel a waiting task', () => {
 		const [waiting, held] = await db.fill(other, 'high', 2);
 		const [lease] = await claim(other, 1);
 		expect(lease.taskId).toBe(waiting);
-		const res = await cancel(db.pool, db.schema, [
+		const res = await cancel(db.pool, db.ledgerSchema, [
 			{ queue, taskId: waiting, reason: 'wrong queue' },
 			{ queue, taskId: held },
 			{ queue, taskId: mine },
@@ -64,64 +64,64 @@ describe('cancel a waiting task', () => {
 		expect(res[0].detail).toMatch(/in this queue/);
 		// The other queue's tasks are untouched: the leased one settles, the pending one is claimed.
 		expect(await live(waiting)).toMatchObject({ status: 'processing', cancel_requested_at: null, cancel_reason: null });
-		expect((await complete(db.pool, db.schema, [{ ...lease }]))[0].outcome).toBe('completed');
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...lease }]))[0].outcome).toBe('completed');
 		expect((await claim(other)).map((t) => t.taskId)).toEqual([held]);
 		// A finished task of another queue is not_found too (not "finished"): the archive is read by queue as well.
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: waiting }]))[0]).toMatchObject({ outcome: 'not_found', status: null });
-		expect((await cancel(db.pool, db.schema, [{ queue: other, taskId: waiting }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: waiting }]))[0]).toMatchObject({ outcome: 'not_found', status: null });
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue: other, taskId: waiting }]))[0]).toMatchObject({ outcome: 'finished', status: 'succeeded' });
 	});
 
 	test('a retry waiting out its delay is cancelled; a dead task is finished', async () => {
 		const queue = db.queueName('c-retry');
 		await db.fill(queue, 'normal', 2, { maxAttempts: 1 });
-		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', maxAttempts: 3 }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', maxAttempts: 3 }]);
 		const got = await claim(queue);
-		const res = await fail(db.pool, db.schema, got.map((t) => ({ ...t, error: 'boom', retryDelay: 'fixed' as const, fixedDelaySeconds: 600 })));
+		const res = await fail(db.pool, db.ledgerSchema, got.map((t) => ({ ...t, error: 'boom', retryDelay: 'fixed' as const, fixedDelaySeconds: 600 })));
 		const retrying = got[res.findIndex((x) => x.outcome === 'retry_scheduled')];
 		const dead = got[res.findIndex((x) => x.outcome === 'dead')];
-		const [a, b] = await cancel(db.pool, db.schema, [{ queue, taskId: retrying.taskId, reason: 'stop retrying' }, { queue, taskId: dead.taskId }]);
+		const [a, b] = await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: retrying.taskId, reason: 'stop retrying' }, { queue, taskId: dead.taskId }]);
 		expect(a).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
 		expect(b).toMatchObject({ outcome: 'finished', status: 'dead' });
 		expect(await archived(retrying.taskId)).toMatchObject({ status: 'cancelled', cancel_reason: 'stop retrying', lease_end: 'failed', cancelled_by: null });
 		// Its old lease's late settle is told it was cancelled.
-		expect((await complete(db.pool, db.schema, [{ ...retrying }]))[0]).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...retrying }]))[0]).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
 	});
 
 	test('by dedupe key: the live task of that queue, in NFC; the key is free for a new enqueue at once', async () => {
 		const queue = db.queueName('c-key');
-		const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'low', dedupeKey: 'order-é', payload: { v: 1 } }]);
-		const [r] = await cancel(db.pool, db.schema, [{ queue, dedupeKey: 'order-e\u0301', reason: 'replaced' }]);
+		const [first] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low', dedupeKey: 'order-é', payload: { v: 1 } }]);
+		const [r] = await cancel(db.pool, db.ledgerSchema, [{ queue, dedupeKey: 'order-e\u0301', reason: 'replaced' }]);
 		expect(r).toMatchObject({ taskId: first.taskId, outcome: 'cancelled' });
 		expect(await archived(first.taskId)).toMatchObject({ status: 'cancelled', dedupe_key: 'order-é' });
-		const [again] = await enqueue(db.pool, db.schema, [{ queue, group: 'low', dedupeKey: 'order-é', payload: { v: 2 } }]);
+		const [again] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low', dedupeKey: 'order-é', payload: { v: 2 } }]);
 		expect(again.deduplicated).toBe(false);
 		expect(again.taskId).not.toBe(first.taskId);
 		const [t] = await claim(queue);
 		expect(t).toMatchObject({ taskId: again.taskId, payload: { v: 2 } });
 		// Another queue's key, or a key nobody holds: not found.
-		expect((await cancel(db.pool, db.schema, [{ queue: `${queue}-other`, dedupeKey: 'order-é' }]))[0].outcome).toBe('not_found');
-		expect((await cancel(db.pool, db.schema, [{ queue, dedupeKey: 'nobody' }]))[0]).toMatchObject({ outcome: 'not_found', taskId: null });
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue: `${queue}-other`, dedupeKey: 'order-é' }]))[0].outcome).toBe('not_found');
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, dedupeKey: 'nobody' }]))[0]).toMatchObject({ outcome: 'not_found', taskId: null });
 	});
 });
 
 describe('cancel a task being worked on', () => {
 	test.each([
-		['complete', (t: ClaimedTask) => complete(db.pool, db.schema, [{ ...t, result: { done: true } }])],
-		['fail', (t: ClaimedTask) => fail(db.pool, db.schema, [{ ...t, error: 'x' }])],
-		['release', (t: ClaimedTask) => release(db.pool, db.schema, [{ ...t }])],
-		['extend lease', (t: ClaimedTask) => extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: 60 }])],
+		['complete', (t: ClaimedTask) => complete(db.pool, db.ledgerSchema, [{ ...t, result: { done: true } }])],
+		['fail', (t: ClaimedTask) => fail(db.pool, db.ledgerSchema, [{ ...t, error: 'x' }])],
+		['release', (t: ClaimedTask) => release(db.pool, db.ledgerSchema, [{ ...t }])],
+		['extend lease', (t: ClaimedTask) => extendLease(db.pool, db.ledgerSchema, [{ ...t, leaseSeconds: 60 }])],
 	] as const)('cancel-requested; the holder\'s %s answers cancelled and ends it cancelled', async (_name, settle) => {
 		const queue = db.queueName('c-held');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'k1' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'k1' }]);
 		const [t] = await claim(queue);
-		const [r] = await cancel(db.pool, db.schema, [{ queue, dedupeKey: 'k1', reason: 'operator stop', cancelledBy: 'form' }]);
+		const [r] = await cancel(db.pool, db.ledgerSchema, [{ queue, dedupeKey: 'k1', reason: 'operator stop', cancelledBy: 'form' }]);
 		expect(r).toMatchObject({ taskId: t.taskId, outcome: 'cancel_requested', status: 'processing' });
 		expect(r.cancelRequestedAt).not.toBeNull();
 		// Asked again: the first request stays.
-		const [r2] = await cancel(db.pool, db.schema, [{ queue, taskId: t.taskId, reason: 'second', cancelledBy: 'other' }]);
+		const [r2] = await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: t.taskId, reason: 'second', cancelledBy: 'other' }]);
 		expect(r2).toMatchObject({ outcome: 'cancel_requested', cancelRequestedAt: r.cancelRequestedAt });
 		// The key is free while the holder still works: a new enqueue is a new task.
-		const [fresh] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'k1' }]);
+		const [fresh] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'k1' }]);
 		expect(fresh.deduplicated).toBe(false);
 		const [s] = await settle(t);
 		expect(s).toMatchObject({ taskId: t.taskId, outcome: 'cancelled', status: 'cancelled' });
@@ -136,11 +136,11 @@ describe('cancel a task being worked on', () => {
 		const queue = db.queueName('c-expire');
 		await db.fill(queue, 'normal', 1, { maxAttempts: 5 });
 		const [t] = await claim(queue);
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: t.taskId }]))[0].outcome).toBe('cancel_requested');
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: t.taskId }]))[0].outcome).toBe('cancel_requested');
 		await advanceQueueClock(db.pool, db.schema, 61); // the 60 s lease ran out
 		expect(await claim(queue)).toEqual([]);
 		expect(await archived(t.taskId)).toMatchObject({ status: 'cancelled', lease_end: 'expired', cancel_reason: 'cancelled' });
-		expect((await complete(db.pool, db.schema, [{ ...t }]))[0].outcome).toBe('cancelled');
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...t }]))[0].outcome).toBe('cancelled');
 	});
 
 	test('a task whose lease already expired (not requested before) is cancelled at once', async () => {
@@ -148,7 +148,7 @@ describe('cancel a task being worked on', () => {
 		await db.fill(queue, 'normal', 1);
 		const [t] = await claim(queue);
 		await advanceQueueClock(db.pool, db.schema, 61); // the 60 s lease ran out
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: t.taskId }]))[0]).toMatchObject({ outcome: 'cancelled' });
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: t.taskId }]))[0]).toMatchObject({ outcome: 'cancelled' });
 		expect(await archived(t.taskId)).toMatchObject({ status: 'cancelled', lease_end: 'cancelled' });
 		expect(await claim(queue)).toEqual([]);
 	});
@@ -182,7 +182,7 @@ describe('cancel racing claims', () => {
 			const newestFirst = [...ids].reverse();
 			const outcomes = new Map<string, CancelResult>();
 			for (let k = 0; k < newestFirst.length; k += 5) {
-				const res = await cancel(db.pool, db.schema, newestFirst.slice(k, k + 5).map((taskId) => ({ queue, taskId, reason: `round ${round}` })));
+				const res = await cancel(db.pool, db.ledgerSchema, newestFirst.slice(k, k + 5).map((taskId) => ({ queue, taskId, reason: `round ${round}` })));
 				res.forEach((r) => outcomes.set(r.taskId as string, r));
 			}
 			stop = true;
@@ -201,7 +201,7 @@ describe('cancel racing claims', () => {
 				}
 			}
 			// Every holder learns it must stop.
-			const settled = await complete(db.pool, db.schema, claimed.map((t) => ({ ...t })));
+			const settled = await complete(db.pool, db.ledgerSchema, claimed.map((t) => ({ ...t })));
 			expect(settled.every((s) => s.outcome === 'cancelled')).toBe(true);
 			const { rows } = await db.pool.query(
 				`SELECT (SELECT count(*) FROM "${db.schema}".queue_tasks WHERE queue = $1)::int AS live,

@@ -57,7 +57,7 @@ async function claim(queue: string, limit: number, agingSeconds = 300, groups = 
 	await c.query('BEGIN');
 	try {
 		const before = await counters();
-		const tasks = await dequeue(c, db.schema, { queue, limit, leaseSeconds: 300, groups, agingSeconds });
+		const tasks = await dequeue(c, db.ledgerSchema, { queue, limit, leaseSeconds: 300, groups, agingSeconds });
 		const after = await counters();
 		await c.query('COMMIT');
 		return {
@@ -90,7 +90,7 @@ async function bulkBacklog(queue: string, n: number): Promise<void> {
 /** 300 tasks, 100 per group, enqueued round robin (tagged at enqueue). */
 async function backlog(queue: string): Promise<void> {
 	const items = Array.from({ length: 300 }, (_, i) => ({ queue, group: GROUPS[i % 3].name, payload: { i } }));
-	await enqueue(db.pool, db.schema, items);
+	await enqueue(db.pool, db.ledgerSchema, items);
 }
 
 describe('queue_claim: fast path and full path', () => {
@@ -168,7 +168,7 @@ describe('queue_claim: fast path and full path', () => {
 		const q2 = db.queueName('untagged');
 		await backlog(q2);
 		await claim(q2, 1);
-		await enqueue(db.pool, db.schema, [{ queue: q2, group: 'low', delaySeconds: 30, payload: { late: true } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue: q2, group: 'low', delaySeconds: 30, payload: { late: true } }]);
 		expect((await claim(q2, 1)).fullPathCalls).toBe(0); // not due yet
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET run_at = now() - interval '1 second' WHERE queue = $1 AND vtag IS NULL`, [q2]);
 		expect((await claim(q2, 1)).fullPathCalls).toBe(1);
@@ -214,8 +214,8 @@ describe('queue_claim: fast path and full path', () => {
 		// interval) has passed the next claim sweeps again, and the claims after it are fast again.
 		// (While older moved tasks of a group are still at the head, that group's newer aged tasks
 		// wait behind them anyway: FIFO. So drain the moved ones first.)
-		await dequeue(db.pool, db.schema, { queue, limit: 1000, leaseSeconds: 300, groups: GROUPS, agingSeconds: 0 });
-		await enqueue(db.pool, db.schema, [
+		await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1000, leaseSeconds: 300, groups: GROUPS, agingSeconds: 0 });
+		await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'high', payload: { late: 1 } },
 			{ queue, group: 'low', payload: { late: 2 } },
 			{ queue, group: 'high', payload: { late: 3 } },
@@ -227,15 +227,15 @@ describe('queue_claim: fast path and full path', () => {
 
 	test('a short batch and exhausted attempts: the full path serves the rest, never hands out a used-up task', async () => {
 		const queue = db.queueName('short');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: {} }]);
 		await claim(queue, 1, 300); // records the weights, claims the one task
-		await enqueue(db.pool, db.schema, [0, 1, 2].map((i) => ({ queue, group: 'high', payload: { i } })));
+		await enqueue(db.pool, db.ledgerSchema, [0, 1, 2].map((i) => ({ queue, group: 'high', payload: { i } })));
 		const short = await claim(queue, 10);
 		expect(short.claimed).toHaveLength(3);
 		expect(short.fullPathCalls).toBe(1); // asked for 10, found 3: the full path looked for the rest
 
 		const q2 = db.queueName('exhausted');
-		const ids = (await enqueue(db.pool, db.schema, [0, 1, 2, 3].map((i) => ({ queue: q2, group: 'high', payload: { i } })))).map((t) => t.taskId);
+		const ids = (await enqueue(db.pool, db.ledgerSchema, [0, 1, 2, 3].map((i) => ({ queue: q2, group: 'high', payload: { i } })))).map((t) => t.taskId);
 		await claim(q2, 1); // records the weights; claims ids[0]
 		// ids[1] has used up its attempts (a release at its last attempt leaves it so).
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET attempts = max_attempts WHERE id = $1`, [ids[1]]);
@@ -319,13 +319,13 @@ describe('queue_claim: fast path and full path', () => {
 		);
 		// Statistics taken while nothing was processing (as after a quiet night), then 2,000 claimed.
 		await db.pool.query(`ANALYZE "${db.schema}".queue_tasks`);
-		const held = await dequeue(db.pool, db.schema, { queue, limit: 2000, groups: [{ name: 'high', weight: 5 }] });
+		const held = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 2000, groups: [{ name: 'high', weight: 5 }] });
 		expect(held).toHaveLength(2000);
 		// Several calls on one connection: the cached plan is the one that matters.
 		for (let i = 0; i < 8; i++) {
 			await c.query('BEGIN');
 			const before = await counters();
-			const out = await complete(c, db.schema, [held[i]]);
+			const out = await complete(c, db.ledgerSchema, [held[i]]);
 			const after = await counters();
 			await c.query('COMMIT');
 			expect(out.map((r) => r.outcome)).toEqual(['completed']);
@@ -333,9 +333,9 @@ describe('queue_claim: fast path and full path', () => {
 			expect(after.indexRowsFetched - before.indexRowsFetched).toBeLessThan(10);
 		}
 		const settles: Array<[string, (i: number) => Promise<Array<{ outcome: string }>>]> = [
-			['extended', (i) => extendLease(c, db.schema, [{ ...held[i], leaseSeconds: 600 }])],
-			['released', (i) => release(c, db.schema, [{ ...held[i], delaySeconds: 0 }])],
-			['retry_scheduled', (i) => fail(c, db.schema, [{ ...held[i], error: 'x' }], { baseSeconds: 1, capSeconds: 10 })],
+			['extended', (i) => extendLease(c, db.ledgerSchema, [{ ...held[i], leaseSeconds: 600 }])],
+			['released', (i) => release(c, db.ledgerSchema, [{ ...held[i], delaySeconds: 0 }])],
+			['retry_scheduled', (i) => fail(c, db.ledgerSchema, [{ ...held[i], error: 'x' }], { baseSeconds: 1, capSeconds: 10 })],
 		];
 		let i = 8;
 		for (const [outcome, settle] of settles) {

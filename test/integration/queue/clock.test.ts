@@ -17,7 +17,7 @@ afterAll(async () => {
 
 const HOUR = 3600;
 const claimOne = (queue: string, leaseSeconds = 600) =>
-	dequeue(db.pool, db.schema, {
+	dequeue(db.pool, db.ledgerSchema, {
 		queue,
 		limit: 1,
 		leaseSeconds,
@@ -40,25 +40,25 @@ describe('the queue clock', () => {
 
 	test('a delayed task becomes due when the clock passes its delay, and nextDue and stats say so', async () => {
 		const queue = db.queueName('delay');
-		const [t] = await enqueue(db.pool, db.schema, [{ queue, group: 'g', payload: {}, delaySeconds: HOUR }]);
+		const [t] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'g', payload: {}, delaySeconds: HOUR }]);
 		expect(await claimOne(queue)).toEqual([]);
-		const before = await nextDue(db.pool, db.schema, queue);
+		const before = await nextDue(db.pool, db.ledgerSchema, queue);
 		expect(before.due).toBe(false);
 		expect(before.inMs).toBeGreaterThan((HOUR - 60) * 1000);
-		expect((await stats(db.pool, db.schema, queue)).delayed).toBe(1);
+		expect((await stats(db.pool, db.ledgerSchema, queue)).delayed).toBe(1);
 
 		await setQueueClock(db.pool, db.schema, HOUR - 60);
 		expect(await claimOne(queue)).toEqual([]); // a minute early: still delayed
-		const close = await nextDue(db.pool, db.schema, queue);
+		const close = await nextDue(db.pool, db.ledgerSchema, queue);
 		expect(close.inMs).toBeGreaterThan(50_000);
 		expect(close.inMs).toBeLessThanOrEqual(60_000);
 
 		await setQueueClock(db.pool, db.schema, HOUR + 1);
-		expect(await nextDue(db.pool, db.schema, queue)).toMatchObject({
+		expect(await nextDue(db.pool, db.ledgerSchema, queue)).toMatchObject({
 			due: true,
 			inMs: 0,
 		});
-		const s = await stats(db.pool, db.schema, queue);
+		const s = await stats(db.pool, db.ledgerSchema, queue);
 		expect(s).toMatchObject({ ready: 1, delayed: 0 });
 		const [got] = await claimOne(queue);
 		expect(got.taskId).toBe(t.taskId);
@@ -68,29 +68,29 @@ describe('the queue clock', () => {
 
 	test('a lease runs out when the clock passes it: the task is claimed again, and the old holder is told its lease is lost', async () => {
 		const queue = db.queueName('lease');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'g', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'g', payload: {} }]);
 		const [first] = await claimOne(queue, 600);
 		expect(first.attempt).toBe(1);
 		await setQueueClock(db.pool, db.schema, 599);
 		expect(await claimOne(queue)).toEqual([]); // still held
-		expect((await stats(db.pool, db.schema, queue)).expiredLeases).toBe(0);
+		expect((await stats(db.pool, db.ledgerSchema, queue)).expiredLeases).toBe(0);
 
 		await setQueueClock(db.pool, db.schema, 601);
-		expect((await stats(db.pool, db.schema, queue)).expiredLeases).toBe(1);
+		expect((await stats(db.pool, db.ledgerSchema, queue)).expiredLeases).toBe(1);
 		const [second] = await claimOne(queue);
 		expect(second.taskId).toBe(first.taskId);
 		expect(second.attempt).toBe(2);
-		const [late] = await complete(db.pool, db.schema, [{ taskId: first.taskId, leaseToken: first.leaseToken }]);
+		const [late] = await complete(db.pool, db.ledgerSchema, [{ taskId: first.taskId, leaseToken: first.leaseToken }]);
 		expect(late.outcome).toBe('lease_lost');
-		const [done] = await complete(db.pool, db.schema, [{ taskId: second.taskId, leaseToken: second.leaseToken }]);
+		const [done] = await complete(db.pool, db.ledgerSchema, [{ taskId: second.taskId, leaseToken: second.leaseToken }]);
 		expect(done.outcome).toBe('completed');
 	});
 
 	test('a retry backoff elapses when the clock passes retryAt, not before', async () => {
 		const queue = db.queueName('backoff');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'g', payload: {}, maxAttempts: 3 }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'g', payload: {}, maxAttempts: 3 }]);
 		const [t] = await claimOne(queue);
-		const [r] = await fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom' }], { baseSeconds: 1000, capSeconds: 1000 });
+		const [r] = await fail(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'boom' }], { baseSeconds: 1000, capSeconds: 1000 });
 		expect(r.outcome).toBe('retry_scheduled');
 		// Backoff 1000 s with jitter: between 500 and 1000 s from the queue's now.
 		const waitMs = new Date(r.retryAt as string).getTime() - (await queueNow()).getTime();
@@ -109,12 +109,12 @@ describe('the queue clock', () => {
 
 	test('a dead task ages into the purge, and the archive row out of it, on the clock', async () => {
 		const queue = db.queueName('purge');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'g', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'g', payload: {} }]);
 		const [t] = await claimOne(queue);
-		await fail(db.pool, db.schema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'no', giveUp: true }]);
+		await fail(db.pool, db.ledgerSchema, [{ taskId: t.taskId, leaseToken: t.leaseToken, error: 'no', giveUp: true }]);
 		const day = 86400;
 		expect(
-			await purge(db.pool, db.schema, {
+			await purge(db.pool, db.ledgerSchema, {
 				queue,
 				deadAfterSeconds: day,
 				archiveAfterSeconds: day,
@@ -122,7 +122,7 @@ describe('the queue clock', () => {
 		).toMatchObject({ deadArchived: 0, archiveDeleted: 0 });
 		await setQueueClock(db.pool, db.schema, day + 1);
 		expect(
-			await purge(db.pool, db.schema, {
+			await purge(db.pool, db.ledgerSchema, {
 				queue,
 				deadAfterSeconds: day,
 				archiveAfterSeconds: day,
@@ -130,7 +130,7 @@ describe('the queue clock', () => {
 		).toMatchObject({ deadArchived: 1, archiveDeleted: 0 });
 		await setQueueClock(db.pool, db.schema, 2 * day + 2);
 		expect(
-			await purge(db.pool, db.schema, {
+			await purge(db.pool, db.ledgerSchema, {
 				queue,
 				deadAfterSeconds: day,
 				archiveAfterSeconds: day,
@@ -141,7 +141,7 @@ describe('the queue clock', () => {
 	test('what the queue stores and reports is on its clock: enqueued_at, waited seconds, oldest wait', async () => {
 		await setQueueClock(db.pool, db.schema, -HOUR);
 		const queue = db.queueName('stamps');
-		const [t] = await enqueue(db.pool, db.schema, [{ queue, group: 'g', payload: {} }]);
+		const [t] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'g', payload: {} }]);
 		const { rows } = await db.pool.query<{ e: number; r: number }>(
 			`SELECT extract(epoch FROM now() - enqueued_at)::float8 AS e, extract(epoch FROM now() - run_at)::float8 AS r FROM "${db.schema}".queue_tasks WHERE id = $1`,
 			[t.taskId],
@@ -149,7 +149,7 @@ describe('the queue clock', () => {
 		expect(rows[0].e).toBeCloseTo(HOUR, 0);
 		expect(rows[0].r).toBeCloseTo(HOUR, 0);
 		await setQueueClock(db.pool, db.schema, 0);
-		const s = await stats(db.pool, db.schema, queue);
+		const s = await stats(db.pool, db.ledgerSchema, queue);
 		expect(s.oldestWaitSeconds).toBeGreaterThan(HOUR - 5);
 		expect(s.oldestPendingSeconds).toBeGreaterThan(HOUR - 5);
 		const [got] = await claimOne(queue);

@@ -22,16 +22,16 @@ describe('fail and dead letter', () => {
 		// after a number of idle pauses; a retry with backoff 0 is due at once.
 		const consumer = async () => {
 			for (;;) {
-				const got = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60 });
+				const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 60 });
 				if (got.length === 0) {
-					const s = await stats(db.pool, db.schema, queue);
+					const s = await stats(db.pool, db.ledgerSchema, queue);
 					if (s.depth === 0 && s.inFlight === 0) return;
 					continue;
 				}
 				outcomes.push(
 					...(await fail(
 						db.pool,
-						db.schema,
+						db.ledgerSchema,
 						got.map((t) => ({ ...t, error: `boom on attempt ${t.attempt}` })),
 						{ baseSeconds: 0, capSeconds: 0 },
 					)),
@@ -45,9 +45,9 @@ describe('fail and dead letter', () => {
 		expect(outcomes.filter((o) => o.outcome === 'retry_scheduled')).toHaveLength(80);
 		expect(outcomes).toHaveLength(120);
 		expect(dead.every((o) => o.attempts === 3 && o.lastError === 'boom on attempt 3')).toBe(true);
-		const s = await stats(db.pool, db.schema, queue);
+		const s = await stats(db.pool, db.ledgerSchema, queue);
 		expect(s).toMatchObject({ dead: 40, depth: 0, inFlight: 0 });
-		const listed = await listDead(db.pool, db.schema, queue, 100);
+		const listed = await listDead(db.pool, db.ledgerSchema, queue, 100);
 		expect(listed).toHaveLength(40);
 		expect(listed.every((t) => t.lastError === 'boom on attempt 3' && t.attempts === 3)).toBe(true);
 	});
@@ -55,10 +55,10 @@ describe('fail and dead letter', () => {
 	test('the final fail sent twice at once: one dead, the other changes nothing', async () => {
 		const queue = db.queueName('twice');
 		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
 		const [a, b] = await Promise.all([
-			fail(db.pool, db.schema, [{ ...t, error: 'first' }]),
-			fail(db.pool, db.schema, [{ ...t, error: 'second' }]),
+			fail(db.pool, db.ledgerSchema, [{ ...t, error: 'first' }]),
+			fail(db.pool, db.ledgerSchema, [{ ...t, error: 'second' }]),
 		]);
 		const results = [a[0], b[0]];
 		expect(results.filter((r) => r.outcome === 'dead')).toHaveLength(1);
@@ -71,8 +71,8 @@ describe('fail and dead letter', () => {
 	test('give up sends a task dead at once', async () => {
 		const queue = db.queueName('giveup');
 		await db.fill(queue, 'high', 1, { maxAttempts: 10 });
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
-		const [r] = await fail(db.pool, db.schema, [{ ...t, error: 'invalid payload', giveUp: true }]);
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
+		const [r] = await fail(db.pool, db.ledgerSchema, [{ ...t, error: 'invalid payload', giveUp: true }]);
 		expect(r).toMatchObject({ outcome: 'dead', attempts: 1, lastError: 'invalid payload' });
 	});
 
@@ -80,11 +80,11 @@ describe('fail and dead letter', () => {
 		expect([1, 2, 3, 4, 5].map((a) => backoffSeconds(a, 5, 30))).toEqual([5, 10, 20, 30, 30]);
 		const queue = db.queueName('backoff');
 		await db.fill(queue, 'high', 20, { maxAttempts: 10 });
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 20, leaseSeconds: 60 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 20, leaseSeconds: 60 });
 		// Move attempts to 3 for half of them: backoff min(15, 10 * 2^2) = 15.
 		const third = got.slice(10).map((t) => t.taskId);
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET attempts = 3 WHERE id = ANY($1::bigint[])`, [third]);
-		const res = await fail(db.pool, db.schema, got.map((t) => ({ ...t, error: 'x' })), { baseSeconds: 10, capSeconds: 15 });
+		const res = await fail(db.pool, db.ledgerSchema, got.map((t) => ({ ...t, error: 'x' })), { baseSeconds: 10, capSeconds: 15 });
 		expect(res.every((r) => r.outcome === 'retry_scheduled')).toBe(true);
 		const { rows } = await db.pool.query<{ id: string; wait: number }>(
 			`SELECT id, extract(epoch FROM run_at - updated_at)::float8 AS wait FROM "${db.schema}".queue_tasks WHERE id = ANY($1::bigint[])`,
@@ -98,33 +98,33 @@ describe('fail and dead letter', () => {
 		// Jittered: not all the same.
 		expect(new Set(rows.map((r) => r.wait.toFixed(3))).size).toBeGreaterThan(1);
 		// Not claimable before the retry time.
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 20, leaseSeconds: 60 })).toHaveLength(0);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 20, leaseSeconds: 60 })).toHaveLength(0);
 	});
 
 	test('requeue dead by hand: pending again with attempts reset and the old error kept', async () => {
 		const queue = db.queueName('requeue');
 		await db.fill(queue, 'low', 3, { maxAttempts: 1 });
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60 });
-		await fail(db.pool, db.schema, got.map((t) => ({ ...t, error: 'downstream 500' })));
-		const one = await requeueDead(db.pool, db.schema, { queue, taskIds: [got[0].taskId, '999999999'] });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60 });
+		await fail(db.pool, db.ledgerSchema, got.map((t) => ({ ...t, error: 'downstream 500' })));
+		const one = await requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: [got[0].taskId, '999999999'] });
 		expect(one.map((r) => r.outcome)).toEqual(['requeued', 'not_found']);
 		expect(one[0]).toMatchObject({ status: 'pending', lastError: 'downstream 500', requeues: 1 });
-		const rest = await requeueDead(db.pool, db.schema, { queue, limit: 10 });
+		const rest = await requeueDead(db.pool, db.ledgerSchema, { queue, limit: 10 });
 		expect(rest.map((r) => r.taskId).sort()).toEqual([got[1].taskId, got[2].taskId].sort());
-		const again = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		const again = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 		expect(again).toHaveLength(3);
 		expect(again.every((t) => t.attempt === 1 && t.lastError === 'downstream 500')).toBe(true);
-		expect((await requeueDead(db.pool, db.schema, { queue, taskIds: [again[0].taskId] }))[0].outcome).toBe('not_dead');
+		expect((await requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: [again[0].taskId] }))[0].outcome).toBe('not_dead');
 	});
 
 	test('requeue skips a dead task whose dedupe key is live again', async () => {
 		const queue = db.queueName('requeue-dup');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'k', maxAttempts: 1 }]);
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
-		await fail(db.pool, db.schema, [{ ...t, error: 'e' }]);
-		const [live] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'k' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'k', maxAttempts: 1 }]);
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
+		await fail(db.pool, db.ledgerSchema, [{ ...t, error: 'e' }]);
+		const [live] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'k' }]);
 		expect(live.deduplicated).toBe(false);
-		const [r] = await requeueDead(db.pool, db.schema, { queue, taskIds: [t.taskId] });
+		const [r] = await requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: [t.taskId] });
 		expect(r.outcome).toBe('skipped_live_duplicate');
 		expect(r.status).toBe('dead');
 	});
@@ -132,10 +132,10 @@ describe('fail and dead letter', () => {
 	test('retention: old dead tasks move to the archive, old archive rows are deleted', async () => {
 		const queue = db.queueName('purge');
 		await db.fill(queue, 'high', 2, { maxAttempts: 1 });
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 2, leaseSeconds: 60 });
-		await fail(db.pool, db.schema, got.map((t) => ({ ...t, error: 'gone' })));
-		expect(await purge(db.pool, db.schema, { queue, deadAfterSeconds: 3600 })).toEqual({ deadArchived: 0, archiveDeleted: 0 });
-		expect(await purge(db.pool, db.schema, { queue, deadAfterSeconds: 0 })).toEqual({ deadArchived: 2, archiveDeleted: 0 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 2, leaseSeconds: 60 });
+		await fail(db.pool, db.ledgerSchema, got.map((t) => ({ ...t, error: 'gone' })));
+		expect(await purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: 3600 })).toEqual({ deadArchived: 0, archiveDeleted: 0 });
+		expect(await purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: 0 })).toEqual({ deadArchived: 2, archiveDeleted: 0 });
 		const { rows } = await db.pool.query(
 			`SELECT status, last_error FROM "${db.schema}".queue_tasks_archive WHERE id = ANY($1::bigint[])`,
 			[got.map((t) => t.taskId)],
@@ -144,7 +144,7 @@ describe('fail and dead letter', () => {
 			{ status: 'dead', last_error: 'gone' },
 			{ status: 'dead', last_error: 'gone' },
 		]);
-		expect((await stats(db.pool, db.schema, queue)).dead).toBe(0);
-		expect(await purge(db.pool, db.schema, { queue, archiveAfterSeconds: 0 })).toEqual({ deadArchived: 0, archiveDeleted: 2 });
+		expect((await stats(db.pool, db.ledgerSchema, queue)).dead).toBe(0);
+		expect(await purge(db.pool, db.ledgerSchema, { queue, archiveAfterSeconds: 0 })).toEqual({ deadArchived: 0, archiveDeleted: 2 });
 	});
 });

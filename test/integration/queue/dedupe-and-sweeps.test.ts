@@ -26,50 +26,50 @@ const liveOf = async (queue: string, key: string) =>
 describe('a dedupe key never joins a task that can no longer run', () => {
 	it('the last attempt\'s lease expired: a new enqueue of the key becomes a new task, the old one goes dead saying why (it was answered "deduplicated")', async () => {
 		const queue = db.queueName('dd-expired');
-		const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { v: 1 }, dedupeKey: 'invoice-42', maxAttempts: 1 }]);
-		const [claimed] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 5 });
+		const [first] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { v: 1 }, dedupeKey: 'invoice-42', maxAttempts: 1 }]);
+		const [claimed] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 5 });
 		expect(claimed.taskId).toBe(first.taskId);
 		await advanceQueueClock(db.pool, db.schema, 10); // the worker died: its lease ran out, at attempt 1 of 1
-		const [again] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'invoice-42', maxAttempts: 1 }]);
+		const [again] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'invoice-42', maxAttempts: 1 }]);
 		expect(again.deduplicated).toBe(false);
 		expect(again.taskId).not.toBe(first.taskId);
 		expect(await task(first.taskId)).toMatchObject({ status: 'dead', dead_reason: 'lease_expired_at_max', lease_end: 'expired' });
 		expect((await task(first.taskId)).last_error).toMatch(/lease expired at max attempts \(1 of 1\); found by an enqueue of its dedupe key, which became a new task/);
 		// The new request runs.
-		const [next] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 30 });
+		const [next] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 30 });
 		expect(next).toMatchObject({ taskId: again.taskId, payload: { v: 2 } });
 	});
 
 	it('a pending task whose attempts are used up (released at its last attempt, counted) is replaced the same way', async () => {
 		const queue = db.queueName('dd-exhausted');
-		const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { v: 1 }, dedupeKey: 'k', maxAttempts: 1 }]);
-		const [c] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 30 });
-		await release(db.pool, db.schema, [{ taskId: c.taskId, leaseToken: c.leaseToken, countAttempt: true }]);
+		const [first] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { v: 1 }, dedupeKey: 'k', maxAttempts: 1 }]);
+		const [c] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 30 });
+		await release(db.pool, db.ledgerSchema, [{ taskId: c.taskId, leaseToken: c.leaseToken, countAttempt: true }]);
 		expect(await task(first.taskId)).toMatchObject({ status: 'pending', attempts: 1, max_attempts: 1 });
-		const [again] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'k' }]);
+		const [again] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'k' }]);
 		expect(again).toMatchObject({ deduplicated: false });
 		expect(await task(first.taskId)).toMatchObject({ status: 'dead', dead_reason: 'attempts_exhausted' });
 	});
 
 	it('a task that can still run is joined as before: pending, or an expired lease with attempts left', async () => {
 		const queue = db.queueName('dd-live');
-		const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: {}, dedupeKey: 'k', maxAttempts: 3 }]);
-		expect((await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: {}, dedupeKey: 'k' }]))[0]).toMatchObject({ taskId: first.taskId, deduplicated: true });
-		await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 5 });
+		const [first] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: {}, dedupeKey: 'k', maxAttempts: 3 }]);
+		expect((await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: {}, dedupeKey: 'k' }]))[0]).toMatchObject({ taskId: first.taskId, deduplicated: true });
+		await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 5 });
 		await advanceQueueClock(db.pool, db.schema, 10);
-		expect((await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: {}, dedupeKey: 'k' }]))[0]).toMatchObject({ taskId: first.taskId, deduplicated: true });
+		expect((await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: {}, dedupeKey: 'k' }]))[0]).toMatchObject({ taskId: first.taskId, deduplicated: true });
 		expect((await task(first.taskId)).status).toBe('processing');
 	});
 
 	it('the race: an enqueue of the key and a claim that sweeps the expired last attempt, at once, 20 times: the new request always has a task that can run', async () => {
 		for (let round = 0; round < 20; round++) {
 			const queue = db.queueName('dd-race');
-			const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { v: 1 }, dedupeKey: 'k', maxAttempts: 1 }]);
-			await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 5 });
+			const [first] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { v: 1 }, dedupeKey: 'k', maxAttempts: 1 }]);
+			await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 5 });
 			await advanceQueueClock(db.pool, db.schema, 10);
 			const [claims, [answer]] = await Promise.all([
-				dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 30 }),
-				enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'k', maxAttempts: 1 }]),
+				dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 30 }),
+				enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'k', maxAttempts: 1 }]),
 			]);
 			// The old task went dead once, by the sweep or by the enqueue; the answer is a new task, live.
 			expect(await task(first.taskId)).toMatchObject({ status: 'dead' });
@@ -101,7 +101,7 @@ describe('sweeps pass over rows held elsewhere', () => {
 	it('the lease-expiry sweep: with the 1,000 oldest expired tasks locked elsewhere, the later expired tasks are still swept', async () => {
 		const queue = db.queueName('sweep');
 		await db.fill(queue, 'high', 1200);
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 1200, leaseSeconds: 5 })).toHaveLength(1200);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1200, leaseSeconds: 5 })).toHaveLength(1200);
 		await advanceQueueClock(db.pool, db.schema, 10);
 		// Stagger the expiries so "the 1,000 oldest" are a definite set.
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET lease_expires_at = lease_expires_at + make_interval(secs => id % 1200 * 0.001) WHERE queue = $1`, [queue]);
@@ -112,7 +112,7 @@ describe('sweeps pass over rows held elsewhere', () => {
 		try {
 			expect(held.rowCount).toBe(1000);
 			// A claim sweeps first (queue_claim_full, queue_expire_leases with its limit of 1,000).
-			const got = await dequeue(db.pool, db.schema, { queue, limit: 50, leaseSeconds: 30 });
+			const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 50, leaseSeconds: 30 });
 			expect(got).toHaveLength(50);
 			const { rows } = await db.pool.query(
 				`SELECT count(*) FILTER (WHERE status = 'processing' AND lease_expires_at <= "${db.schema}".queue_now())::int AS expired,
@@ -149,7 +149,7 @@ describe('claims restricted to groups find due tasks of those groups', () => {
 		await db.fill(queue, 'vip', 1000, { delaySeconds: 0.3 });
 		await advanceQueueClock(db.pool, db.schema, 1); // the delay passes on the queue clock
 		for (let claim = 0; claim < 5; claim++) {
-			const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
+			const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 30, groups: [{ name: 'vip', weight: 1 }] });
 			expect(got.map((t) => t.group)).toEqual(Array(10).fill('vip'));
 		}
 		const { rows } = await db.pool.query(
@@ -161,7 +161,7 @@ describe('claims restricted to groups find due tasks of those groups', () => {
 			{ g: 'vip', untagged: 0 },
 		]);
 		// A consumer of bulk tags and claims its own.
-		const bulk = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 30, groups: [{ name: 'bulk', weight: 1 }] });
+		const bulk = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 30, groups: [{ name: 'bulk', weight: 1 }] });
 		expect(bulk.map((t) => t.group)).toEqual(Array(10).fill('bulk'));
 	});
 });

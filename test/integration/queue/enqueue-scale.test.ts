@@ -18,7 +18,7 @@ afterAll(async () => {
 async function enqueueMany(n: number, keyed: boolean) {
 	const queue = db.queueName(keyed ? 'lin-k' : 'lin');
 	const items = Array.from({ length: n }, (_, i) => ({ queue, group: 'normal', payload: { i }, ...(keyed ? { dedupeKey: `k-${i % (n / 2)}` } : {}) }));
-	return { queue, out: await enqueue(db.pool, db.schema, items) };
+	return { queue, out: await enqueue(db.pool, db.ledgerSchema, items) };
 }
 
 // Its speed (cost per item flat from 10k to 100k items) is measured by the batch-scale suite of
@@ -42,13 +42,13 @@ describe('a live task that settles during the batch', () => {
 		let stop = false;
 		const worker = (async () => {
 			while (!stop) {
-				const got = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 30, groups: [{ name: 'normal', weight: 1 }] });
-				if (got.length) await complete(db.pool, db.schema, got.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+				const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 30, groups: [{ name: 'normal', weight: 1 }] });
+				if (got.length) await complete(db.pool, db.ledgerSchema, got.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
 			}
 		})();
 		try {
 			for (let round = 0; round < 150; round++) {
-				const out = await enqueue(db.pool, db.schema, [
+				const out = await enqueue(db.pool, db.ledgerSchema, [
 					{ queue, group: 'normal', payload: { round }, dedupeKey: 'hot' },
 					{ queue, group: 'normal', payload: { round }, dedupeKey: 'hot' },
 					{ queue, group: 'normal', payload: { round } },

@@ -38,10 +38,10 @@ describe('enqueue tags', () => {
 		const fast = db.queueName('tags-fast');
 		const general = db.queueName('tags-general');
 		for (let round = 0; round < 2; round++) {
-			await enqueue(db.pool, db.schema, Array.from({ length: 9 }, (_, i) => ({ queue: fast, group: GROUPS[i % 3], payload: { i } })));
+			await enqueue(db.pool, db.ledgerSchema, Array.from({ length: 9 }, (_, i) => ({ queue: fast, group: GROUPS[i % 3], payload: { i } })));
 			await enqueue(
 				db.pool,
-				db.schema,
+				db.ledgerSchema,
 				Array.from({ length: 9 }, (_, i) => ({ queue: general, group: GROUPS[i % 3], payload: { i }, dedupeKey: `r${round}-${i}` })),
 			);
 		}
@@ -57,7 +57,7 @@ describe('enqueue tags', () => {
 
 	test('a tag row held by another transaction is not waited for: those items stay untagged, the next claim tags them', async () => {
 		const queue = db.queueName('held');
-		await enqueue(db.pool, db.schema, [
+		await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'high', payload: { first: true } },
 			{ queue, group: 'low', payload: { first: true } },
 		]);
@@ -66,7 +66,7 @@ describe('enqueue tags', () => {
 		try {
 			await holder.query(`SELECT 1 FROM "${db.schema}".queue_group_tags WHERE queue = $1 AND priority_group = 'low' FOR UPDATE`, [queue]);
 			const t0 = Date.now();
-			const out = await enqueue(db.pool, db.schema, [
+			const out = await enqueue(db.pool, db.ledgerSchema, [
 				{ queue, group: 'high', payload: { i: 1 } },
 				{ queue, group: 'low', payload: { i: 2 } },
 				{ queue, group: 'newgroup', payload: { i: 3 } },
@@ -85,7 +85,7 @@ describe('enqueue tags', () => {
 			['newgroup', 1.2], // its row created by this batch: max(virtual time 0.2, 0) + 1 / 1
 		]);
 		expect((await lastTags(queue)).newgroup).toBe(1.2);
-		const claimed = await dequeue(db.pool, db.schema, { queue, limit: 10, groups: GROUPS.concat('newgroup').map((name) => ({ name, weight: 1 })) });
+		const claimed = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, groups: GROUPS.concat('newgroup').map((name) => ({ name, weight: 1 })) });
 		expect(claimed).toHaveLength(5);
 		expect((await tags(queue)).filter(([, t]) => t === null)).toEqual([]);
 	});

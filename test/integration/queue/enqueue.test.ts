@@ -18,7 +18,7 @@ async function listen(queue: string): Promise<{ client: Client; got: Notificatio
 	const client = await db.client();
 	const got: Notification[] = [];
 	client.on('notification', (n) => got.push(n));
-	await client.query(`LISTEN ${queueChannel(db.schema, queue)}`);
+	await client.query(`LISTEN ${queueChannel(db.ledgerSchema, queue)}`);
 	return { client, got };
 }
 
@@ -29,48 +29,48 @@ describe('enqueue', () => {
 		const tx = await db.pool.connect();
 		try {
 			await tx.query('BEGIN');
-			const out = await enqueue(tx, db.schema, [
+			const out = await enqueue(tx, db.ledgerSchema, [
 				{ queue, group: 'high', payload: { a: 1 } },
 				{ queue, group: 'low', payload: { a: 2 } },
 			]);
 			expect(out).toHaveLength(2);
 			// Not visible to a consumer while uncommitted...
-			expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
+			expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
 			await tx.query('ROLLBACK');
 		} finally {
 			tx.release();
 		}
 		// ...nor after the rollback.
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
 		const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
 		expect(rows[0].n).toBe(0);
 		// Absence proven by a state: Postgres delivers notifications in commit order, so once a marker
 		// notification committed after the rollback has arrived, a wake-up from the rolled-back
 		// enqueue would have arrived before it.
-		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
+		await drainNotifications(db.pool, queueChannel(db.ledgerSchema, queue), got);
 		expect(got).toEqual([]);
 	});
 
 	test('a committed batch notifies the queue channel once, with the queue name as payload', async () => {
 		const queue = db.queueName('notify');
 		const { got } = await listen(queue);
-		await enqueue(db.pool, db.schema, [
+		await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'high', payload: 1 },
 			{ queue, group: 'normal', payload: 2 },
 		]);
-		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
+		await drainNotifications(db.pool, queueChannel(db.ledgerSchema, queue), got);
 		expect(got).toHaveLength(1);
-		expect(got[0].channel).toBe(queueChannel(db.schema, queue));
+		expect(got[0].channel).toBe(queueChannel(db.ledgerSchema, queue));
 		expect(got[0].payload).toBe(queue);
 		// The database computes the same channel name.
 		const { rows } = await db.pool.query(`SELECT "${db.schema}".queue_channel($1) AS c`, [queue]);
-		expect(rows[0].c).toBe(queueChannel(db.schema, queue));
+		expect(rows[0].c).toBe(queueChannel(db.ledgerSchema, queue));
 	});
 
 	test('a batch is all or nothing: one invalid row writes none', async () => {
 		const queue = db.queueName('atomic');
 		await expect(
-			enqueue(db.pool, db.schema, [
+			enqueue(db.pool, db.ledgerSchema, [
 				{ queue, group: 'high', payload: {} },
 				{ queue, group: 'x'.repeat(101), payload: {} },
 			]),
@@ -85,14 +85,14 @@ describe('enqueue', () => {
 				]),
 			]),
 		).rejects.toThrow(/item 1: max attempts must be a whole number from 1 to 1000, got 0/);
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 })).toHaveLength(0);
 	});
 
 	test('dedupe returns the existing live task and writes nothing', async () => {
 		const queue = db.queueName('dedupe');
-		const [first] = await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { v: 1 }, dedupeKey: 'order-7' }]);
+		const [first] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', payload: { v: 1 }, dedupeKey: 'order-7' }]);
 		expect(first.deduplicated).toBe(false);
-		const again = await enqueue(db.pool, db.schema, [
+		const again = await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'high', payload: { v: 2 }, dedupeKey: 'order-7' },
 			{ queue, group: 'high', payload: { v: 3 }, dedupeKey: 'order-8' },
 			{ queue, group: 'high', payload: { v: 4 }, dedupeKey: 'order-8' },
@@ -101,13 +101,13 @@ describe('enqueue', () => {
 		expect(again[1].deduplicated).toBe(false);
 		expect(again[2]).toMatchObject({ taskId: again[1].taskId, deduplicated: true, payload: { v: 3 } });
 		// Still live while processing.
-		const [claimed] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, groups: [{ name: 'high', weight: 5 }] });
+		const [claimed] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, groups: [{ name: 'high', weight: 5 }] });
 		expect(claimed.taskId).toBe(again[1].taskId); // only high listed
-		const [whileHeld] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
+		const [whileHeld] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
 		expect(whileHeld).toMatchObject({ taskId: claimed.taskId, deduplicated: true, status: 'processing' });
 		// Once finished, the key is free again.
-		await complete(db.pool, db.schema, [claimed]);
-		const [fresh] = await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
+		await complete(db.pool, db.ledgerSchema, [claimed]);
+		const [fresh] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'order-8' }]);
 		expect(fresh.deduplicated).toBe(false);
 		expect(fresh.taskId).not.toBe(claimed.taskId);
 	});
@@ -115,7 +115,7 @@ describe('enqueue', () => {
 	test('concurrent enqueues of one dedupe key create exactly one task', async () => {
 		const queue = db.queueName('dedupe-race');
 		const results = await Promise.all(
-			Array.from({ length: 8 }, (_, i) => enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { i }, dedupeKey: 'same' }])),
+			Array.from({ length: 8 }, (_, i) => enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low', payload: { i }, dedupeKey: 'same' }])),
 		);
 		const ids = new Set(results.map((r) => r[0].taskId));
 		expect(ids.size).toBe(1);
@@ -124,8 +124,8 @@ describe('enqueue', () => {
 
 	test('a mixed batch: keyless items in one insert, keyed items deduplicated exactly, results in input order', async () => {
 		const queue = db.queueName('mixed');
-		const [existing] = await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { v: 'old' }, dedupeKey: 'k-old' }]);
-		const out = await enqueue(db.pool, db.schema, [
+		const [existing] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low', payload: { v: 'old' }, dedupeKey: 'k-old' }]);
+		const out = await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'high', payload: { v: 0 } },
 			{ queue, group: 'normal', payload: { v: 1 }, dedupeKey: 'k-new' },
 			{ queue, group: 'low', payload: { v: 2 } },
@@ -168,7 +168,7 @@ describe('enqueue', () => {
 		const queue = db.queueName('mixed-race');
 		const results = await Promise.all(
 			Array.from({ length: 8 }, (_, b) =>
-				enqueue(db.pool, db.schema, [
+				enqueue(db.pool, db.ledgerSchema, [
 					{ queue, group: 'low', payload: { b }, dedupeKey: 'shared-b' },
 					{ queue, group: 'high', payload: { b } },
 					{ queue, group: 'low', payload: { b }, dedupeKey: 'shared-a' },
@@ -187,18 +187,18 @@ describe('enqueue', () => {
 	test('the notification says whether ready work was added: the queue name, or empty for delayed tasks only', async () => {
 		const queue = db.queueName('notify-delayed');
 		const { got } = await listen(queue);
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'later', delaySeconds: 60 }]);
-		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'later', delaySeconds: 60 }]);
+		await drainNotifications(db.pool, queueChannel(db.ledgerSchema, queue), got);
 		expect(got.map((n) => n.payload)).toEqual(['']);
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'now' }]);
-		await drainNotifications(db.pool, queueChannel(db.schema, queue), got);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', delaySeconds: 3600 }, { queue, group: 'low', dedupeKey: 'now' }]);
+		await drainNotifications(db.pool, queueChannel(db.ledgerSchema, queue), got);
 		expect(got.map((n) => n.payload)).toEqual(['', queue]);
 	});
 
 	test('delay and not-before: the later wins; results come back in input order', async () => {
 		const queue = db.queueName('delay');
 		const soon = new Date(Date.now() + 3_600_000).toISOString();
-		const out = await enqueue(db.pool, db.schema, [
+		const out = await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'low', payload: 'a', delaySeconds: 120 },
 			{ queue, group: 'low', payload: 'b', notBefore: soon, delaySeconds: 10 },
 			{ queue, group: 'low', payload: 'c' },
@@ -209,7 +209,7 @@ describe('enqueue', () => {
 		expect(Date.parse(out[0].availableAt as string) - enqueued).toBeGreaterThanOrEqual(119_000);
 		expect(Date.parse(out[1].availableAt as string)).toBe(Date.parse(soon));
 		expect(out[2].availableAt).toBe(out[2].enqueuedAt);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 		expect(got.map((t) => t.payload)).toEqual(['c']);
 	});
 });

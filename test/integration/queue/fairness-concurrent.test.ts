@@ -26,7 +26,7 @@ async function drain(queue: string, target: number, consumers: number, maxBatch:
 	const claimed: ClaimedTask[] = [];
 	const loop = async () => {
 		while (claimed.length < target) {
-			const got = await dequeue(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * maxBatch), leaseSeconds: 600, agingSeconds });
+			const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 + Math.floor(Math.random() * maxBatch), leaseSeconds: 600, agingSeconds });
 			if (got.length === 0) return;
 			claimed.push(...got);
 		}
@@ -76,7 +76,7 @@ describe('fair queue with concurrent consumers', () => {
 		// stays backlogged (equal counts per group, so low and normal pile up).
 		const producer = async (group: string) => {
 			while (producing) {
-				await enqueue(db.pool, db.schema, Array.from({ length: 40 }, (_, i) => ({ queue, group, payload: { i } })));
+				await enqueue(db.pool, db.ledgerSchema, Array.from({ length: 40 }, (_, i) => ({ queue, group, payload: { i } })));
 			}
 		};
 		const producers = Promise.all(['high', 'normal', 'low', 'high', 'high'].map(producer));
@@ -117,7 +117,7 @@ describe('fair queue with concurrent consumers', () => {
 		const servedAt = new Map<string, number>();
 		const loop = async () => {
 			while (servedAt.size < aged.length && Date.now() - started < 20_000) {
-				const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 600, agingSeconds: 2 });
+				const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 600, agingSeconds: 2 });
 				for (const t of got) if (aged.includes(t.taskId)) servedAt.set(t.taskId, Date.now() - started);
 			}
 		};

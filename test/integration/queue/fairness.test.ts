@@ -23,7 +23,7 @@ async function drain(queue: string, target: number, consumers: number, extra: { 
 	let total = 0;
 	const loop = async () => {
 		while (total < target) {
-			const got = await dequeue(db.pool, db.schema, {
+			const got = await dequeue(db.pool, db.ledgerSchema, {
 				queue,
 				limit: 1 + Math.floor(Math.random() * 8),
 				leaseSeconds: 600,
@@ -121,7 +121,7 @@ describe('weighted fair dequeue', () => {
 	test('when only one group has work, every slot goes to it', async () => {
 		const queue = db.queueName('solo');
 		await db.fill(queue, 'low', 30);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 25, leaseSeconds: 60, agingSeconds: 0 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 25, leaseSeconds: 60, agingSeconds: 0 });
 		expect(got).toHaveLength(25);
 		expect(new Set(got.map((t) => t.group))).toEqual(new Set(['low']));
 		expect(new Set(got.map((t) => t.servedAs))).toEqual(new Set(['low']));
@@ -138,7 +138,7 @@ describe('weighted fair dequeue', () => {
 		];
 		// The tasks were tagged with weight 1 each (groups no Dequeue had named yet); the claim records
 		// 3:1 and re-tags the backlog to it (queue_set_weights).
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, groups, agingSeconds: 0 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 40, leaseSeconds: 60, groups, agingSeconds: 0 });
 		expect(got).toHaveLength(40);
 		expect(Math.abs(got.filter((t) => t.group === 'vip').length - 30)).toBeLessThanOrEqual(1);
 		expect(Math.abs(got.filter((t) => t.group === 'bulk').length - 10)).toBeLessThanOrEqual(1);
@@ -152,7 +152,7 @@ describe('weighted fair dequeue', () => {
 		await db.fill(queue, 'low', 50);
 		const order: string[] = [];
 		for (let i = 0; i < 16; i++) {
-			const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
+			const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
 			order.push(t.group[0]);
 		}
 		// Tags (docs/queue.md, "Scheduling"): high .2 .4 .6 ..., then normal and low from the queue's
@@ -172,7 +172,7 @@ describe('weighted fair dequeue', () => {
 		const queue = db.queueName('delay');
 		await db.fill(queue, 'high', 3, { delaySeconds: 3600 });
 		await db.fill(queue, 'low', 2);
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 		expect(got.map((t) => t.group)).toEqual(['low', 'low']);
 	});
 });

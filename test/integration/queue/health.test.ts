@@ -13,7 +13,7 @@ let db: QueueTestDb;
 async function statsUntil(queue: string, ok: (s: Awaited<ReturnType<typeof stats>>) => boolean) {
 	return waitFor(
 		async () => {
-			const s = await stats(db.pool, db.schema, queue);
+			const s = await stats(db.pool, db.ledgerSchema, queue);
 			return ok(s) && s;
 		},
 		{ what: `the statistics of ${queue} to show the change`, timeoutMs: 10_000, intervalMs: 250 },
@@ -32,7 +32,7 @@ describe('stats: table and database health', () => {
 		const [old] = await db.fill(queue, 'low', 1, { delaySeconds: 600 });
 		await db.fill(queue, 'high', 2);
 		await db.pool.query(`UPDATE "${db.schema}".queue_tasks SET enqueued_at = now() - interval '2 hours' WHERE id = $1`, [old]);
-		const s = await stats(db.pool, db.schema, queue);
+		const s = await stats(db.pool, db.ledgerSchema, queue);
 		const low = s.groups.find((g) => g.group === 'low');
 		const high = s.groups.find((g) => g.group === 'high');
 		expect(low?.oldestPendingSeconds).toBeGreaterThanOrEqual(7200);
@@ -53,7 +53,7 @@ describe('stats: table and database health', () => {
 		// Real time on purpose: the holder's transaction must be a second old by the server's clock
 		// (pg_stat_activity.xact_start), which no test clock moves.
 		await sleep(1100);
-		for (let i = 0; i < 3; i++) await complete(db.pool, db.schema, await dequeue(db.pool, db.schema, { queue, limit: 100 }));
+		for (let i = 0; i < 3; i++) await complete(db.pool, db.ledgerSchema, await dequeue(db.pool, db.ledgerSchema, { queue, limit: 100 }));
 		// The holder's xid age only grows: read it before Stats does.
 		const { rows: mine } = await db.pool.query(`SELECT age(backend_xmin) AS a FROM pg_stat_activity WHERE pid = $1`, [pidRows[0].pid]);
 		const during = await statsUntil(queue, (x) => (x.table.deadTuples ?? 0) >= 300);

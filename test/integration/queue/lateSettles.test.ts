@@ -64,10 +64,10 @@ const prefix = (d: string) => d.split('…')[0].trimEnd();
 
 async function settleAll(t: ClaimedTask): Promise<Record<(typeof OPS)[number], SettleResult>> {
 	return {
-		complete: (await complete(db.pool, db.schema, [{ ...t, result: { late: true } }]))[0],
-		fail: (await fail(db.pool, db.schema, [{ ...t, error: 'late failure' }]))[0],
-		release: (await release(db.pool, db.schema, [t]))[0],
-		extend: (await extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: 60 }]))[0],
+		complete: (await complete(db.pool, db.ledgerSchema, [{ ...t, result: { late: true } }]))[0],
+		fail: (await fail(db.pool, db.ledgerSchema, [{ ...t, error: 'late failure' }]))[0],
+		release: (await release(db.pool, db.ledgerSchema, [t]))[0],
+		extend: (await extendLease(db.pool, db.ledgerSchema, [{ ...t, leaseSeconds: 60 }]))[0],
 	};
 }
 
@@ -108,7 +108,7 @@ describe('late settles', () => {
 	test('issue 13 case: 1 s lease swept back to pending; the late Complete, Fail, Release, Extend all get lease_lost "expired and requeued"', async () => {
 		const queue = db.queueName('swept');
 		await db.fill(queue, 'high', 1, { maxAttempts: 3 });
-		const [a] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		const [a] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });
 		await advanceQueueClock(db.pool, db.schema, 1.2);
 		// Not swept yet.
 		expectAll(await settleAll(a), 'lease_lost', /^lease expired at .* \(not swept yet\)/);
@@ -118,10 +118,10 @@ describe('late settles', () => {
 		expectAll(await settleAll(a), 'lease_lost', /^lease expired and the task was requeued \(attempt 1 of 3 used\)/);
 		expect(await row(a.taskId)).toEqual(before);
 		// Re-claimed by B: A is told so; B's lease is untouched.
-		const [b] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		const [b] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
 		expect(b.taskId).toBe(a.taskId);
 		expectAll(await settleAll(a), 'lease_lost', /^re-claimed by another lease \(attempt 2 of 3\)/);
-		const [done] = await complete(db.pool, db.schema, [b]);
+		const [done] = await complete(db.pool, db.ledgerSchema, [b]);
 		expect(done.outcome).toBe('completed');
 		expectAll(await settleAll(a), 'lease_lost', /^re-claimed by another lease, which completed it/);
 		// B's own repeats: already_settled (extend: lease_lost, a settled lease cannot be extended).
@@ -134,19 +134,19 @@ describe('late settles', () => {
 	test('lease expired at max attempts: dead, then archived, then requeued by hand: always lease_lost with what happened', async () => {
 		const queue = db.queueName('dead');
 		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
-		const [a] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		const [a] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });
 		await advanceQueueClock(db.pool, db.schema, 1.2);
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 1 })).toHaveLength(0); // sweeps
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 })).toHaveLength(0); // sweeps
 		expect(await row(a.taskId)).toMatchObject({ status: 'dead', dead_reason: 'lease_expired_at_max', lease_end: 'expired' });
 		expectAll(await settleAll(a), 'lease_lost', /^lease expired and the task is dead \(lease_expired_at_max, 1 of 1 attempts\)$/);
-		const [rq] = await requeueDead(db.pool, db.schema, { queue, taskIds: [a.taskId] });
+		const [rq] = await requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: [a.taskId] });
 		expect(rq.outcome).toBe('requeued');
 		expectAll(await settleAll(a), 'lease_lost', /^the task went dead and was requeued by hand; it is pending now/);
 		// Dead again and purged into the archive.
-		const [b] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		const [b] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });
 		await advanceQueueClock(db.pool, db.schema, 1.2);
-		await dequeue(db.pool, db.schema, { queue, limit: 1 });
-		await purge(db.pool, db.schema, { queue, deadAfterSeconds: 0 });
+		await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 });
+		await purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: 0 });
 		expect(await row(b.taskId)).toBeUndefined();
 		expectAll(await settleAll(b), 'lease_lost', /^lease expired and the task is dead \(lease_expired_at_max, 1 of 1 attempts\), archived/);
 		expectAll(await settleAll(a), 'lease_lost', /^re-claimed by another lease; the task is dead now \(lease_expired_at_max\), archived/);
@@ -155,10 +155,10 @@ describe('late settles', () => {
 	test("a lease's own fail / release / give up, repeated: already_settled; another caller: lease_lost", async () => {
 		const queue = db.queueName('own');
 		await db.fill(queue, 'high', 3, { maxAttempts: 2 });
-		const [x, y, z] = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60, agingSeconds: 0 });
-		expect((await fail(db.pool, db.schema, [{ ...x, error: 'boom' }]))[0].outcome).toBe('retry_scheduled');
-		expect((await release(db.pool, db.schema, [y]))[0].outcome).toBe('released');
-		expect((await fail(db.pool, db.schema, [{ ...z, error: 'stop', giveUp: true }]))[0].outcome).toBe('dead');
+		const [x, y, z] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60, agingSeconds: 0 });
+		expect((await fail(db.pool, db.ledgerSchema, [{ ...x, error: 'boom' }]))[0].outcome).toBe('retry_scheduled');
+		expect((await release(db.pool, db.ledgerSchema, [y]))[0].outcome).toBe('released');
+		expect((await fail(db.pool, db.ledgerSchema, [{ ...z, error: 'stop', giveUp: true }]))[0].outcome).toBe('dead');
 		const rx = await settleAll(x);
 		expect(rx.fail).toMatchObject({ outcome: 'already_settled', leaseLost: false, detail: 'this lease already failed the task (now pending)' });
 		expect(rx.extend).toMatchObject({ outcome: 'lease_lost', leaseLost: true });

@@ -34,14 +34,14 @@ describe('leases', () => {
 				// Some consumers "die" (1 s lease, never settle); most complete with a long lease.
 				const dies = Math.random() < 0.1;
 				const leaseSeconds = dies ? 1 : 120;
-				const got = await dequeue(db.pool, db.schema, {
+				const got = await dequeue(db.pool, db.ledgerSchema, {
 					queue,
 					limit: 1 + Math.floor(Math.random() * 60),
 					leaseSeconds,
 					agingSeconds: 0,
 				});
 				if (got.length === 0) {
-					const s = await stats(db.pool, db.schema, queue);
+					const s = await stats(db.pool, db.ledgerSchema, queue);
 					if (s.depth === 0 && s.inFlight === 0 && s.expiredLeases === 0) return;
 					// Real time on purpose: nothing is claimable until a dead consumer's 1 s lease runs
 					// out on the wall clock, which this test races claims against.
@@ -53,7 +53,7 @@ describe('leases', () => {
 					claims.push({ ...t, claimedAtMs: expires - leaseSeconds * 1000, leaseMs: leaseSeconds * 1000 });
 				}
 				if (dies) continue;
-				const res = await complete(db.pool, db.schema, got);
+				const res = await complete(db.pool, db.ledgerSchema, got);
 				for (const r of res) {
 					if (r.outcome === 'completed') completed++;
 					else settleErrors++;
@@ -90,15 +90,15 @@ describe('leases', () => {
 	test("a killed consumer's tasks come back after the lease and count an attempt", async () => {
 		const queue = db.queueName('killed');
 		await db.fill(queue, 'normal', 5);
-		const first = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 1 });
+		const first = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 1 });
 		expect(first).toHaveLength(5);
 		expect(first.every((t) => t.attempt === 1)).toBe(true);
 		// While the leases are live nobody else gets them.
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 1 })).toHaveLength(0);
-		expect((await stats(db.pool, db.schema, queue)).inFlight).toBe(5);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 1 })).toHaveLength(0);
+		expect((await stats(db.pool, db.ledgerSchema, queue)).inFlight).toBe(5);
 		await advanceQueueClock(db.pool, db.schema, 1.3);
-		expect((await stats(db.pool, db.schema, queue)).expiredLeases).toBe(5);
-		const second = await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+		expect((await stats(db.pool, db.ledgerSchema, queue)).expiredLeases).toBe(5);
+		const second = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 		expect(second.map((t) => t.taskId).sort()).toEqual(first.map((t) => t.taskId).sort());
 		expect(second.every((t) => t.attempt === 2)).toBe(true);
 		expect(second.every((t) => t.lastError === 'lease expired (attempt 1 of 5)')).toBe(true);
@@ -109,9 +109,9 @@ describe('leases', () => {
 	test('a lease that expires at max attempts sends the task dead with the reason', async () => {
 		const queue = db.queueName('expire-dead');
 		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });
 		await advanceQueueClock(db.pool, db.schema, 1.3);
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
 		const r = await row(t.taskId);
 		expect(r.status).toBe('dead');
 		expect(r.last_error).toBe('lease expired at max attempts (1 of 1)');
@@ -120,64 +120,64 @@ describe('leases', () => {
 	test('a late complete from a lost lease changes nothing and says so', async () => {
 		const queue = db.queueName('late');
 		await db.fill(queue, 'high', 1);
-		const [old] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
+		const [old] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });
 		await advanceQueueClock(db.pool, db.schema, 1.3);
 		// Expired but not yet handed out again: still refused, row unchanged.
 		const before = await row(old.taskId);
-		const [early] = await complete(db.pool, db.schema, [old]);
+		const [early] = await complete(db.pool, db.ledgerSchema, [old]);
 		expect(early.outcome).toBe('lease_lost');
 		expect(early.leaseLost).toBe(true);
 		expect(early.detail).toMatch(/lease expired/);
 		expect(await row(old.taskId)).toEqual(before);
 
-		const [fresh] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		const [fresh] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
 		expect(fresh.taskId).toBe(old.taskId);
 		const held = await row(old.taskId);
 		for (const late of [
-			(await complete(db.pool, db.schema, [{ ...old, result: { late: true } }]))[0],
-			(await fail(db.pool, db.schema, [{ ...old, error: 'late failure' }]))[0],
-			(await extendLease(db.pool, db.schema, [{ ...old, leaseSeconds: 600 }]))[0],
-			(await release(db.pool, db.schema, [old]))[0],
+			(await complete(db.pool, db.ledgerSchema, [{ ...old, result: { late: true } }]))[0],
+			(await fail(db.pool, db.ledgerSchema, [{ ...old, error: 'late failure' }]))[0],
+			(await extendLease(db.pool, db.ledgerSchema, [{ ...old, leaseSeconds: 600 }]))[0],
+			(await release(db.pool, db.ledgerSchema, [old]))[0],
 		]) {
 			expect(late.outcome).toBe('lease_lost');
 			expect(late.status).toBe('processing');
 			expect(late.detail).toMatch(/re-claimed by another lease/);
 		}
 		expect(await row(old.taskId)).toEqual(held);
-		const [done] = await complete(db.pool, db.schema, [fresh]);
+		const [done] = await complete(db.pool, db.ledgerSchema, [fresh]);
 		expect(done.outcome).toBe('completed');
 		// Repeating the same complete is harmless; the old token still changes nothing.
-		expect((await complete(db.pool, db.schema, [fresh]))[0].outcome).toBe('already_settled');
-		expect((await complete(db.pool, db.schema, [old]))[0].outcome).toBe('lease_lost');
+		expect((await complete(db.pool, db.ledgerSchema, [fresh]))[0].outcome).toBe('already_settled');
+		expect((await complete(db.pool, db.ledgerSchema, [old]))[0].outcome).toBe('lease_lost');
 	});
 
 	test('extend lease keeps the task held past its first lease', async () => {
 		const queue = db.queueName('extend');
 		await db.fill(queue, 'high', 1);
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 });
-		const [ext] = await extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: 60 }]);
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });
+		const [ext] = await extendLease(db.pool, db.ledgerSchema, [{ ...t, leaseSeconds: 60 }]);
 		expect(ext.outcome).toBe('extended');
 		expect(Date.parse(ext.leaseExpiresAt as string)).toBeGreaterThan(Date.parse(t.leaseExpiresAt));
 		await advanceQueueClock(db.pool, db.schema, 1.3);
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
-		expect((await complete(db.pool, db.schema, [t]))[0].outcome).toBe('completed');
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 })).toHaveLength(0);
+		expect((await complete(db.pool, db.ledgerSchema, [t]))[0].outcome).toBe('completed');
 	});
 
 	test('release gives the task back at the head without counting the attempt', async () => {
 		const queue = db.queueName('release');
 		const ids = await db.fill(queue, 'high', 3);
-		const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
 		expect(t.taskId).toBe(ids[0]);
-		const [rel] = await release(db.pool, db.schema, [t]);
+		const [rel] = await release(db.pool, db.ledgerSchema, [t]);
 		expect(rel.outcome).toBe('released');
 		expect(rel.attempts).toBe(0);
-		const [again] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+		const [again] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
 		expect(again.taskId).toBe(ids[0]);
 		expect(again.attempt).toBe(1);
 		// Released with a delay and counted: not claimable until then.
-		const [rel2] = await release(db.pool, db.schema, [{ ...again, delaySeconds: 3600, countAttempt: true }]);
+		const [rel2] = await release(db.pool, db.ledgerSchema, [{ ...again, delaySeconds: 3600, countAttempt: true }]);
 		expect(rel2.attempts).toBe(1);
-		const next = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60 });
+		const next = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 60 });
 		expect(next.map((x) => x.taskId)).toEqual([ids[1], ids[2]]);
 	});
 
@@ -191,7 +191,7 @@ describe('leases', () => {
 			await tx.query('BEGIN');
 			// Something else (a repair script, a settle in flight) holds the head of "high".
 			await tx.query(`SELECT 1 FROM "${db.schema}".queue_tasks WHERE id = $1 FOR UPDATE`, [high[0]]);
-			const got = await dequeue(db.pool, db.schema, { queue, limit: 8, leaseSeconds: 60, agingSeconds: 0 });
+			const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 8, leaseSeconds: 60, agingSeconds: 0 });
 			expect(got).toHaveLength(8);
 			expect(got.map((t) => t.taskId)).not.toContain(high[0]);
 			// The usual tag order without it, FIFO from the next high task. Tags (docs/queue.md,
@@ -205,7 +205,7 @@ describe('leases', () => {
 		} finally {
 			tx.release();
 		}
-		const [next] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
+		const [next] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 0 });
 		expect(next.taskId).toBe(high[0]);
 	});
 
@@ -219,13 +219,13 @@ describe('leases', () => {
 		let completed = 0;
 		const consumer = async () => {
 			for (;;) {
-				const got = await dequeue(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * 5), leaseSeconds: 120, agingSeconds: 0 });
+				const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 + Math.floor(Math.random() * 5), leaseSeconds: 120, agingSeconds: 0 });
 				if (got.length === 0) return;
 				claims.push(...got);
 				const giveBack = got.filter(() => Math.random() < 0.3);
 				const finish = got.filter((t) => !giveBack.includes(t));
 				// Settle both at once on two connections, racing the other consumers' claims.
-				const [rel, done] = await Promise.all([release(db.pool, db.schema, giveBack), complete(db.pool, db.schema, finish)]);
+				const [rel, done] = await Promise.all([release(db.pool, db.ledgerSchema, giveBack), complete(db.pool, db.ledgerSchema, finish)]);
 				for (const r of rel) {
 					expect(r.outcome).toBe('released');
 					released.add(giveBack[r.index].leaseToken);
@@ -254,11 +254,11 @@ describe('leases', () => {
 		const queue = db.queueName('expire-dead-race');
 		await db.fill(queue, 'high', 20, { maxAttempts: 1 });
 		await db.fill(queue, 'low', 20, { maxAttempts: 2 });
-		const first = await dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 1, agingSeconds: 0 });
+		const first = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 40, leaseSeconds: 1, agingSeconds: 0 });
 		expect(first).toHaveLength(40);
 		await advanceQueueClock(db.pool, db.schema, 1.3);
 		const again = (
-			await Promise.all(Array.from({ length: 6 }, () => dequeue(db.pool, db.schema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 0 })))
+			await Promise.all(Array.from({ length: 6 }, () => dequeue(db.pool, db.ledgerSchema, { queue, limit: 40, leaseSeconds: 60, agingSeconds: 0 })))
 		).flat();
 		// The low tasks had an attempt left: each handed out once more, as attempt 2.
 		expect(again).toHaveLength(20);
@@ -277,8 +277,8 @@ describe('leases', () => {
 	test('one complete call with completed, repeated, lost and unknown items answers each in input order', async () => {
 		const queue = db.queueName('complete-mixed');
 		await db.fill(queue, 'high', 3);
-		const [a, b, c] = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60 });
-		const res = await complete(db.pool, db.schema, [
+		const [a, b, c] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60 });
+		const res = await complete(db.pool, db.ledgerSchema, [
 			{ ...b, result: { n: 'b' } },
 			{ ...a, leaseToken: '00000000-0000-0000-0000-000000000000' }, // wrong token, then the right one
 			{ ...a, result: { n: 'a' } },
@@ -301,11 +301,11 @@ describe('leases', () => {
 	});
 
 	test('malformed lease tokens and ids are refused before any write', async () => {
-		await expect(complete(db.pool, db.schema, [{ taskId: '1', leaseToken: 'nope' }])).rejects.toThrow(/Lease token/);
-		await expect(complete(db.pool, db.schema, [{ taskId: 'x', leaseToken: '00000000-0000-0000-0000-000000000000' }])).rejects.toThrow(
+		await expect(complete(db.pool, db.ledgerSchema, [{ taskId: '1', leaseToken: 'nope' }])).rejects.toThrow(/Lease token/);
+		await expect(complete(db.pool, db.ledgerSchema, [{ taskId: 'x', leaseToken: '00000000-0000-0000-0000-000000000000' }])).rejects.toThrow(
 			/Task ID/,
 		);
-		const [nf] = await complete(db.pool, db.schema, [{ taskId: '999999999', leaseToken: '00000000-0000-0000-0000-000000000000' }]);
+		const [nf] = await complete(db.pool, db.ledgerSchema, [{ taskId: '999999999', leaseToken: '00000000-0000-0000-0000-000000000000' }]);
 		expect(nf.outcome).toBe('not_found');
 	});
 });

@@ -18,8 +18,8 @@ afterAll(async () => {
 
 /** Makes tasks dead at once (give up), with dead_at spread at random so "oldest" differs from id order. */
 async function killAll(queue: string, limit: number) {
-	const got = await dequeue(db.pool, db.schema, { queue, limit, leaseSeconds: 60, agingSeconds: 0 });
-	await fail(db.pool, db.schema, got.map((t) => ({ ...t, error: 'boom', giveUp: true })));
+	const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit, leaseSeconds: 60, agingSeconds: 0 });
+	await fail(db.pool, db.ledgerSchema, got.map((t) => ({ ...t, error: 'boom', giveUp: true })));
 	// (This test helper locks its rows in id order too, like every statement of the queue.)
 	await db.pool.query(
 		`UPDATE "${db.schema}".queue_tasks SET dead_at = now() - random() * interval '1 hour'
@@ -35,9 +35,9 @@ describe('requeue dead under contention', () => {
 		for (let round = 0; round < 10; round++) {
 			const queue = db.queueName('clash');
 			// Two lives of key K (dead one after the other), and two plain tasks.
-			await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'K' }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'K' }]);
 			const [k1] = await killAll(queue, 1);
-			await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'K' }, { queue, group: 'high' }, { queue, group: 'high' }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'K' }, { queue, group: 'high' }, { queue, group: 'high' }]);
 			const others = await killAll(queue, 10);
 			const { rows: kr } = await db.pool.query(
 				`SELECT id::text FROM "${db.schema}".queue_tasks WHERE queue = $1 AND dedupe_key = 'K' AND id <> $2`,
@@ -46,8 +46,8 @@ describe('requeue dead under contention', () => {
 			const k2 = kr[0].id as string;
 			const rest = [k2, ...others.filter((id) => id !== k2)];
 			const [a, b] = await Promise.all([
-				requeueDead(db.pool, db.schema, { queue, taskIds: [k1, rest[1]] }),
-				requeueDead(db.pool, db.schema, { queue, taskIds: [rest[2], k2] }),
+				requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: [k1, rest[1]] }),
+				requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: [rest[2], k2] }),
 			]);
 			const byId = new Map([...a, ...b].map((r) => [r.taskId, r.outcome]));
 			expect([byId.get(k1), byId.get(k2)].sort()).toEqual(['requeued', 'skipped_live_duplicate']);
@@ -63,12 +63,12 @@ describe('requeue dead under contention', () => {
 
 	test('a producer enqueues the key while Requeue Dead runs: the task is skipped when the producer commits, the batch goes on', async () => {
 		const queue = db.queueName('producer');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', dedupeKey: 'P' }, { queue, group: 'high' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'P' }, { queue, group: 'high' }]);
 		const dead = await killAll(queue, 10);
 		const producer = await db.client();
 		await producer.query('BEGIN');
-		await enqueue(producer, db.schema, [{ queue, group: 'high', dedupeKey: 'P' }]);
-		const pending = requeueDead(db.pool, db.schema, { queue, taskIds: dead });
+		await enqueue(producer, db.ledgerSchema, [{ queue, group: 'high', dedupeKey: 'P' }]);
+		const pending = requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: dead });
 		// Proven by a state, not by sleeping: the requeue's backend waits on a lock (the producer's
 		// uncommitted key) before the producer commits.
 		const observer = await db.client();
@@ -96,7 +96,7 @@ describe('no deadlocks', () => {
 		const queue = db.queueName('mix');
 		// 400 tasks; 1 in 4 share a dedupe key with another (clashes on requeue).
 		const items = Array.from({ length: 400 }, (_, i) => ({ queue, group: ['high', 'normal', 'low'][i % 3], dedupeKey: i % 4 === 0 ? `k${i % 40}` : null }));
-		await enqueue(db.pool, db.schema, items.filter((it) => it.dedupeKey === null || Number(it.dedupeKey.slice(1)) % 1 === 0));
+		await enqueue(db.pool, db.ledgerSchema, items.filter((it) => it.dedupeKey === null || Number(it.dedupeKey.slice(1)) % 1 === 0));
 		await killAll(queue, 400);
 		const errors: Record<string, number> = {};
 		const count = (e: unknown) => {
@@ -124,7 +124,7 @@ describe('no deadlocks', () => {
 						await sleep(5);
 						return;
 					}
-					for (const r of await requeueDead(db.pool, db.schema, { queue, taskIds: ids })) {
+					for (const r of await requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: ids })) {
 						if (r.outcome === 'requeued') requeued++;
 						if (r.outcome === 'skipped_live_duplicate') skipped++;
 					}
@@ -133,7 +133,7 @@ describe('no deadlocks', () => {
 			// Requeue oldest (dead_at order, not id order).
 			...Array.from({ length: 3 }, () =>
 				loop(async () => {
-					for (const r of await requeueDead(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * 40) })) {
+					for (const r of await requeueDead(db.pool, db.ledgerSchema, { queue, limit: 1 + Math.floor(Math.random() * 40) })) {
 						if (r.outcome === 'requeued') requeued++;
 						if (r.outcome === 'skipped_live_duplicate') skipped++;
 					}
@@ -142,7 +142,7 @@ describe('no deadlocks', () => {
 			// Consumers: short leases (expiry sweeps), then complete, fail (give up or retry), release or walk away.
 			...Array.from({ length: 4 }, () =>
 				loop(async () => {
-					const got = await dequeue(db.pool, db.schema, { queue, limit: 1 + Math.floor(Math.random() * 30), leaseSeconds: 1, agingSeconds: 0 });
+					const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 + Math.floor(Math.random() * 30), leaseSeconds: 1, agingSeconds: 0 });
 					claims += got.length;
 					if (got.length === 0) {
 						await sleep(5);
@@ -151,16 +151,16 @@ describe('no deadlocks', () => {
 					const shuffled = got.sort(() => Math.random() - 0.5);
 					const q = Math.floor(shuffled.length / 4);
 					await Promise.all([
-						complete(db.pool, db.schema, shuffled.slice(0, q)),
-						fail(db.pool, db.schema, shuffled.slice(q, 2 * q).map((t) => ({ ...t, error: 'x', giveUp: Math.random() < 0.7 }))),
-						release(db.pool, db.schema, shuffled.slice(2 * q, 3 * q)),
+						complete(db.pool, db.ledgerSchema, shuffled.slice(0, q)),
+						fail(db.pool, db.ledgerSchema, shuffled.slice(q, 2 * q).map((t) => ({ ...t, error: 'x', giveUp: Math.random() < 0.7 }))),
+						release(db.pool, db.ledgerSchema, shuffled.slice(2 * q, 3 * q)),
 					]);
 					// The last quarter is abandoned: its leases expire and the next claims sweep them.
 				}),
 			),
 			// Purge: dead for more than 30 minutes (about half of them, dead_at is spread over an hour).
 			loop(async () => {
-				await purge(db.pool, db.schema, { queue, deadAfterSeconds: 1800, limit: 20 });
+				await purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: 1800, limit: 20 });
 				await sleep(50);
 			}),
 			// Dead tasks keep coming: give up on some claims at once, with old dead_at again.

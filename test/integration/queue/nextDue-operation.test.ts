@@ -38,7 +38,7 @@ describe('Priority Dequeue: Next Due', () => {
 		expect(notRecorded).toEqual([]);
 		expect(empty.json).toEqual({ queue: 'nd-a', dueAt: null, due: false, inMs: null });
 
-		await enqueue(db.pool, db.schema, [{ queue: 'nd-a', group: 'high', delaySeconds: 3600 }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue: 'nd-a', group: 'high', delaySeconds: 3600 }]);
 		const [, [later]] = await run('nd-a');
 		expect(later.json.due).toBe(false);
 		expect(later.json.inMs as number).toBeGreaterThan(3500_000);
@@ -46,7 +46,7 @@ describe('Priority Dequeue: Next Due', () => {
 		const runAt = (await db.pool.query(`SELECT run_at FROM "${db.schema}".queue_tasks WHERE queue = 'nd-a'`)).rows[0].run_at as Date;
 		expect(later.json.dueAt).toBe(runAt.toISOString());
 
-		await enqueue(db.pool, db.schema, [{ queue: 'nd-a', group: 'low' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue: 'nd-a', group: 'low' }]);
 		const before = await count();
 		const [, [now]] = await run('nd-a');
 		expect(now.json).toMatchObject({ queue: 'nd-a', due: true, inMs: 0 });

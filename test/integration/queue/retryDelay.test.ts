@@ -34,12 +34,12 @@ describe('fail with a fixed retry delay', () => {
 	test('the retry runs at exactly now + the fixed delay; items without it keep the jittered backoff', async () => {
 		const queue = db.queueName('fixed');
 		await db.fill(queue, 'normal', 6, { maxAttempts: 5 });
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 6, leaseSeconds: 60 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 6, leaseSeconds: 60 });
 		expect(got).toHaveLength(6);
 		const delays = [0, 1.5, 90, LIMITS.fixedDelaySeconds.max];
 		const res = await fail(
 			db.pool,
-			db.schema,
+			db.ledgerSchema,
 			got.map((t, i) => (i < 4 ? { ...t, error: 'x', retryDelay: 'fixed' as const, fixedDelaySeconds: delays[i] } : { ...t, error: 'x' })),
 			{ baseSeconds: 100, capSeconds: 100 },
 		);
@@ -55,7 +55,7 @@ describe('fail with a fixed retry delay', () => {
 		const { rows } = await db.pool.query(`SELECT run_at FROM "${db.schema}".queue_tasks WHERE id = $1`, [got[2].taskId]);
 		expect(res[2].retryAt).toBe((rows[0].run_at as Date).toISOString());
 		// A zero delay is claimable again at once, with the next attempt; the others are not.
-		const again = await dequeue(db.pool, db.schema, { queue, limit: 6, leaseSeconds: 60 });
+		const again = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 6, leaseSeconds: 60 });
 		expect(again.map((t) => [t.taskId, t.attempt])).toEqual([[got[0].taskId, 2]]);
 	});
 
@@ -63,9 +63,9 @@ describe('fail with a fixed retry delay', () => {
 		const queue = db.queueName('fixed-again');
 		await db.fill(queue, 'high', 1, { maxAttempts: 5 });
 		for (let attempt = 1; attempt <= 3; attempt++) {
-			const [t] = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60 });
+			const [t] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60 });
 			expect(t.attempt).toBe(attempt);
-			const [r] = await fail(db.pool, db.schema, [{ ...t, error: 'x', retryDelay: 'fixed', fixedDelaySeconds: 7 }]);
+			const [r] = await fail(db.pool, db.ledgerSchema, [{ ...t, error: 'x', retryDelay: 'fixed', fixedDelaySeconds: 7 }]);
 			expect(r.outcome).toBe('retry_scheduled');
 			expect((await waits([t.taskId])).get(t.taskId)).toBe(7);
 			await advanceQueueClock(db.pool, db.schema, 7); // the retry is due
@@ -88,7 +88,7 @@ describe('fail with a fixed retry delay', () => {
 	test('the node: Retry Delay Fixed item by item; an out-of-bounds item goes to Unrecorded, the others are failed', async () => {
 		const queue = db.queueName('fixed-node');
 		await db.fill(queue, 'normal', 3, { maxAttempts: 5 });
-		const got = await dequeue(db.pool, db.schema, { queue, limit: 3, leaseSeconds: 60 });
+		const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60 });
 		const fixed = [30, -1, 45];
 		const out = await new PriorityDequeue().execute.call(
 			fakeExecute({

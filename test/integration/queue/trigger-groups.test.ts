@@ -43,7 +43,7 @@ async function wakeCheckEndedAfter(t: Date): Promise<Date | null> {
 describe('Priority Dequeue Trigger: Priority Groups', () => {
 	test('Claim Tasks claims only the listed groups', async () => {
 		const queue = db.queueName('pg-claim');
-		await enqueue(db.pool, db.schema, [
+		await enqueue(db.pool, db.ledgerSchema, [
 			{ queue, group: 'normal', payload: { n: 'normal' } },
 			{ queue, group: 'vip', payload: { n: 'vip' } },
 		]);
@@ -53,7 +53,7 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 			consumer: async (items) => {
 				await complete(
 					db.pool,
-					db.schema,
+					db.ledgerSchema,
 					items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })),
 				);
 				return 'success';
@@ -63,7 +63,7 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 		await waitFor(() => t.emitted.length > 0, { what: 'the claim of the vip task', timeoutMs: 10_000 });
 		// A later claim (batch of 10) takes the next vip task; it would have taken the normal one
 		// too had the trigger claimed that group.
-		await enqueue(db.pool, db.schema, [{ queue, group: 'vip', payload: { n: 'vip2' } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'vip', payload: { n: 'vip2' } }]);
 		await waitFor(() => t.emitted.length > 1, { what: 'the claim of the second vip task', timeoutMs: 10_000 });
 		expect(t.emitted.flat().map((i) => (i.json.payload as { n: string }).n)).toEqual(['vip', 'vip2']);
 		const left = await db.pool.query(`SELECT priority_group AS group, status FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
@@ -72,7 +72,7 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 
 	test('Wake Up starts an execution only for due work of the listed groups', async () => {
 		const queue = db.queueName('pg-wake');
-		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', payload: {} }]);
 		const t = await activateTrigger({
 			credentials: credentials(),
 			parameters: { queue, mode: 'wakeUp', useListen: false, pollSeconds: 1, maxInFlight: 1, priorityGroups: vipOnly, options: {} },
@@ -85,7 +85,7 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 		const first = await waitFor(() => wakeCheckEndedAfter(t0), { what: 'a check of the trigger', timeoutMs: 10_000 });
 		await waitFor(() => wakeCheckEndedAfter(first), { what: 'a second check of the trigger', timeoutMs: 10_000 });
 		expect(t.executions).toHaveLength(0);
-		await enqueue(db.pool, db.schema, [{ queue, group: 'vip', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'vip', payload: {} }]);
 		await waitFor(() => t.executions.length > 0, { what: 't.executions.length > 0', timeoutMs: 10_000 });
 		expect(t.executions.length).toBeGreaterThan(0);
 	});

@@ -44,7 +44,7 @@ const credentials = (extra: IDataObject = {}): IDataObject => ({
 const completeAll = async (items: INodeExecutionData[]) => {
 	await complete(
 		db.pool,
-		db.schema,
+		db.ledgerSchema,
 		items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })),
 	);
 	return 'success' as const;
@@ -74,12 +74,12 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		// Real time on purpose: the trigger idles several pool idle timeouts more (the long-lived
 		// part under test), with no pool open.
 		await sleep(1000);
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { n: 1 } }]);
 		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 8000 });
 		expect(payloads(t)).toEqual([{ n: 1 }]);
 		// And again after the next sweep.
 		await waitFor(() => openPoolCount() === 0, { what: 'openPoolCount() === 0', timeoutMs: 8000 });
-		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { n: 2 } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low', payload: { n: 2 } }]);
 		await waitFor(() => t.emitted.length > 1, { what: 't.emitted.length > 1', timeoutMs: 8000 });
 		expect(payloads(t)).toEqual([{ n: 1 }, { n: 2 }]);
 		expect(t.warnings.filter((w) => /after calling end/.test(w))).toEqual([]);
@@ -91,7 +91,7 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		const listening = async () => {
 			const { rows } = await db.pool.query(
 				`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
-				[`LISTEN ${queueChannel(db.schema, queue)}`],
+				[`LISTEN ${queueChannel(db.ledgerSchema, queue)}`],
 			);
 			return rows[0].n > 0;
 		};
@@ -106,7 +106,7 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		// The watcher reconnects with backoff (first retry after 0.5 to 1 s).
 		await waitFor(listening, { what: 'listening', timeoutMs: 10_000 });
 		expect(await listening()).toBe(true);
-		await enqueue(db.pool, db.schema, [{ queue, group: 'normal', payload: { n: 'after-restart' } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', payload: { n: 'after-restart' } }]);
 		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 5000 });
 		expect(payloads(t)).toEqual([{ n: 'after-restart' }]);
 		expect(t.warnings.some((w) => /LISTEN connection lost/.test(w))).toBe(true);
@@ -134,7 +134,7 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 			return completeAll(items);
 		});
 		for (let n = 1; n <= 5; n++) {
-			await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n } }]);
+			await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { n } }]);
 			await waitFor(() => t.emitted.length >= n, { what: 't.emitted.length >= n', timeoutMs: 8000 });
 		}
 		expect(payloads(t)).toEqual([1, 2, 3, 4, 5].map((n) => ({ n })));

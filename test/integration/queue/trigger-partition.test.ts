@@ -41,7 +41,7 @@ it(
 		const queue = 'partition';
 		await enqueue(
 			db.pool,
-			db.schemaSql,
+			db.ledgerSchema,
 			Array.from({ length: 417 }, (_, i) => ({ queue, group: 'normal', payload: { i } })),
 		);
 		const claimed = () => trigger!.emitted.reduce((n, items) => n + items.length, 0);

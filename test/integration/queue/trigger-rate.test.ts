@@ -34,8 +34,8 @@ const credentials = (): IDataObject => triggerCredentials(db.schema);
 
 /** The consumer workflow: Dequeue (default groups, batch 1) then Complete. */
 const dequeueAndComplete = (queue: string): Consumer => async () => {
-	const tasks = await dequeue(db.pool, db.schema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 300, groups: DEFAULT_GROUPS });
-	if (tasks.length > 0) await complete(db.pool, db.schema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+	const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, agingSeconds: 300, groups: DEFAULT_GROUPS });
+	if (tasks.length > 0) await complete(db.pool, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
 	return 'success';
 };
 
@@ -56,7 +56,7 @@ async function measure(name: string, o: { parameters: IDataObject; consumer: (qu
 }
 
 const oneTask = (group: string) => async (queue: string) => {
-	await enqueue(db.pool, db.schema, [{ queue, group, payload: { one: true } }]);
+	await enqueue(db.pool, db.ledgerSchema, [{ queue, group, payload: { one: true } }]);
 };
 
 describe('trigger rate (10 s windows, measured concurrently)', () => {
@@ -99,7 +99,7 @@ describe('trigger rate (10 s windows, measured concurrently)', () => {
 			measure('cap-5', {
 				parameters: { mode: 'claim', batchSize: 1, leaseSeconds: 60, maxPerMinute: 5 },
 				consumer: () => async (items: INodeExecutionData[]) => {
-					await complete(db.pool, db.schema, items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })));
+					await complete(db.pool, db.ledgerSchema, items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })));
 					return 'success';
 				},
 				seed: async (queue) => {

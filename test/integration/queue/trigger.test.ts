@@ -25,11 +25,11 @@ const config = () => ({ connectionString: QUEUE_DATABASE_URL, schema: db.schema 
 
 function watcher(queue: string, over: Partial<WatcherDeps>): QueueWatcher {
 	const w = new QueueWatcher({
-		channel: queueChannel(db.schema, queue),
+		channel: queueChannel(db.ledgerSchema, queue),
 		pollMs: 600_000,
 		maxInFlight: 1,
 		inFlightTimeoutMs: 60_000,
-		check: () => nextDue(db.pool, db.schema, queue),
+		check: () => nextDue(db.pool, db.ledgerSchema, queue),
 		fire: async () => ({ finished: Promise.resolve() }),
 		connect: () => connectListener(config()),
 		...over,
@@ -45,7 +45,7 @@ describe('trigger engine on Postgres', () => {
 		const w = watcher(queue, {
 			fire: async (reason) => {
 				reasons.push(reason);
-				await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+				await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 				return { finished: Promise.resolve() };
 			},
 		});
@@ -53,12 +53,12 @@ describe('trigger engine on Postgres', () => {
 		expect(w.listening).toBe(true);
 		const tx = await db.pool.connect();
 		await tx.query('BEGIN');
-		await enqueue(tx, db.schema, [{ queue, group: 'high' }]);
+		await enqueue(tx, db.ledgerSchema, [{ queue, group: 'high' }]);
 		await tx.query('ROLLBACK');
 		tx.release();
 		// Postgres delivers notifications in commit order: when the committed enqueue's arrives, a
 		// notification of the rolled-back one would have arrived before it. Exactly one came.
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high' }]);
 		await waitFor(() => reasons.length > 0, { what: 'the committed enqueue\'s notification' });
 		expect(w.counters.notifications).toBe(1);
 		expect(reasons).toEqual(['notify']);
@@ -72,12 +72,12 @@ describe('trigger engine on Postgres', () => {
 			pollMs: 100,
 			fire: async (reason) => {
 				reasons.push(reason);
-				await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+				await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 				return { finished: Promise.resolve() };
 			},
 		});
 		await w.start();
-		await enqueue(db.pool, db.schema, [{ queue, group: 'low' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low' }]);
 		await waitFor(() => reasons.length > 0, { what: 'reasons.length > 0' });
 		expect(reasons).toEqual(['poll']);
 		expect(w.counters.notifications).toBe(0);
@@ -91,18 +91,18 @@ describe('trigger engine on Postgres', () => {
 			reconnectCapMs: 100,
 			fire: async (reason) => {
 				reasons.push(reason);
-				await dequeue(db.pool, db.schema, { queue, limit: 10, leaseSeconds: 60 });
+				await dequeue(db.pool, db.ledgerSchema, { queue, limit: 10, leaseSeconds: 60 });
 				return { finished: Promise.resolve() };
 			},
 		});
 		await w.start();
 		await db.pool.query(
 			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger:listen' AND query LIKE $1`,
-			[`LISTEN ${queueChannel(db.schema, queue)}%`],
+			[`LISTEN ${queueChannel(db.ledgerSchema, queue)}%`],
 		);
 		await waitFor(() => w.counters.lost > 0, { what: 'w.counters.lost > 0' });
 		// Work arrives while the connection is down; its notification goes nowhere.
-		await enqueue(db.pool, db.schema, [{ queue, group: 'normal' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
 		await waitFor(() => reasons.length > 0, { what: 'reasons.length > 0' });
 		expect(w.counters.connects).toBe(2);
 		expect(reasons[0]).toMatch(/reconnect|notify/);
@@ -115,21 +115,21 @@ describe('trigger engine on Postgres', () => {
 			claimFirst: true,
 			pollMs: 600_000,
 			fire: async () => {
-				const tasks = await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 60 });
+				const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 60 });
 				if (tasks.length === 0) return undefined;
 				emitted.push(...tasks);
-				return { finished: complete(db.pool, db.schema, tasks) };
+				return { finished: complete(db.pool, db.ledgerSchema, tasks) };
 			},
 		});
 		await w.start();
 		await waitFor(() => w.counters.checks > 0, { what: 'w.counters.checks > 0' });
 		const checks = w.counters.checks;
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high', payload: { n: 1 } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { n: 1 } }]);
 		await waitFor(() => emitted.length > 0, { what: 'emitted.length > 0' });
 		expect(emitted.map((t) => t.payload)).toEqual([{ n: 1 }]);
 		// A task due in one second, announced by an empty-payload notification: not claimed early,
 		// claimed at its time (the poll interval is ten minutes, so the due time armed the timer).
-		await enqueue(db.pool, db.schema, [{ queue, group: 'low', payload: { n: 2 }, delaySeconds: 1 }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'low', payload: { n: 2 }, delaySeconds: 1 }]);
 		await waitFor(() => w.counters.notifications >= 2, { what: 'w.counters.notifications >= 2' });
 		await waitFor(() => emitted.length > 1, { what: 'emitted.length > 1', timeoutMs: 10_000 });
 		expect(emitted.map((t) => t.payload)).toEqual([{ n: 1 }, { n: 2 }]);
@@ -145,10 +145,10 @@ describe('trigger engine on Postgres', () => {
 				maxInFlight: 2,
 				pollMs: 100,
 				fire: async () => {
-					const tasks = await dequeue(db.pool, db.schema, { queue, limit: 7, leaseSeconds: 60 });
+					const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 7, leaseSeconds: 60 });
 					if (tasks.length === 0) return undefined;
 					emitted.push(...tasks);
-					return { finished: complete(db.pool, db.schema, tasks) };
+					return { finished: complete(db.pool, db.ledgerSchema, tasks) };
 				},
 			});
 		await Promise.all([claimer().start(), claimer().start()]);

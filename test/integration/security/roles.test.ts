@@ -7,6 +7,7 @@
  * Retention's delete guard is tried by a role that was granted DELETE outright: no setting and no
  * function of its own gets a DELETE of an event (or an operation) past the trigger.
  */
+import { ledgerSchema } from '../../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Pool, type PoolClient } from 'pg';
@@ -51,7 +52,7 @@ function poolAs(role: string): Pool {
 let asNodes: Pool;
 let asOperator: Pool;
 beforeAll(async () => {
-	await migrate(admin, schema, true);
+	await migrate(admin, ledgerSchema(schema), true);
 	// keep_public_temp: other suites share this database.
 	psql('schema/security/least_privilege_role.sql', { schema, role: nodesRole, password, keep_public_temp: '1' });
 	psql('schema/security/operator_role.sql', { schema, role: operatorRole, password });
@@ -73,12 +74,12 @@ const fp = (n: number) => ({ n });
 /** A succeeded operation (pay_123), a live reservation, an unknown one, as the nodes make them. */
 async function seed(tag: string) {
 	const keys = { done: `pay_123:${tag}`, live: `live:${tag}`, unknown: `unknown:${tag}` };
-	const rs = await reserveOperations(asNodes, q, [
+	const rs = await reserveOperations(asNodes, ledgerSchema(schema), [
 		prepareReserveItem(0, { operationKey: keys.done, request: fp(1), leaseSeconds: 60 }),
 		prepareReserveItem(1, { operationKey: keys.live, request: fp(2), leaseSeconds: 600 }),
 		prepareReserveItem(2, { operationKey: keys.unknown, request: fp(3), leaseSeconds: 60, target: `t-${tag}` }),
 	]);
-	await confirmOperations(asNodes, q, [
+	await confirmOperations(asNodes, ledgerSchema(schema), [
 		prepareConfirmItem(0, { operationKey: keys.done, leaseToken: rs[0].leaseToken, outcome: 'succeeded', externalRef: 'ch_123' }),
 		prepareConfirmItem(1, { operationKey: keys.unknown, leaseToken: rs[2].leaseToken, outcome: 'unknown', reason: 'timeout' }),
 	]);
@@ -108,7 +109,7 @@ describe.each([
 	let taskId: string;
 	beforeAll(async () => {
 		keys = await seed(randomBytes(3).toString('hex'));
-		const [t] = await enqueue(asNodes, schema, [{ queue: 'roles', group: 'normal', payload: { n: 1 }, dedupeKey: `d-${randomBytes(3).toString('hex')}` }]);
+		const [t] = await enqueue(asNodes, ledgerSchema(schema), [{ queue: 'roles', group: 'normal', payload: { n: 1 }, dedupeKey: `d-${randomBytes(3).toString('hex')}` }]);
 		taskId = t.taskId;
 	});
 
@@ -158,7 +159,7 @@ describe.each([
 		expect(await rowOf(keys.live)).toMatchObject({ status: 'reserved' });
 		expect((await rowOf(keys.unknown)).status).toBe('unknown');
 		expect(await eventsOf(keys.done)).toBe(2);
-		const [again] = await reserveOperations(asNodes, q, [prepareReserveItem(0, { operationKey: keys.done, request: fp(1), leaseSeconds: 60 })]);
+		const [again] = await reserveOperations(asNodes, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: keys.done, request: fp(1), leaseSeconds: 60 })]);
 		expect(again).toMatchObject({ outcome: 'already_succeeded', attempt: 1, externalRef: 'ch_123' });
 		const { rows } = await admin.query(`SELECT status FROM ${q}.queue_tasks WHERE id = $1`, [taskId]);
 		expect(rows[0].status).toBe('pending');
@@ -168,33 +169,33 @@ describe.each([
 describe('the legitimate paths work as those roles', () => {
 	it("the operator: Get, List, Health, Settle by Hand (recorded with its database role) and Compact; not Reserve, not the nodes' queue", async () => {
 		const keys = await seed('op');
-		await expect(migrate(asOperator, schema, false)).resolves.toBeGreaterThanOrEqual(12);
-		expect((await getOperation(asOperator, q, keys.done))?.operation.status).toBe('succeeded');
-		expect((await listOperations(asOperator, q, checkListOptions({ kind: 'unknown' }))).total).toBeGreaterThanOrEqual(1);
-		expect((await ledgerHealth(asOperator, q, 1)).byStatus.succeeded).toBeGreaterThanOrEqual(1);
-		const [s] = await settleByHand(asOperator, q, [prepareSettleItem(0, { operationKey: keys.unknown, decision: 'happened', externalRef: 'ch_9', reason: 'seen', decidedBy: 'the CFO' })]);
+		await expect(migrate(asOperator, ledgerSchema(schema), false)).resolves.toBeGreaterThanOrEqual(12);
+		expect((await getOperation(asOperator, ledgerSchema(schema), keys.done))?.operation.status).toBe('succeeded');
+		expect((await listOperations(asOperator, ledgerSchema(schema), checkListOptions({ kind: 'unknown' }))).total).toBeGreaterThanOrEqual(1);
+		expect((await ledgerHealth(asOperator, ledgerSchema(schema), 1)).byStatus.succeeded).toBeGreaterThanOrEqual(1);
+		const [s] = await settleByHand(asOperator, ledgerSchema(schema), [prepareSettleItem(0, { operationKey: keys.unknown, decision: 'happened', externalRef: 'ch_9', reason: 'seen', decidedBy: 'the CFO' })]);
 		expect(s.result).toBe('settled');
-		const ev = (await getOperation(asOperator, q, keys.unknown))!.events.find((e) => e.event === 'settled_by_hand');
+		const ev = (await getOperation(asOperator, ledgerSchema(schema), keys.unknown))!.events.find((e) => e.event === 'settled_by_hand');
 		// "the CFO" is what the caller says; the database records who it is.
 		expect(ev).toMatchObject({ dbRole: operatorRole, detail: { decidedBy: 'the CFO' } });
 		await admin.query(`UPDATE ${q}.operations SET settled_at = now() - interval '40 days' WHERE operation_key = $1`, [keys.done]);
 		await admin.query(`ALTER TABLE ${q}.operation_events DISABLE TRIGGER USER`);
 		await admin.query(`UPDATE ${q}.operation_events SET created_at = created_at - interval '40 days' WHERE operation_key = $1`, [keys.done]);
 		await admin.query(`ALTER TABLE ${q}.operation_events ENABLE TRIGGER USER`);
-		const report = await runRetention(asOperator, q, checkRetentionOptions({ mode: 'compact', olderThanDays: 30 }));
+		const report = await runRetention(asOperator, ledgerSchema(schema), checkRetentionOptions({ mode: 'compact', olderThanDays: 30 }));
 		expect(report).toMatchObject({ operations: 1, eventsDeleted: 2 });
-		await expect(runRetention(asOperator, q, checkRetentionOptions({ mode: 'hard_delete', olderThanDays: 30, acknowledge: true }))).rejects.toThrow(/permission denied for function ops_hard_delete_batch/);
-		await expect(reserveOperations(asOperator, q, [prepareReserveItem(0, { operationKey: 'op:x', request: {}, leaseSeconds: 60 })])).rejects.toThrow(/permission denied/);
-		await expect(enqueue(asOperator, schema, [{ queue: 'roles', group: 'high', payload: {} }])).rejects.toThrow(/permission denied/);
+		await expect(runRetention(asOperator, ledgerSchema(schema), checkRetentionOptions({ mode: 'hard_delete', olderThanDays: 30, acknowledge: true }))).rejects.toThrow(/permission denied for function ops_hard_delete_batch/);
+		await expect(reserveOperations(asOperator, ledgerSchema(schema), [prepareReserveItem(0, { operationKey: 'op:x', request: {}, leaseSeconds: 60 })])).rejects.toThrow(/permission denied/);
+		await expect(enqueue(asOperator, ledgerSchema(schema), [{ queue: 'roles', group: 'high', payload: {} }])).rejects.toThrow(/permission denied/);
 	});
 
 	it("the nodes: reserve, confirm, reconcile, and every queue operation; not the Admin node's functions", async () => {
 		const keys = await seed('nodes');
 		await setLedgerClock(admin, schema, 600);
 		try {
-			const [c] = await claimUnknown(asNodes, q, { limit: 10, settleSeconds: 0, claimSeconds: 60, target: 't-nodes' });
+			const [c] = await claimUnknown(asNodes, ledgerSchema(schema), { limit: 10, settleSeconds: 0, claimSeconds: 60, target: 't-nodes' });
 			expect(c.operationKey).toBe(keys.unknown);
-			const [r] = await resolveUnknown(asNodes, q, [prepareResolveItem(0, { operationKey: keys.unknown, claimToken: c.claimToken, resolution: 'not_happened' })], {
+			const [r] = await resolveUnknown(asNodes, ledgerSchema(schema), [prepareResolveItem(0, { operationKey: keys.unknown, claimToken: c.claimToken, resolution: 'not_happened' })], {
 				maxChecks: 3,
 				backoffBaseSeconds: 1,
 				backoffMaxSeconds: 1,
@@ -204,20 +205,20 @@ describe('the legitimate paths work as those roles', () => {
 			await setLedgerClock(admin, schema, 0);
 		}
 		const queue = 'roles-nodes';
-		await enqueue(asNodes, schema, [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n }, maxAttempts: 1 })));
-		const tasks = await dequeue(asNodes, schema, { queue, limit: 3, leaseSeconds: 30 });
+		await enqueue(asNodes, ledgerSchema(schema), [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n }, maxAttempts: 1 })));
+		const tasks = await dequeue(asNodes, ledgerSchema(schema), { queue, limit: 3, leaseSeconds: 30 });
 		expect(tasks).toHaveLength(3);
-		expect((await complete(asNodes, schema, [{ taskId: tasks[0].taskId, leaseToken: tasks[0].leaseToken }]))[0].outcome).toBe('completed');
-		expect((await fail(asNodes, schema, [{ taskId: tasks[1].taskId, leaseToken: tasks[1].leaseToken, error: 'x' }]))[0].outcome).toBe('dead');
-		expect((await release(asNodes, schema, [{ taskId: tasks[2].taskId, leaseToken: tasks[2].leaseToken }]))[0].outcome).toBe('released');
-		expect((await listDead(asNodes, schema, queue, 10)).map((t) => t.taskId)).toEqual([tasks[1].taskId]);
-		expect((await requeueDead(asNodes, schema, { queue, taskIds: [tasks[1].taskId] }))[0].outcome).toBe('requeued');
-		expect((await stats(asNodes, schema, queue)).queue).toBe(queue);
-		await expect(purge(asNodes, schema, { queue, deadAfterSeconds: 0, archiveAfterSeconds: null })).resolves.toMatchObject({ deadArchived: 0 });
+		expect((await complete(asNodes, ledgerSchema(schema), [{ taskId: tasks[0].taskId, leaseToken: tasks[0].leaseToken }]))[0].outcome).toBe('completed');
+		expect((await fail(asNodes, ledgerSchema(schema), [{ taskId: tasks[1].taskId, leaseToken: tasks[1].leaseToken, error: 'x' }]))[0].outcome).toBe('dead');
+		expect((await release(asNodes, ledgerSchema(schema), [{ taskId: tasks[2].taskId, leaseToken: tasks[2].leaseToken }]))[0].outcome).toBe('released');
+		expect((await listDead(asNodes, ledgerSchema(schema), queue, 10)).map((t) => t.taskId)).toEqual([tasks[1].taskId]);
+		expect((await requeueDead(asNodes, ledgerSchema(schema), { queue, taskIds: [tasks[1].taskId] }))[0].outcome).toBe('requeued');
+		expect((await stats(asNodes, ledgerSchema(schema), queue)).queue).toBe(queue);
+		await expect(purge(asNodes, ledgerSchema(schema), { queue, deadAfterSeconds: 0, archiveAfterSeconds: null })).resolves.toMatchObject({ deadArchived: 0 });
 		await expect(
-			settleByHand(asNodes, q, [prepareSettleItem(0, { operationKey: keys.live, decision: 'happened', externalRef: 'x', reason: 'x', decidedBy: 'x' })]),
+			settleByHand(asNodes, ledgerSchema(schema), [prepareSettleItem(0, { operationKey: keys.live, decision: 'happened', externalRef: 'x', reason: 'x', decidedBy: 'x' })]),
 		).rejects.toThrow(/permission denied for function ops_settle_by_hand/);
-		await expect(getOperation(asNodes, q, keys.done)).rejects.toThrow(/permission denied/);
+		await expect(getOperation(asNodes, ledgerSchema(schema), keys.done)).rejects.toThrow(/permission denied/);
 	});
 });
 

@@ -4,11 +4,12 @@
  */
 import { NodeOperationError } from 'n8n-workflow';
 import { fakeExecute, fakePool, type FakeOptions } from '../../helpers/fakeExecute';
+import { ledgerSchema } from '../../../src/db/identifiers';
 
 /** The Priority Dequeue node under test. */
 const queueFakeExecute = (o: FakeOptions) => fakeExecute({ nodeName: 'Priority Dequeue', nodeType: 'n8n-nodes-operation-ledger.priorityDequeue', ...o });
 
-const conn = { pool: undefined as unknown, config: { schema: 'ops' }, schemaSql: '"ops"' };
+const conn = { pool: undefined as unknown, config: { schema: 'ops' }, schema: ledgerSchema('ops') };
 jest.mock('../../../nodes/shared/connection', () => ({
 	CREDENTIAL_NAME: 'operationLedgerPostgresApi',
 	ledgerConnectionTest: jest.fn(),

@@ -28,6 +28,7 @@ import {
 	statsReport,
 } from '../../../src/queue';
 
+const S = types.ledgerSchema('s');
 const TOKEN = '0b1e5c1e-8a55-4c6e-9d42-3f0f3c1d2e7a';
 const task = { taskId: '42', leaseToken: TOKEN };
 
@@ -42,17 +43,17 @@ afterEach(() => jest.restoreAllMocks());
 describe('queue inputs are checked once, in the core', () => {
 	// [operation, the call with a bad raw input, the message its prepare function gives]
 	const bad: Array<[string, (db: ReturnType<typeof recordingDb>) => Promise<unknown>, () => unknown, RegExp]> = [
-		['enqueue', (db) => enqueue(db, 's', [{ queue: '', group: 'g' }]), () => prepareEnqueueInput({ queue: '', group: 'g' }), /^Queue name must be a non-empty string$/],
-		['dequeue', (db) => dequeue(db, 's', { queue: 'q', limit: 0 }), () => prepareDequeueOptions({ queue: 'q', limit: 0 }), /^Batch size must be/],
-		['complete', (db) => complete(db, 's', [{ ...task, taskId: 'x' }]), () => prepareCompleteInput({ ...task, taskId: 'x' }), /^Task ID must be a positive integer/],
-		['fail', (db) => fail(db, 's', [{ ...task, leaseToken: 'nope', error: 'e' }]), () => prepareFailInput({ ...task, leaseToken: 'nope', error: 'e' }), /^Lease token must be the UUID/],
-		['fail backoff', (db) => fail(db, 's', [{ ...task, error: 'e' }], { baseSeconds: -1 }), () => prepareBackoff({ baseSeconds: -1 }), /^Backoff base/],
-		['extend lease', (db) => extendLease(db, 's', [{ ...task, leaseSeconds: 0 }]), () => prepareExtendLeaseInput({ ...task, leaseSeconds: 0 }), /^Lease/],
-		['release', (db) => release(db, 's', [{ ...task, delaySeconds: -1 }]), () => prepareReleaseInput({ ...task, delaySeconds: -1 }), /^Release delay/],
-		['requeue dead', (db) => requeueDead(db, 's', { queue: 'q', limit: 0 }), () => prepareRequeueDeadOptions({ queue: 'q', limit: 0 }), /^Limit/],
-		['requeue by id', (db) => requeueDeadByIds(db, 's', [{ queue: 'q', taskId: '0' }]), () => prepareRequeueByIdInput({ queue: 'q', taskId: '0' }), /^Task ID must be a positive integer/],
-		['purge', (db) => purge(db, 's', { limit: 0 }), () => preparePurgeOptions({ limit: 0 }), /^Purge limit/],
-		['stats', (db) => statsReport(db, 's', { queue: 'q', deadTasks: 1001 }), () => prepareStatsRequest({ queue: 'q', deadTasks: 1001 }), /^Include dead tasks/],
+		['enqueue', (db) => enqueue(db, S, [{ queue: '', group: 'g' }]), () => prepareEnqueueInput({ queue: '', group: 'g' }), /^Queue name must be a non-empty string$/],
+		['dequeue', (db) => dequeue(db, S, { queue: 'q', limit: 0 }), () => prepareDequeueOptions({ queue: 'q', limit: 0 }), /^Batch size must be/],
+		['complete', (db) => complete(db, S, [{ ...task, taskId: 'x' }]), () => prepareCompleteInput({ ...task, taskId: 'x' }), /^Task ID must be a positive integer/],
+		['fail', (db) => fail(db, S, [{ ...task, leaseToken: 'nope', error: 'e' }]), () => prepareFailInput({ ...task, leaseToken: 'nope', error: 'e' }), /^Lease token must be the UUID/],
+		['fail backoff', (db) => fail(db, S, [{ ...task, error: 'e' }], { baseSeconds: -1 }), () => prepareBackoff({ baseSeconds: -1 }), /^Backoff base/],
+		['extend lease', (db) => extendLease(db, S, [{ ...task, leaseSeconds: 0 }]), () => prepareExtendLeaseInput({ ...task, leaseSeconds: 0 }), /^Lease/],
+		['release', (db) => release(db, S, [{ ...task, delaySeconds: -1 }]), () => prepareReleaseInput({ ...task, delaySeconds: -1 }), /^Release delay/],
+		['requeue dead', (db) => requeueDead(db, S, { queue: 'q', limit: 0 }), () => prepareRequeueDeadOptions({ queue: 'q', limit: 0 }), /^Limit/],
+		['requeue by id', (db) => requeueDeadByIds(db, S, [{ queue: 'q', taskId: '0' }]), () => prepareRequeueByIdInput({ queue: 'q', taskId: '0' }), /^Task ID must be a positive integer/],
+		['purge', (db) => purge(db, S, { limit: 0 }), () => preparePurgeOptions({ limit: 0 }), /^Purge limit/],
+		['stats', (db) => statsReport(db, S, { queue: 'q', deadTasks: 1001 }), () => prepareStatsRequest({ queue: 'q', deadTasks: 1001 }), /^Include dead tasks/],
 	];
 	test.each(bad)('%s: a bad raw input is refused with the prepare function\'s message before any SQL', async (_name, call, prep, message) => {
 		expect(prep).toThrow(InputError);
@@ -68,13 +69,13 @@ describe('queue inputs are checked once, in the core', () => {
 		const prepared = prepareEnqueueInput({ queue: 'jobs', group: 'high', payload: { a: 1 } });
 		expect(spy).toHaveBeenCalledTimes(1);
 		const db = recordingDb();
-		await enqueue(db, 's', [prepared]);
+		await enqueue(db, S, [prepared]);
 		expect(spy).toHaveBeenCalledTimes(1);
-		await enqueue(db, 's', [{ queue: 'jobs', group: 'high' }]);
+		await enqueue(db, S, [{ queue: 'jobs', group: 'high' }]);
 		expect(spy).toHaveBeenCalledTimes(2);
 		const opts = prepareDequeueOptions({ queue: 'jobs', limit: 5 });
-		await dequeue(db, 's', opts);
-		await dequeue(db, 's', opts);
+		await dequeue(db, S, opts);
+		await dequeue(db, S, opts);
 		expect(spy).toHaveBeenCalledTimes(3);
 		expect(db.sent).toHaveLength(4);
 	});
