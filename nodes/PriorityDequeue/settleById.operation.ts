@@ -83,8 +83,8 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 	out.push(...errorItems);
 	if (prepared.length === 0) return [out];
 	try {
-		const { pool, config, bounds } = await getLedgerConnection(this);
-		const results = await settleById(pool, config.schema, prepared.map((p) => p.value), bounds);
+		const { pool, schema, bounds } = await getLedgerConnection(this);
+		const results = await settleById(pool, schema, prepared.map((p) => p.value), bounds);
 		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
 	} catch (e) {
 		out.push(...batchFailure(this, e, 'Settle by ID', prepared.map((p) => p.index)));

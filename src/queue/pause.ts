@@ -6,7 +6,7 @@
  */
 import type { PauseOutcome } from './states';
 import { markPrepared, prepareOnce } from './prepared';
-import { checkGroupName, checkQueueName, fn, iso, type Queryable } from './types';
+import { checkGroupName, checkQueueName, fn, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { TEXT_LIMITS } from '../limits';
 import { storableText } from '../text';
@@ -83,7 +83,7 @@ export function pauseParams(items: PauseInput[]): unknown[] {
  * Results in input order. Sending it again is answered from what was recorded (already_paused), so
  * a lost COMMIT is repeat-safe. Throws InputError for a malformed item (before any write).
  */
-export async function pause(db: Queryable, schema: string, items: PauseInput[], bounds?: Bounds): Promise<PauseResult[]> {
+export async function pause(db: Queryable, schema: LedgerSchema, items: PauseInput[], bounds?: Bounds): Promise<PauseResult[]> {
 	if (items.length === 0) return [];
 	const prepared = items.map((it) => prepareOnce(it, preparePauseInput));
 	const rows = await boundedQuery<Row & { i: number }>(db, pauseStatement(fn(schema, 'queue_pause')), pauseParams(prepared), bounds, { repeatSafe: true });

@@ -7,7 +7,7 @@
 import type { ResumeOutcome } from './states';
 import { pauseParams, pauseStatement, preparePauseInput, type PauseInput } from './pause';
 import { prepareOnce } from './prepared';
-import { fn, iso, type Queryable } from './types';
+import { fn, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 
 export interface ResumeResult {
@@ -42,7 +42,7 @@ interface Row {
  * same either way), so it is treated as repeat-safe. Throws InputError for a malformed item (before
  * any write; the same checks as Pause, preparePauseInput); LedgerBusyError when a bound fires.
  */
-export async function resume(db: Queryable, schema: string, items: PauseInput[], bounds?: Bounds): Promise<ResumeResult[]> {
+export async function resume(db: Queryable, schema: LedgerSchema, items: PauseInput[], bounds?: Bounds): Promise<ResumeResult[]> {
 	if (items.length === 0) return [];
 	const prepared = items.map((it) => prepareOnce(it, preparePauseInput));
 	const rows = await boundedQuery<Row>(db, pauseStatement(fn(schema, 'queue_resume')), pauseParams(prepared), bounds, { repeatSafe: true });

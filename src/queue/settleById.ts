@@ -9,7 +9,7 @@ import type { OperatorAction, SettleByIdOutcome, TaskState } from './states';
 import { OPERATOR_ACTIONS } from './states';
 import { MAX_NOT_BEFORE_MS, MIN_NOT_BEFORE_MS, parseTimestamp } from './enqueue';
 import { markPrepared, prepareOnce } from './prepared';
-import { checkQueueName, checkTaskId, fn, idText, iso, type Queryable } from './types';
+import { checkQueueName, checkTaskId, fn, idText, iso, type Queryable, type LedgerSchema } from './types';
 import { boundedQuery, type Bounds } from '../db/bounds';
 import { InputError } from '../errors';
 import { assertJson, NotJsonError } from '../json/canonical';
@@ -104,7 +104,7 @@ export function prepareSettleByIdInput(it: SettleByIdInput): SettleByIdInput {
  * reschedule is not (it would act a second time: a task claimed in between would lose its lease),
  * so those items are `retryable: false`.
  */
-export async function settleById(db: Queryable, schema: string, items: SettleByIdInput[], bounds?: Bounds): Promise<SettleByIdResult[]> {
+export async function settleById(db: Queryable, schema: LedgerSchema, items: SettleByIdInput[], bounds?: Bounds): Promise<SettleByIdResult[]> {
 	if (items.length === 0) return [];
 	const payload = items
 		.map((it) => prepareOnce(it, prepareSettleByIdInput))

@@ -302,7 +302,7 @@ const scenarios: Scenario[] = [
 		outputs: ['Unrecorded', 'Result'],
 		goAhead: [1],
 		seed: async (id) => {
-			const got = await enqueue(db.pool, db.schema, [
+			const got = await enqueue(db.pool, db.ledgerSchema, [
 				{ queue: id, group: 'normal' },
 				{ queue: id, group: 'normal' },
 			]);

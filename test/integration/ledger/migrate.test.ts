@@ -231,7 +231,7 @@ describe('migrations', () => {
 			const token = '5b1d7a02-8c4e-4f1a-9d3b-2e6f0a7c9b14';
 			try {
 				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= before)) await c.query(renderMigration(m.sql, schema));
+				for (const m of loadMigrations().filter((x) => x.version <= before)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
 				await c.query(`SET LOCAL search_path TO ${q}`);
 				// The old function's shape (its return type without outcome): the upgrade must replace it.
 				await c.query(`CREATE FUNCTION queue_enqueue(p_items jsonb) RETURNS TABLE (idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
@@ -287,7 +287,7 @@ describe('migrations', () => {
 			let held: string;
 			try {
 				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version < PAUSE)) await c.query(renderMigration(m.sql, schema));
+				for (const m of loadMigrations().filter((x) => x.version < PAUSE)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
 				await c.query(`SET LOCAL search_path TO ${q}`);
 				await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, vtag) VALUES ('up', 'vip', 'pending', now(), 1), ('up', 'std', 'pending', now(), 1)`);
 				held = String(
@@ -334,7 +334,7 @@ describe('migrations', () => {
 			const token = '5b7e2c10-8a4d-4f1e-9c3b-2d6a0e8f1c47';
 			try {
 				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version < settleByIdVersion)) await c.query(renderMigration(m.sql, schema));
+				for (const m of loadMigrations().filter((x) => x.version < settleByIdVersion)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
 				await c.query(`SET LOCAL search_path TO ${q}`);
 				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
 				ids = {

@@ -23,8 +23,8 @@ afterAll(async () => {
 });
 
 const live = async (id: string) => (await db.pool.query(`SELECT * FROM "${db.schema}".queue_tasks WHERE id = $1`, [id])).rows[0];
-const claim = (queue: string, limit = 10, leaseSeconds = 120) => dequeue(db.pool, db.schema, { queue, limit, leaseSeconds });
-const put = (items: EnqueueInput[]) => enqueue(db.pool, db.schema, items);
+const claim = (queue: string, limit = 10, leaseSeconds = 120) => dequeue(db.pool, db.ledgerSchema, { queue, limit, leaseSeconds });
+const put = (items: EnqueueInput[]) => enqueue(db.pool, db.ledgerSchema, items);
 const one = async (item: EnqueueInput) => (await put([item]))[0];
 const queueNow = async () => new Date((await db.pool.query(`SELECT "${db.schema}".queue_now() AS t`)).rows[0].t).getTime();
 
@@ -71,7 +71,7 @@ describe('On Duplicate Key', () => {
 		const c = await db.client();
 		const heard: Array<{ payload?: string }> = [];
 		c.on('notification', (n) => heard.push(n));
-		const channel = queueChannel(db.schema, queue);
+		const channel = queueChannel(db.ledgerSchema, queue);
 		await c.query(`LISTEN "${channel}"`);
 		const earlier = await one({ queue, group: 'high', payload: { v: 3 }, dedupeKey: 'k', onDuplicate: 'payload_run_at' });
 		expect(earlier).toMatchObject({ taskId: a.taskId, outcome: 'replaced', payload: { v: 3 } });
@@ -95,7 +95,7 @@ describe('On Duplicate Key', () => {
 			expect(r).toMatchObject({ taskId: a.taskId, outcome: 'kept_processing', status: 'processing', payload: { v: 1 } });
 		}
 		expect(await live(a.taskId)).toEqual(before);
-		expect((await complete(db.pool, db.schema, [{ ...lease }]))[0].outcome).toBe('completed');
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...lease }]))[0].outcome).toBe('completed');
 		// Finished: the key is free, a replace enqueues anew.
 		const again = await one({ queue, group: 'high', payload: { v: 3 }, dedupeKey: 'k', onDuplicate: 'payload' });
 		expect(again.outcome).toBe('enqueued');
@@ -130,7 +130,7 @@ describe('Throttle', () => {
 		expect(Date.parse(b.throttledUntil as string) - Date.parse(a.enqueuedAt)).toBe(60_000);
 		// The task finishes (archived): still throttled inside the window.
 		const [lease] = await claim(queue);
-		await complete(db.pool, db.schema, [{ ...lease }]);
+		await complete(db.pool, db.ledgerSchema, [{ ...lease }]);
 		expect(await live(a.taskId)).toBeUndefined();
 		await advanceQueueClock(db.pool, db.schema, 59);
 		expect((await one({ queue, group: 'high', payload: { v: 3 }, dedupeKey: 'k', throttleSeconds: 60 })).outcome).toBe('throttled');
@@ -208,7 +208,7 @@ describe('Debounce', () => {
 		expect(b.taskId).not.toBe(a.taskId);
 		expect(await live(a.taskId)).toMatchObject({ status: 'processing', payload: { v: 1 }, dedupe_key: null, superseded_dedupe_key: 'k' });
 		// The running task settles as usual; the new one runs after its window.
-		expect((await complete(db.pool, db.schema, [{ ...lease }]))[0].outcome).toBe('completed');
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...lease }]))[0].outcome).toBe('completed');
 		await advanceQueueClock(db.pool, db.schema, 11);
 		expect((await claim(queue)).map((t) => [t.taskId, t.payload])).toEqual([[b.taskId, { v: 2 }]]);
 	});

@@ -95,9 +95,9 @@ describe('workflows/queue-operator-form.json', () => {
 		await db.fill(queue, 'high', 1);
 		expect(await run('Pause', { 'Priority Group': 'high' })).toMatchObject({ group: 'high', outcome: 'paused', pausedBy: 'alice', reason: 'customer asked' });
 		const groups = [{ name: 'high', weight: 1 }];
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 30, groups })).toEqual([]);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 30, groups })).toEqual([]);
 		expect(await run('Resume', { 'Priority Group': 'high' })).toMatchObject({ group: 'high', outcome: 'resumed' });
-		expect(await dequeue(db.pool, db.schema, { queue, limit: 5, leaseSeconds: 30, groups })).toHaveLength(1);
+		expect(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 5, leaseSeconds: 30, groups })).toHaveLength(1);
 		expect(await run('Pause', {})).toMatchObject({ group: null, outcome: 'paused' });
 		expect(await run('Resume', {})).toMatchObject({ group: null, outcome: 'resumed' });
 	});

@@ -35,7 +35,7 @@ const two = [
 	{ name: 'a', weight: 1 },
 	{ name: 'b', weight: 1 },
 ];
-const claim = (queue: string, limit = 10, groups = two, leaseSeconds = 60) => dequeue(db.pool, db.schema, { queue, limit, leaseSeconds, groups });
+const claim = (queue: string, limit = 10, groups = two, leaseSeconds = 60) => dequeue(db.pool, db.ledgerSchema, { queue, limit, leaseSeconds, groups });
 const groupsOf = (tasks: ClaimedTask[]) => tasks.map((t) => t.group);
 const processing = async (queue: string) =>
 	Number((await db.pool.query(`SELECT count(*) FROM "${db.schema}".queue_tasks WHERE queue = $1 AND status = 'processing'`, [queue])).rows[0].count);
@@ -55,26 +55,26 @@ describe('pause and resume', () => {
 		const queue = db.queueName('p-group');
 		await db.fill(queue, 'a', 3);
 		await db.fill(queue, 'b', 3);
-		const [p] = await pause(db.pool, db.schema, [{ queue, group: 'a', reason: 'vendor outage', by: 'alice' }]);
+		const [p] = await pause(db.pool, db.ledgerSchema, [{ queue, group: 'a', reason: 'vendor outage', by: 'alice' }]);
 		expect(p).toMatchObject({ queue, group: 'a', outcome: 'paused', pausedBy: 'alice', reason: 'vendor outage', untagged: 3 });
 		// A second pause keeps the first one's reason and who.
-		expect((await pause(db.pool, db.schema, [{ queue, group: 'a', reason: 'again', by: 'bob' }]))[0]).toMatchObject({ outcome: 'already_paused', pausedBy: 'alice', reason: 'vendor outage', pausedAt: p.pausedAt });
+		expect((await pause(db.pool, db.ledgerSchema, [{ queue, group: 'a', reason: 'again', by: 'bob' }]))[0]).toMatchObject({ outcome: 'already_paused', pausedBy: 'alice', reason: 'vendor outage', pausedAt: p.pausedAt });
 		// Enqueues are still taken.
-		await enqueue(db.pool, db.schema, [{ queue, group: 'a', payload: { late: true } }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'a', payload: { late: true } }]);
 		const got = await claim(queue, 10);
 		expect(groupsOf(got)).toEqual(['b', 'b', 'b']);
 		expect(await claim(queue, 10)).toEqual([]);
 		// A claim listing only the paused group takes nothing, and leaves nothing behind.
 		expect(await claim(queue, 10, [{ name: 'a', weight: 1 }])).toEqual([]);
-		const s = await stats(db.pool, db.schema, queue);
+		const s = await stats(db.pool, db.ledgerSchema, queue);
 		expect(s.paused).toEqual([{ group: 'a', pausedAt: p.pausedAt, pausedBy: 'alice', reason: 'vendor outage' }]);
 		expect(s.groups.find((g) => g.group === 'a')?.ready).toBe(4);
 
-		const [r] = await resume(db.pool, db.schema, [{ queue, group: 'a', reason: 'vendor back', by: 'carol' }]);
+		const [r] = await resume(db.pool, db.ledgerSchema, [{ queue, group: 'a', reason: 'vendor back', by: 'carol' }]);
 		expect(r).toMatchObject({ queue, group: 'a', outcome: 'resumed', pausedAt: p.pausedAt, pausedBy: 'alice', untagged: 4 });
-		expect((await resume(db.pool, db.schema, [{ queue, group: 'a' }]))[0]).toMatchObject({ outcome: 'not_paused', pausedAt: null });
+		expect((await resume(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]))[0]).toMatchObject({ outcome: 'not_paused', pausedAt: null });
 		expect(groupsOf(await claim(queue, 10))).toEqual(['a', 'a', 'a', 'a']);
-		expect((await stats(db.pool, db.schema, queue)).paused).toEqual([]);
+		expect((await stats(db.pool, db.ledgerSchema, queue)).paused).toEqual([]);
 		const { rows } = await db.pool.query(`SELECT priority_group, action, by_whom, reason FROM "${db.schema}".queue_pause_events WHERE queue = $1 ORDER BY id`, [queue]);
 		expect(rows).toEqual([
 			{ priority_group: 'a', action: 'paused', by_whom: 'alice', reason: 'vendor outage' },
@@ -87,22 +87,22 @@ describe('pause and resume', () => {
 		await db.fill(queue, 'a', 6);
 		const held = await claim(queue, 3);
 		expect(held).toHaveLength(3);
-		expect((await pause(db.pool, db.schema, [{ queue, reason: 'maintenance' }]))[0]).toMatchObject({ group: null, outcome: 'paused', untagged: 0 });
+		expect((await pause(db.pool, db.ledgerSchema, [{ queue, reason: 'maintenance' }]))[0]).toMatchObject({ group: null, outcome: 'paused', untagged: 0 });
 		expect(await claim(queue, 10)).toEqual([]);
 		// The holders keep working.
-		expect((await extendLease(db.pool, db.schema, [{ taskId: held[0].taskId, leaseToken: held[0].leaseToken, leaseSeconds: 120 }]))[0].outcome).toBe('extended');
-		expect((await complete(db.pool, db.schema, [{ taskId: held[0].taskId, leaseToken: held[0].leaseToken }]))[0].outcome).toBe('completed');
-		expect((await fail(db.pool, db.schema, [{ taskId: held[1].taskId, leaseToken: held[1].leaseToken, error: 'boom', retryDelay: 'fixed', fixedDelaySeconds: 0 }]))[0].outcome).toBe('retry_scheduled');
+		expect((await extendLease(db.pool, db.ledgerSchema, [{ taskId: held[0].taskId, leaseToken: held[0].leaseToken, leaseSeconds: 120 }]))[0].outcome).toBe('extended');
+		expect((await complete(db.pool, db.ledgerSchema, [{ taskId: held[0].taskId, leaseToken: held[0].leaseToken }]))[0].outcome).toBe('completed');
+		expect((await fail(db.pool, db.ledgerSchema, [{ taskId: held[1].taskId, leaseToken: held[1].leaseToken, error: 'boom', retryDelay: 'fixed', fixedDelaySeconds: 0 }]))[0].outcome).toBe('retry_scheduled');
 		// An expired lease sends the claim to its full path: still nothing.
 		await advanceQueueClock(db.pool, db.schema, 600);
 		expect(await claim(queue, 10)).toEqual([]);
 		expect(await processing(queue)).toBe(1);
 		// A group pause outlives a queue resume; a queue resume does not end a group pause.
-		await pause(db.pool, db.schema, [{ queue, group: 'a' }]);
-		expect((await resume(db.pool, db.schema, [{ queue }]))[0].outcome).toBe('resumed');
+		await pause(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]);
+		expect((await resume(db.pool, db.ledgerSchema, [{ queue }]))[0].outcome).toBe('resumed');
 		expect(await claim(queue, 10)).toEqual([]);
-		expect((await stats(db.pool, db.schema, queue)).paused.map((p) => p.group)).toEqual(['a']);
-		await resume(db.pool, db.schema, [{ queue, group: 'a' }]);
+		expect((await stats(db.pool, db.ledgerSchema, queue)).paused.map((p) => p.group)).toEqual(['a']);
+		await resume(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]);
 		// Five left: two never claimed, the failed retry and the expired lease (swept now), plus... the completed one is gone.
 		expect((await claim(queue, 10)).length).toBe(5);
 	});
@@ -127,7 +127,7 @@ describe('pause and resume', () => {
 		};
 		const claimers = Array.from({ length: 4 }, claimer);
 		await claimedOnce;
-		await pause(db.pool, db.schema, [{ queue, reason: 'race' }]);
+		await pause(db.pool, db.ledgerSchema, [{ queue, reason: 'race' }]);
 		pausedAt = performance.now();
 		const atPause = await processing(queue);
 		// Let the claimers run on for a while against the paused queue.
@@ -137,7 +137,7 @@ describe('pause and resume', () => {
 		expect(await processing(queue)).toBe(atPause);
 		expect(atPause).toBeGreaterThan(0);
 		expect(atPause).toBeLessThan(TASKS);
-		await resume(db.pool, db.schema, [{ queue }]);
+		await resume(db.pool, db.ledgerSchema, [{ queue }]);
 		await waitFor(async () => (await processing(queue)) === TASKS, { what: 'every task claimed after the resume', timeoutMs: 30_000 });
 		stop = true;
 		await Promise.all(claimers);
@@ -152,13 +152,13 @@ describe('pause and resume', () => {
 		await db.fill(queue, 'b', 400);
 		// Both groups served 1 : 1 before the pause (a's first task leads: b was tagged from it).
 		expect(groupsOf(await claim(queue, 20)).filter((g) => g === 'a')).toHaveLength(11);
-		await pause(db.pool, db.schema, [{ queue, group: 'a' }]);
+		await pause(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]);
 		// a takes enqueues at once (tagged from the virtual time of the pause), then b alone is served
 		// while a is paused: b's tags move 200 past every tag a holds. Kept, those tags (its backlog's
 		// before the pause, or these) would hand a the next 40 claims and more.
 		await db.fill(queue, 'a', 50);
 		expect(groupsOf(await claim(queue, 200))).toEqual(Array(200).fill('b'));
-		await resume(db.pool, db.schema, [{ queue, group: 'a' }]);
+		await resume(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]);
 		// One at a time, as a single consumer would: a and b alternate (equal weights) from the resume.
 		const next: string[] = [];
 		for (let k = 0; k < 40; k++) next.push(...groupsOf(await claim(queue, 1)));
@@ -171,9 +171,9 @@ describe('pause and resume', () => {
 			{ name: 'b', weight: 1 },
 		];
 		await claim(queue, 1, w31);
-		await pause(db.pool, db.schema, [{ queue, group: 'a' }]);
+		await pause(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]);
 		await claim(queue, 30, w31);
-		await resume(db.pool, db.schema, [{ queue, group: 'a' }]);
+		await resume(db.pool, db.ledgerSchema, [{ queue, group: 'a' }]);
 		const batch = groupsOf(await claim(queue, 40, w31));
 		expect(batch.filter((g) => g === 'a').length).toBeGreaterThanOrEqual(29);
 		expect(batch.filter((g) => g === 'a').length).toBeLessThanOrEqual(31);
@@ -200,13 +200,13 @@ describe('pause and the Priority Dequeue Trigger', () => {
 			parameters: { queue, mode: 'claim', batchSize: 2, leaseSeconds: 60, useListen: true, pollSeconds: 60, maxInFlight: 3, maxPerMinute: 6000, priorityGroups: { group: [{ name: 'a', weight: 1 }] }, options: {} },
 			consumer: async (items) => {
 				firstBatch();
-				await complete(db.pool, db.schema, items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })));
+				await complete(db.pool, db.ledgerSchema, items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })));
 				return 'success';
 			},
 		});
 		active.push(t);
 		await started;
-		await pause(db.pool, db.schema, [{ queue, reason: 'stop the trigger' }]);
+		await pause(db.pool, db.ledgerSchema, [{ queue, reason: 'stop the trigger' }]);
 		const emittedAtPause = t.emitted.flat().length;
 		// Claimed so far: live tasks with an attempt and archived (completed) ones, in one statement (two
 		// would count a task its consumer completes in between twice).
@@ -228,14 +228,14 @@ describe('pause and the Priority Dequeue Trigger', () => {
 		expect(emittedAtPause).toBeLessThanOrEqual(claimedAtPause);
 		expect(await claimedCount()).toBe(claimedAtPause);
 		expect(t.emitted.flat()).toHaveLength(claimedAtPause);
-		await resume(db.pool, db.schema, [{ queue, reason: 'go on' }]);
+		await resume(db.pool, db.ledgerSchema, [{ queue, reason: 'go on' }]);
 		await waitFor(() => t.emitted.flat().length === TASKS, { what: 'the trigger to drain the queue after the resume', timeoutMs: 20_000 });
 		expect(new Set(t.emitted.flat().map((i) => i.json.taskId)).size).toBe(TASKS);
 	});
 
 	test('Wake Up: a paused group starts no execution, even when its enqueue notifies; Resume starts one at once', async () => {
 		const queue = db.queueName('p-wake');
-		await pause(db.pool, db.schema, [{ queue, group: 'vip' }]);
+		await pause(db.pool, db.ledgerSchema, [{ queue, group: 'vip' }]);
 		const t = await activateTrigger({
 			credentials: triggerCredentials(db.schema),
 			parameters: { queue, mode: 'wakeUp', useListen: true, pollSeconds: 60, maxInFlight: 1, priorityGroups: { group: [{ name: 'vip', weight: 1 }] }, options: {} },
@@ -243,10 +243,10 @@ describe('pause and the Priority Dequeue Trigger', () => {
 		});
 		active.push(t);
 		const mark = new Date();
-		await enqueue(db.pool, db.schema, [{ queue, group: 'vip', payload: {} }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'vip', payload: {} }]);
 		await waitFor(async () => (await wakeCheckEndedAfter(mark)) !== null, { what: 'the check the notification caused', timeoutMs: 10_000 });
 		expect(t.executions).toHaveLength(0);
-		await resume(db.pool, db.schema, [{ queue, group: 'vip' }]);
+		await resume(db.pool, db.ledgerSchema, [{ queue, group: 'vip' }]);
 		await waitFor(() => t.executions.length === 1, { what: 'an execution after the resume', timeoutMs: 10_000 });
 	});
 });

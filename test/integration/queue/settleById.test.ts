@@ -24,19 +24,19 @@ afterAll(async () => {
 const archived = async (id: string) =>
 	(await db.pool.query(`SELECT status, result, lease_end, operator_action, operator_by, operator_reason, operator_at IS NOT NULL AS stamped FROM "${db.schema}".queue_tasks_archive WHERE id = $1`, [id])).rows[0];
 const live = async (id: string) => (await db.pool.query(`SELECT * FROM "${db.schema}".queue_tasks WHERE id = $1`, [id])).rows[0];
-const claim = (queue: string, limit = 10, leaseSeconds = 60) => dequeue(db.pool, db.schema, { queue, limit, leaseSeconds });
+const claim = (queue: string, limit = 10, leaseSeconds = 60) => dequeue(db.pool, db.ledgerSchema, { queue, limit, leaseSeconds });
 
 describe('settle a waiting task by id', () => {
 	test('complete: archived succeeded with the result, who and why; never claimed', async () => {
 		const queue = db.queueName('s-complete');
 		const [id, other] = await db.fill(queue, 'high', 2);
-		const [r] = await settleById(db.pool, db.schema, [{ queue, taskId: id, action: 'complete', result: { by: 'hand' }, reason: 'paid by phone', settledBy: 'ops@example.com' }]);
+		const [r] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: id, action: 'complete', result: { by: 'hand' }, reason: 'paid by phone', settledBy: 'ops@example.com' }]);
 		expect(r).toMatchObject({ taskId: id, outcome: 'completed', status: 'succeeded', leaseEnded: false, runAt: null });
 		expect(await live(id)).toBeUndefined();
 		expect(await archived(id)).toMatchObject({ status: 'succeeded', result: { by: 'hand' }, operator_action: 'complete', operator_by: 'ops@example.com', operator_reason: 'paid by phone', stamped: true, lease_end: null });
 		expect((await claim(queue)).map((t) => t.taskId)).toEqual([other]);
 		// Again, or any act on a task that ended: finished, nothing changed; unknown id or another queue: not_found.
-		const again = await settleById(db.pool, db.schema, [
+		const again = await settleById(db.pool, db.ledgerSchema, [
 			{ queue, taskId: id, action: 'fail' },
 			{ queue, taskId: id, action: 'complete', result: { second: true } },
 			{ queue: `${queue}-other`, taskId: id, action: 'complete' },
@@ -54,15 +54,15 @@ describe('settle a waiting task by id', () => {
 	test('fail: dead now with operator_failed and the reason as last error; fail/retry/reschedule of a dead task are finished, complete is not', async () => {
 		const queue = db.queueName('s-fail');
 		const [id] = await db.fill(queue, 'normal', 1);
-		const [r] = await settleById(db.pool, db.schema, [{ queue, taskId: id, action: 'fail', reason: 'bad address', settledBy: 'bob' }]);
+		const [r] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: id, action: 'fail', reason: 'bad address', settledBy: 'bob' }]);
 		expect(r).toMatchObject({ outcome: 'dead', status: 'dead', leaseEnded: false });
 		expect(await live(id)).toMatchObject({ status: 'dead', dead_reason: 'operator_failed', last_error: 'bad address', operator_action: 'fail', operator_by: 'bob' });
 		expect(await claim(queue)).toEqual([]);
-		const res = await settleById(db.pool, db.schema, ['fail', 'retry', 'reschedule'].map((action) => ({ queue, taskId: id, action: action as 'fail' })));
+		const res = await settleById(db.pool, db.ledgerSchema, ['fail', 'retry', 'reschedule'].map((action) => ({ queue, taskId: id, action: action as 'fail' })));
 		expect(res.map((x) => x.outcome)).toEqual(['finished', 'finished', 'finished']);
 		expect(res[1].detail).toMatch(/Requeue Dead/);
 		// A dead task may be completed by hand (resolved outside the queue).
-		expect((await settleById(db.pool, db.schema, [{ queue, taskId: id, action: 'complete', result: { fixed: 1 } }]))[0]).toMatchObject({ outcome: 'completed' });
+		expect((await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: id, action: 'complete', result: { fixed: 1 } }]))[0]).toMatchObject({ outcome: 'completed' });
 		expect(await archived(id)).toMatchObject({ status: 'succeeded', result: { fixed: 1 }, operator_action: 'complete' });
 	});
 
@@ -71,7 +71,7 @@ describe('settle a waiting task by id', () => {
 		const [a, b] = await db.fill(queue, 'high', 2);
 		const clock = (await db.pool.query(`SELECT "${db.schema}".queue_now() AS t`)).rows[0].t as Date;
 		const at = new Date(clock.getTime() + 600_000).toISOString();
-		const res = await settleById(db.pool, db.schema, [
+		const res = await settleById(db.pool, db.ledgerSchema, [
 			{ queue, taskId: a, action: 'reschedule', runAt: at, reason: 'after the outage' },
 			{ queue, taskId: b, action: 'retry', runAt: at, reason: 'supplier said try later' },
 		]);
@@ -86,18 +86,18 @@ describe('settle a waiting task by id', () => {
 		const got = await claim(queue);
 		expect(got.map((t) => t.taskId).sort()).toEqual([a, b].sort());
 		// The record survives to the archive when the task completes later.
-		await complete(db.pool, db.schema, got.map((t) => ({ ...t })));
+		await complete(db.pool, db.ledgerSchema, got.map((t) => ({ ...t })));
 		expect(await archived(a)).toMatchObject({ status: 'succeeded', operator_action: 'reschedule', operator_reason: 'after the outage' });
 		// Cancelled later (waiting, and held by a lease at its holder's settle): the record goes to the archive too.
 		const [d, e] = await db.fill(queue, 'high', 2);
-		await settleById(db.pool, db.schema, [d, e].map((taskId) => ({ queue, taskId, action: 'reschedule' as const, reason: 'first', settledBy: 'carol' })));
+		await settleById(db.pool, db.ledgerSchema, [d, e].map((taskId) => ({ queue, taskId, action: 'reschedule' as const, reason: 'first', settledBy: 'carol' })));
 		const [held] = await claim(queue, 1);
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: d === held.taskId ? e : d }, { queue, taskId: held.taskId }])).map((x) => x.outcome).sort()).toEqual(['cancel_requested', 'cancelled']);
-		expect((await complete(db.pool, db.schema, [{ ...held }]))[0].outcome).toBe('cancelled');
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: d === held.taskId ? e : d }, { queue, taskId: held.taskId }])).map((x) => x.outcome).sort()).toEqual(['cancel_requested', 'cancelled']);
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...held }]))[0].outcome).toBe('cancelled');
 		for (const x of [d, e]) expect(await archived(x)).toMatchObject({ status: 'cancelled', operator_action: 'reschedule', operator_by: 'carol', operator_reason: 'first' });
 		// Empty run-at: now; a past one: now (the queue clock).
 		const [c] = await db.fill(queue, 'high', 1);
-		const [now] = await settleById(db.pool, db.schema, [{ queue, taskId: c, action: 'reschedule', runAt: '2001-01-01T00:00:00Z' }]);
+		const [now] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: c, action: 'reschedule', runAt: '2001-01-01T00:00:00Z' }]);
 		expect(now.outcome).toBe('rescheduled');
 		expect((await claim(queue)).map((t) => t.taskId)).toEqual([c]);
 	});
@@ -106,7 +106,7 @@ describe('settle a waiting task by id', () => {
 		const queue = db.queueName('s-max');
 		await db.fill(queue, 'high', 1, { maxAttempts: 1 });
 		const [t] = await claim(queue);
-		const [r] = await settleById(db.pool, db.schema, [{ queue, taskId: t.taskId, action: 'retry', reason: 'again' }]);
+		const [r] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: t.taskId, action: 'retry', reason: 'again' }]);
 		expect(r).toMatchObject({ outcome: 'dead', status: 'dead', leaseEnded: true });
 		expect(await live(t.taskId)).toMatchObject({ dead_reason: 'max_attempts_reached', lease_end: 'operator', last_error: 'again' });
 	});
@@ -114,16 +114,16 @@ describe('settle a waiting task by id', () => {
 
 describe('settle a task held by a lease', () => {
 	test.each([
-		['complete', (t: ClaimedTask) => complete(db.pool, db.schema, [{ ...t, result: { holder: true } }])],
-		['fail', (t: ClaimedTask) => fail(db.pool, db.schema, [{ ...t, error: 'x' }])],
-		['release', (t: ClaimedTask) => release(db.pool, db.schema, [{ ...t }])],
-		['extend lease', (t: ClaimedTask) => extendLease(db.pool, db.schema, [{ ...t, leaseSeconds: 60 }])],
+		['complete', (t: ClaimedTask) => complete(db.pool, db.ledgerSchema, [{ ...t, result: { holder: true } }])],
+		['fail', (t: ClaimedTask) => fail(db.pool, db.ledgerSchema, [{ ...t, error: 'x' }])],
+		['release', (t: ClaimedTask) => release(db.pool, db.ledgerSchema, [{ ...t }])],
+		['extend lease', (t: ClaimedTask) => extendLease(db.pool, db.ledgerSchema, [{ ...t, leaseSeconds: 60 }])],
 	] as const)('acted on at once; the holder\'s %s answers lease_lost and changes nothing', async (_name, settle) => {
 		for (const action of ['complete', 'fail', 'reschedule'] as const) {
 			const queue = db.queueName('s-held');
 			await db.fill(queue, 'high', 1);
 			const [t] = await claim(queue);
-			const [r] = await settleById(db.pool, db.schema, [{ queue, taskId: t.taskId, action, reason: 'operator' }]);
+			const [r] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: t.taskId, action, reason: 'operator' }]);
 			expect(r.leaseEnded).toBe(true);
 			const before = (await live(t.taskId)) ?? (await archived(t.taskId));
 			const [s] = await settle(t);
@@ -135,8 +135,8 @@ describe('settle a task held by a lease', () => {
 				// The task runs again under a new lease; the old holder stays fenced off.
 				const [again] = await claim(queue);
 				expect(again.taskId).toBe(t.taskId);
-				expect((await complete(db.pool, db.schema, [{ ...t }]))[0].outcome).toBe('lease_lost');
-				expect((await complete(db.pool, db.schema, [{ ...again }]))[0].outcome).toBe('completed');
+				expect((await complete(db.pool, db.ledgerSchema, [{ ...t }]))[0].outcome).toBe('lease_lost');
+				expect((await complete(db.pool, db.ledgerSchema, [{ ...again }]))[0].outcome).toBe('completed');
 			}
 		}
 	});
@@ -146,14 +146,14 @@ describe('settle a task held by a lease', () => {
 		await db.fill(queue, 'high', 2);
 		const [t, u] = await claim(queue);
 		await advanceQueueClock(db.pool, db.schema, 61);
-		const [r] = await settleById(db.pool, db.schema, [{ queue, taskId: t.taskId, action: 'fail', reason: 'stuck' }]);
+		const [r] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: t.taskId, action: 'fail', reason: 'stuck' }]);
 		expect(r).toMatchObject({ outcome: 'dead', leaseEnded: true });
 		const [u2] = await claim(queue); // the sweep requeued u; claimed again
 		expect(u2.taskId).toBe(u.taskId);
-		expect((await cancel(db.pool, db.schema, [{ queue, taskId: u2.taskId }]))[0].outcome).toBe('cancel_requested');
-		const [c] = await settleById(db.pool, db.schema, [{ queue, taskId: u2.taskId, action: 'complete' }]);
+		expect((await cancel(db.pool, db.ledgerSchema, [{ queue, taskId: u2.taskId }]))[0].outcome).toBe('cancel_requested');
+		const [c] = await settleById(db.pool, db.ledgerSchema, [{ queue, taskId: u2.taskId, action: 'complete' }]);
 		expect(c).toMatchObject({ outcome: 'cancel_requested', status: 'processing', leaseEnded: false });
-		expect((await complete(db.pool, db.schema, [{ ...u2 }]))[0].outcome).toBe('cancelled');
+		expect((await complete(db.pool, db.ledgerSchema, [{ ...u2 }]))[0].outcome).toBe('cancelled');
 	});
 });
 
@@ -172,7 +172,7 @@ describe('settle by id racing the holders', () => {
 					const got = await claim(queue, 2, 120);
 					if (got.length > 0) firstClaim();
 					else await new Promise((r) => setTimeout(r, 2));
-					const res = await complete(db.pool, db.schema, got.map((t) => ({ ...t, result: { by: 'holder' } })));
+					const res = await complete(db.pool, db.ledgerSchema, got.map((t) => ({ ...t, result: { by: 'holder' } })));
 					res.forEach((s, k) => (s.outcome === 'completed' ? holderWon : holderLost).add(got[k].taskId));
 					for (const s of res) expect(['completed', 'lease_lost']).toContain(s.outcome);
 				}
@@ -182,7 +182,7 @@ describe('settle by id racing the holders', () => {
 			const operator = new Map<string, string>();
 			const newestFirst = [...ids].reverse();
 			for (let k = 0; k < newestFirst.length; k += 4) {
-				const res = await settleById(db.pool, db.schema, newestFirst.slice(k, k + 4).map((taskId) => ({ queue, taskId, action: 'complete' as const, result: { by: 'operator' } })));
+				const res = await settleById(db.pool, db.ledgerSchema, newestFirst.slice(k, k + 4).map((taskId) => ({ queue, taskId, action: 'complete' as const, result: { by: 'operator' } })));
 				res.forEach((r) => operator.set(r.taskId as string, r.outcome));
 			}
 			stop = true;
@@ -245,7 +245,7 @@ describe('Settle by ID: input and the node', () => {
 	test('the node: reschedule by id with a run-at', async () => {
 		const queue = db.queueName('s-node-later');
 		const [a] = await db.fill(queue, 'high', 1);
-		await enqueue(db.pool, db.schema, [{ queue, group: 'high' }]);
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high' }]);
 		const out = await new PriorityDequeue().execute.call(
 			fakeExecute({
 				items: [{ json: { taskId: a } }],
