@@ -4,7 +4,10 @@
  */
 import { QueueWatcher, type ListenConnection, type WatcherDeps } from '../../../src/queue/watcher';
 
-const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
+// The watcher's timers (poll, reconnect backoff, in-flight timeout, rate window) run on Jest's fake
+// clock: `tick(ms)` moves it on by ms and runs what falls due (and the promises they settle), so no
+// test waits for real time to pass.
+const tick = (ms = 20) => jest.advanceTimersByTimeAsync(ms);
 
 class FakeConn implements ListenConnection {
 	notify?: (payload?: string) => void;
@@ -56,9 +59,13 @@ function setup(over: Partial<WatcherDeps> & { dueQueue?: boolean[] } = {}) {
 
 describe('QueueWatcher', () => {
 	let watchers: QueueWatcher[] = [];
+	beforeEach(() => {
+		jest.useFakeTimers();
+	});
 	afterEach(async () => {
 		await Promise.all(watchers.map((w) => w.close()));
 		watchers = [];
+		jest.useRealTimers();
 	});
 	const track = <T extends { watcher: QueueWatcher }>(x: T) => {
 		watchers.push(x.watcher);
