@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chownSync }
 import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { freePort, pgBinaries, repoRoot, sleep } from './privatePostgres';
+import { freePort, pgBinaries, repoRoot } from './privatePostgres';
+import { waitFor } from './wait';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureDebianProgram } = require('../../scripts/lib/debian-package.cjs') as {
@@ -31,23 +32,27 @@ export interface Bouncer {
 	stop(): Promise<void>;
 }
 
-function waitForPort(port: number, ms: number): Promise<boolean> {
-	const deadline = Date.now() + ms;
+/** Whether a TCP connection to 127.0.0.1:`port` is accepted now. */
+function accepts(port: number): Promise<boolean> {
 	return new Promise((resolve) => {
-		const attempt = () => {
-			const s = net.connect(port, '127.0.0.1');
-			s.once('connect', () => {
-				s.destroy();
-				resolve(true);
-			});
-			s.once('error', () => {
-				s.destroy();
-				if (Date.now() > deadline) resolve(false);
-				else setTimeout(attempt, 50);
-			});
-		};
-		attempt();
+		const s = net.connect(port, '127.0.0.1');
+		s.once('connect', () => {
+			s.destroy();
+			resolve(true);
+		});
+		s.once('error', () => {
+			s.destroy();
+			resolve(false);
+		});
 	});
+}
+
+/** True once `port` accepts connections, false when it does not within `ms` milliseconds. */
+function waitForPort(port: number, ms: number): Promise<boolean> {
+	return waitFor(() => accepts(port), { what: `PgBouncer accepting on port ${port}`, timeoutMs: ms, intervalMs: 50 }).then(
+		() => true,
+		() => false,
+	);
 }
 
 /** Starts PgBouncer in `poolMode` in front of 127.0.0.1:`pgPort`/ledger (trust auth as `postgres`). */
@@ -102,8 +107,10 @@ export async function startPgbouncer(pgPort: number, poolMode: 'transaction' | '
 		async stop() {
 			if (child.exitCode === null) {
 				child.kill('SIGINT');
-				for (let i = 0; i < 50 && child.exitCode === null; i++) await sleep(50);
-				if (child.exitCode === null) child.kill('SIGKILL');
+				// Its exit, or SIGKILL when it has not exited within 2.5 s.
+				const exited = () => child.exitCode !== null || child.signalCode !== null;
+				await waitFor(exited, { what: 'PgBouncer exiting after SIGINT', timeoutMs: 2500, intervalMs: 50 }).catch(() => undefined);
+				if (!exited()) child.kill('SIGKILL');
 			}
 			rmSync(dir, { recursive: true, force: true });
 		},

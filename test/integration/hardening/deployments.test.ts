@@ -25,7 +25,7 @@ import { dequeue as coreDequeue, nextDue, queueChannel } from '../../../src/queu
 import { LedgerBusyError } from '../../../src/db/bounds';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { startPgbouncer, type Bouncer } from '../../helpers/pgbouncer';
-import { sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { makeCa, makeServerCert } from '../../helpers/tls';
 import { waitFor } from '../../helpers/wait';
 import { claim, complete, confirm, dequeue, enqueue, reserve, resolve, settle } from './run';
@@ -41,7 +41,14 @@ async function credentialTest(data: Record<string, unknown>) {
 }
 
 /** The whole ledger and queue round through one credential; asserts each step. */
-async function roundTrip(creds: Record<string, unknown>, tag: string) {
+/**
+ * Reserve, Confirm, Reserve again, Claim and Resolve through `creds` (its schema on the database
+ * `ledger` of `pg`). The operations' 1 s settle window is passed by moving that schema's ledger
+ * clock 2 s on (put back before returning), not by waiting.
+ */
+async function roundTrip(pg: PrivatePostgres, creds: Record<string, unknown>, tag: string) {
+	const moveLedgerClock = (seconds: number) =>
+		pg.sql(`CREATE OR REPLACE FUNCTION "${String(creds.schema)}".ledger_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT now() + make_interval(secs => ${seconds}) $$`);
 	const keys = [`${tag}:1`, `${tag}:2`, `${tag}:3`];
 	const r = await reserve(creds, keys, { target: tag, settleSeconds: 1 });
 	expect(r[1]).toHaveLength(3);
@@ -56,7 +63,7 @@ async function roundTrip(creds: Record<string, unknown>, tag: string) {
 	const again = await reserve(creds, keys, { target: tag });
 	expect(again[2]).toHaveLength(1); // already succeeded
 	expect(again[4]).toHaveLength(2); // needs reconcile
-	await new Promise((res) => setTimeout(res, 1100)); // the operations' 1 s settle window
+	await moveLedgerClock(2); // past the operations' 1 s settle window
 	const cl = await claim(creds, { target: tag });
 	expect(cl[1]).toHaveLength(2);
 	const rs = await resolve(
@@ -67,6 +74,7 @@ async function roundTrip(creds: Record<string, unknown>, tag: string) {
 		}),
 	);
 	expect(rs[2]).toHaveLength(2);
+	await moveLedgerClock(0);
 	const queue = `q-${tag}`;
 	const enq = await enqueue(creds, queue, [{ a: 1 }, { a: 2 }]);
 	expect(enq[1].map((it) => typeof it.json.taskId)).toEqual(['string', 'string']);
@@ -101,7 +109,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 		const direct = new Pool({ connectionString: pg.url, max: 1 });
 		await migrate(direct, ledgerSchema('hz_bouncer_direct'), true);
 		await direct.end();
-		await roundTrip(testCredentials(bouncer.url, 'hz_bouncer_direct', { autoApplySchema: false }), 'bd');
+		await roundTrip(pg, testCredentials(bouncer.url, 'hz_bouncer_direct', { autoApplySchema: false }), 'bd');
 	});
 
 	it('auto-apply through PgBouncer: 8 concurrent first uses apply once; no advisory lock or search_path leaks to server connections', async () => {
@@ -126,7 +134,7 @@ describe('PgBouncer in transaction pooling mode', () => {
 		);
 		await pool.end();
 		expect([...paths]).toEqual(['"$user", public']);
-		await roundTrip(testCredentials(bouncer.url, schema), 'ba');
+		await roundTrip(pg, testCredentials(bouncer.url, schema), 'ba');
 	});
 
 	it('the queue path under its statement and lock timeouts: every call works, a lock timeout fires cleanly, nothing leaks to server connections', async () => {
@@ -256,7 +264,7 @@ describe('SSL verify-full with a locally made CA', () => {
 	it('verify-full with the right CA: credential test OK, nodes work, the connection is encrypted', async () => {
 		expect(await credentialTest(fields({ ssl: 'verify-full', ca: caPem }))).toEqual({ status: 'OK', message: 'Connection successful' });
 		const creds = fields({ ssl: 'verify-full', ca: caPem, maxConnections: 2 });
-		await roundTrip(creds, 'ssl-ok');
+		await roundTrip(pg, creds, 'ssl-ok');
 		const [r] = await pg.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'n8n-nodes-operation-ledger' AND s.ssl`);
 		expect(r.n).toBeGreaterThan(0);
 	});
@@ -278,7 +286,7 @@ describe('SSL verify-full with a locally made CA', () => {
 
 	it('require (no CA) encrypts without verifying and works', async () => {
 		expect(await credentialTest(fields({ ssl: 'require' }))).toMatchObject({ status: 'OK' });
-		await roundTrip(fields({ ssl: 'require', maxConnections: 3 }), 'ssl-req');
+		await roundTrip(pg, fields({ ssl: 'require', maxConnections: 3 }), 'ssl-req');
 	});
 });
 
@@ -326,11 +334,18 @@ describe('one process, many workflows and executions', () => {
 		await reserve(creds, ['warm:up']);
 		let peak = 0;
 		let sampling = true;
+		// One connection of its own (not the nodes' application_name), sampling back to back: each
+		// sample waits for its own query, so there is no pause to miss a peak in.
+		const probe = new Client({ connectionString: pg.url });
+		await probe.connect();
 		const sampler = (async () => {
-			while (sampling) {
-				const [r] = await pg.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger' AND usename = 'postgres'`);
-				peak = Math.max(peak, r.n);
-				await sleep(20);
+			try {
+				while (sampling) {
+					const { rows } = await probe.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'n8n-nodes-operation-ledger' AND usename = 'postgres'`);
+					peak = Math.max(peak, rows[0].n);
+				}
+			} finally {
+				await probe.end();
 			}
 		})();
 		const runs = await Promise.all(
@@ -351,6 +366,7 @@ describe('one process, many workflows and executions', () => {
 		await sampler;
 		const failures = runs.filter((r) => !r.ok).map((r) => (r as { error: Error }).error.message);
 		expect(failures).toEqual([]);
+		expect(peak).toBeGreaterThan(0); // the sampler saw the executions
 		expect(peak).toBeLessThanOrEqual(5);
 		const [c] = await pg.sql<{ ok: number; tasks: number }>(
 			`SELECT (SELECT count(*)::int FROM hz_conc.operations WHERE status = 'succeeded') AS ok, (SELECT count(*)::int FROM hz_conc.queue_tasks WHERE status = 'processing') AS tasks`,

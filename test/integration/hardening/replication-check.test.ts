@@ -202,9 +202,13 @@ describe('a synchronous standby that is gone', () => {
 		const started = Date.now();
 		let settled = false;
 		const q = c.query('BEGIN; SET LOCAL statement_timeout = 500; INSERT INTO public.syncrep_probe2 VALUES (1); COMMIT').finally(() => (settled = true));
-		// Real time on purpose: the commit must still wait for the standby well past the statement
-		// timeout (500 ms), so this test idles six times that long.
-		await sleep(3000);
+		// The commit must still wait for the standby well past the statement timeout (500 ms): wait
+		// until the server shows it waiting for the standby (SyncRep) six times that long.
+		await waitFor(
+			async () =>
+				(await primary.sql("SELECT 1 FROM pg_stat_activity WHERE application_name = 'syncrep-probe' AND wait_event = 'SyncRep' AND clock_timestamp() - query_start >= interval '3 seconds'")).length === 1,
+			{ what: 'the probe commit waiting for the standby (SyncRep) for 3 s', timeoutMs: 20_000, intervalMs: 100 },
+		);
 		// Six times the statement timeout, and still waiting for the standby.
 		expect(settled).toBe(false);
 		const [w] = await primary.sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'syncrep-probe' AND wait_event = 'SyncRep'");

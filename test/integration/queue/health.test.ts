@@ -4,7 +4,7 @@
  * holding back the xmin horizon.
  */
 import { complete, dequeue, stats } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
@@ -50,9 +50,12 @@ describe('stats: table and database health', () => {
 		await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
 		await holder.query(`SELECT count(*) FROM "${db.schema}".queue_tasks`);
 		const { rows: pidRows } = await holder.query('SELECT pg_backend_pid() AS pid');
-		// Real time on purpose: the holder's transaction must be a second old by the server's clock
-		// (pg_stat_activity.xact_start), which no test clock moves.
-		await sleep(1100);
+		// The holder's transaction must be a second old by the server's clock (pg_stat_activity's
+		// xact_start, which no test clock moves): wait until the server says it is.
+		await waitFor(
+			async () => (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND now() - xact_start >= interval '1 second'`, [pidRows[0].pid])).rowCount! > 0,
+			{ what: "the holder's transaction a second old (pg_stat_activity.xact_start)", timeoutMs: 10_000, intervalMs: 50 },
+		);
 		for (let i = 0; i < 3; i++) await complete(db.pool, db.ledgerSchema, await dequeue(db.pool, db.ledgerSchema, { queue, limit: 100 }));
 		// The holder's xid age only grows: read it before Stats does.
 		const { rows: mine } = await db.pool.query(`SELECT age(backend_xmin) AS a FROM pg_stat_activity WHERE pid = $1`, [pidRows[0].pid]);

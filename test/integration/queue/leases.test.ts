@@ -3,7 +3,8 @@
  * tasks come back after the lease and count an attempt; a late settle from a lost lease changes nothing.
  */
 import { complete, dequeue, extendLease, fail, release, stats, type ClaimedTask } from '../../../src/queue';
-import { advanceQueueClock, setQueueClock, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, setQueueClock, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -43,9 +44,16 @@ describe('leases', () => {
 				if (got.length === 0) {
 					const s = await stats(db.pool, db.ledgerSchema, queue);
 					if (s.depth === 0 && s.inFlight === 0 && s.expiredLeases === 0) return;
-					// Real time on purpose: nothing is claimable until a dead consumer's 1 s lease runs
-					// out on the wall clock, which this test races claims against.
-					await sleep(200);
+					// Nothing claimable now: wait (on the database's own clock, which this test races
+					// claims against) until a task is ready again, a dead consumer's 1 s lease has run
+					// out, or the queue drained.
+					await waitFor(
+						async () => {
+							const x = await stats(db.pool, db.schema, queue);
+							return x.ready > 0 || x.expiredLeases > 0 || (x.depth === 0 && x.inFlight === 0);
+						},
+						{ what: "a claimable task (ready, or a dead consumer's lease run out) or the queue drained", timeoutMs: 30_000, intervalMs: 50 },
+					);
 					continue;
 				}
 				for (const t of got) {

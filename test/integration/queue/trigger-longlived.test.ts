@@ -71,9 +71,15 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		await waitFor(() => poolCounters.sweptIdle > swept && openPoolCount() === 0, { what: 'poolCounters.sweptIdle > swept && openPoolCount() === 0', timeoutMs: 8000 });
 		expect(poolCounters.sweptIdle).toBeGreaterThan(swept);
 		expect(openPoolCount()).toBe(0);
-		// Real time on purpose: the trigger idles several pool idle timeouts more (the long-lived
-		// part under test), with no pool open.
-		await sleep(1000);
+		// The trigger idles on (the long-lived part under test) while the sweeper runs again: twice a
+		// marker pool of another credential is opened, left idle and swept, so two more idle timeouts
+		// passed with the trigger's pool closed.
+		for (let round = 1; round <= 2; round++) {
+			const marker = getPool({ connectionString: QUEUE_DATABASE_URL, schema: db.schema, maxConnections: 2 });
+			await marker.query('SELECT 1');
+			const sweptBeforeMarker = poolCounters.sweptIdle;
+			await waitFor(() => poolCounters.sweptIdle > sweptBeforeMarker && openPoolCount() === 0, { what: `marker pool ${round} swept as idle`, timeoutMs: 8000 });
+		}
 		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'high', payload: { n: 1 } }]);
 		await waitFor(() => t.emitted.length > 0, { what: 't.emitted.length > 0', timeoutMs: 8000 });
 		expect(payloads(t)).toEqual([{ n: 1 }]);
