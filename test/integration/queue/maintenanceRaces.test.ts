@@ -5,7 +5,7 @@
  * purge run together while every 40P01 (and any other error) is counted.
  */
 import { complete, dequeue, enqueue, fail, purge, release, requeueDead } from '../../../src/queue';
-import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
@@ -115,15 +115,22 @@ describe('no deadlocks', () => {
 		let claims = 0;
 		let requeued = 0;
 		let skipped = 0;
+		// Purge and the dead-task source are paced by the others' progress, not by a clock: each
+		// runs again once `progress()` has moved on by `step` since its last run (or the 8 s are up).
+		const paced = (progress: () => number, step: number, what: string, fn: () => Promise<unknown>) => {
+			let last = -Infinity;
+			return async () => {
+				await waitFor(() => progress() >= last + step || Date.now() >= until, { what, timeoutMs: 10_000, intervalMs: 5 });
+				last = progress();
+				await fn();
+			};
+		};
 		const workers = [
 			// Requeue by id: random subsets in random order.
 			...Array.from({ length: 3 }, () =>
 				loop(async () => {
 					const ids = (await deadIds()).slice(0, 1 + Math.floor(Math.random() * 40));
-					if (ids.length === 0) {
-						await sleep(5);
-						return;
-					}
+					if (ids.length === 0) return; // none dead now: the next look is the next query
 					for (const r of await requeueDead(db.pool, db.ledgerSchema, { queue, taskIds: ids })) {
 						if (r.outcome === 'requeued') requeued++;
 						if (r.outcome === 'skipped_live_duplicate') skipped++;
@@ -144,10 +151,7 @@ describe('no deadlocks', () => {
 				loop(async () => {
 					const got = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1 + Math.floor(Math.random() * 30), leaseSeconds: 1, agingSeconds: 0 });
 					claims += got.length;
-					if (got.length === 0) {
-						await sleep(5);
-						return;
-					}
+					if (got.length === 0) return; // nothing claimable now: the next claim is the next try
 					const shuffled = got.sort(() => Math.random() - 0.5);
 					const q = Math.floor(shuffled.length / 4);
 					await Promise.all([
@@ -159,15 +163,9 @@ describe('no deadlocks', () => {
 				}),
 			),
 			// Purge: dead for more than 30 minutes (about half of them, dead_at is spread over an hour).
-			loop(async () => {
-				await purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: 1800, limit: 20 });
-				await sleep(50);
-			}),
+			loop(paced(() => requeued, 20, '20 more requeues before the next purge', () => purge(db.pool, db.ledgerSchema, { queue, deadAfterSeconds: 1800, limit: 20 }))),
 			// Dead tasks keep coming: give up on some claims at once, with old dead_at again.
-			loop(async () => {
-				await killAll(queue, 20);
-				await sleep(20);
-			}),
+			loop(paced(() => claims, 20, '20 more claims before the next tasks are given up', () => killAll(queue, 20))),
 		];
 		await Promise.all(workers.map((w) => w()));
 		expect(errors).toEqual({});
