@@ -21,6 +21,7 @@ import { migrate } from '../../../src/db/migrate';
 import { closeAllPools } from '../../../src/db/pool';
 import { testCredentials } from '../../helpers/fakeExecute';
 import { sleep, startPrivatePostgres, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { waitFor } from '../../helpers/wait';
 import { claim, complete, confirm, dequeue, enqueue, queueOp, reserve, resolve, settle } from './run';
 
 const SECONDS = Number(process.env.HARDENING_SOAK_SECONDS ?? 40);
@@ -31,6 +32,8 @@ const APP = 'n8n-nodes-operation-ledger';
 const LEASE = 3;
 const SETTLE = 2;
 const TASK_LEASE = 3;
+/** Seconds a reconcile claim holds its operations. */
+const RECONCILE_CLAIM = 10;
 let pg: PrivatePostgres;
 
 beforeAll(async () => {
@@ -116,7 +119,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 
 	// The settle window (SETTLE s) is stored per operation by Reserve; the claim adds no extra delay.
 	async function reconcileStep(settleSeconds = 0) {
-		const c = await settle(claim(creds, { batchSize: 20, settleSeconds, claimSeconds: 10 }));
+		const c = await settle(claim(creds, { batchSize: 20, settleSeconds, claimSeconds: RECONCILE_CLAIM }));
 		if (!c.ok) { bump('claim_error'); return; }
 		const items = c.value[1].map((it) => it.json as { idempotencyKey: string; operationKey: string; reconcile: { claimToken: string } });
 		if (!items.length) return;
@@ -188,7 +191,7 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 	async function killer() {
 		let restarted = false;
 		while (!stop && Date.now() < deadline) {
-			await sleep(1500 + rnd(2500));
+			await sleep(1500 + rnd(2500)); // fixed on purpose: the fault schedule (a kill every 1.5-4 s) is the load under test
 			if (!restarted && Date.now() > deadline - (SECONDS * 1000) / 2) {
 				restarted = true;
 				pg.restart('immediate');
@@ -206,14 +209,20 @@ it(`soak: ${SECONDS} s of mixed work with random kills and a restart keeps every
 	await Promise.all([...Array.from({ length: 6 }, (_, i) => worker(i)), killer()]);
 	stop = true;
 
-	// Drain: leases end, then reconcile until nothing is unknown or reserved.
-	await sleep((Math.max(LEASE, TASK_LEASE) + 1) * 1000);
-	for (let round = 0; round < 30; round++) {
-		const [left] = await pg.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.operations WHERE status IN ('unknown', 'reserved')`);
-		if (left.n === 0) break;
-		await reconcileStep(0);
-		await sleep(300);
-	}
+	// Drain: the ledger clock is moved past every lease and reconcile claim the soak took (the
+	// workers have stopped, nothing else writes), then reconcile until nothing is unknown or reserved.
+	await pg.sql(
+		`CREATE OR REPLACE FUNCTION ${SCHEMA}.ledger_now() RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT now() + make_interval(secs => ${LEASE + SETTLE + RECONCILE_CLAIM + 1}) $$`,
+	);
+	await waitFor(
+		async () => {
+			const [left] = await pg.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.operations WHERE status IN ('unknown', 'reserved')`);
+			if (left.n === 0) return true;
+			await reconcileStep(0);
+			return false;
+		},
+		{ what: 'every unknown or reserved operation reconciled', timeoutMs: 30_000, intervalMs: 50 },
+	);
 
 	// ---- invariants ----
 	const problems: string[] = [];
