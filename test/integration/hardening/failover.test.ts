@@ -13,7 +13,8 @@
  * process of the cluster), the standby is promoted and the endpoint moved to it. Synchronous cases
  * then meet the promoted standby's inherited synchronous_standby_names = '*' with no standby of its
  * own (a write ends after Statement Timeout + 1 s with ReplicationUnconfirmedError), the operator
- * clears it, and the load runs 2 s more on the new primary; then the queue is drained. Counted:
+ * clears it, and the load runs on the new primary until 20 more operations were confirmed and 20 tasks
+ * acknowledged and completed there; then the queue is drained. Counted:
  *   - writes granted twice: keys the HTTP server received a write for that Reserve (same request)
  *     answers Proceed again on the new primary;
  *   - confirmed outcomes lost: keys whose Confirm answered "recorded" that are not succeeded there;
@@ -37,6 +38,7 @@ import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reser
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
 import { complete, dequeue, enqueue } from '../../../src/queue';
 import { freePort, sleep, startPrivatePostgres, startStandby, type PrivatePostgres } from '../../helpers/privatePostgres';
+import { waitFor } from '../../helpers/wait';
 
 const LOAD_MS = Number(process.env.FAILOVER_LOAD_SECONDS ?? 6) * 1000;
 jest.setTimeout(LOAD_MS * 4 + 180_000);
@@ -163,12 +165,13 @@ async function setReplication(pg: PrivatePostgres, names: string, commit: string
 	await pg.sql(`ALTER SYSTEM SET synchronous_standby_names = '${names}'`, [], 'postgres');
 	await pg.sql(`ALTER SYSTEM SET synchronous_commit = '${commit}'`, [], 'postgres');
 	await pg.sql('SELECT pg_reload_conf()', [], 'postgres');
-	for (let i = 0; i < 200; i++) {
-		const [r] = await pg.sql<{ n: string; c: string }>("SELECT current_setting('synchronous_standby_names') AS n, current_setting('synchronous_commit') AS c", [], 'postgres');
-		if (r.n === names && r.c === commit) return;
-		await sleep(25);
-	}
-	throw new Error('settings not reloaded');
+	await waitFor(
+		async () => {
+			const [r] = await pg.sql<{ n: string; c: string }>("SELECT current_setting('synchronous_standby_names') AS n, current_setting('synchronous_commit') AS c", [], 'postgres');
+			return r.n === names && r.c === commit;
+		},
+		{ what: `synchronous_standby_names = '${names}', synchronous_commit = ${commit} reloaded`, timeoutMs: 10_000 },
+	);
 }
 
 async function runCase(c: Case): Promise<Figures> {
@@ -190,12 +193,10 @@ async function runCase(c: Case): Promise<Figures> {
 			// Both servers carry it, as a standby made from the primary's configuration does.
 			await setReplication(primary, '*', c.synchronousCommit);
 			await setReplication(standby, '*', c.synchronousCommit);
-			for (let i = 0; ; i++) {
-				const rows = await primary.sql<{ s: string }>('SELECT sync_state AS s FROM pg_stat_replication', [], 'postgres');
-				if (rows[0]?.s === 'sync') break;
-				if (i > 400) throw new Error('the standby did not become synchronous');
-				await sleep(25);
-			}
+			await waitFor(async () => (await primary.sql<{ s: string }>('SELECT sync_state AS s FROM pg_stat_replication', [], 'postgres'))[0]?.s === 'sync', {
+				what: 'the standby synchronous (pg_stat_replication.sync_state)',
+				timeoutMs: 10_000,
+			});
 		}
 
 		const confirmed = new Set<string>();
@@ -206,7 +207,7 @@ async function runCase(c: Case): Promise<Figures> {
 		let failingOver = false;
 		const failed = () => {
 			if (failingOver) errors++;
-			return sleep(20);
+			return sleep(20); // fixed on purpose: a worker's retry pace after an error (the failover's refusals come at once)
 		};
 
 		const ledgerWorker = async (w: number) => {
@@ -232,7 +233,7 @@ async function runCase(c: Case): Promise<Figures> {
 				} catch {
 					await failed();
 				}
-				await sleep(5);
+				await sleep(5); // fixed on purpose: the producer's rate (about 1000 tasks/s at most) is the load under test
 			}
 		};
 		// Consumers run until the queue is drained (after the producers stopped), not until `stop`.
@@ -241,10 +242,7 @@ async function runCase(c: Case): Promise<Figures> {
 			while (!consumersDone) {
 				try {
 					const got = await dequeue(pool, ledgerSchema(SCHEMA), { queue: QUEUE, limit: 5, leaseSeconds: TASK_LEASE_S }, BOUNDS);
-					if (got.length === 0) {
-						await sleep(20);
-						continue;
-					}
+					if (got.length === 0) continue; // nothing claimable now: the next dequeue is the next try
 					for (const t of got) await outside.run((t.payload as { ref: string }).ref);
 					const res = await complete(pool, ledgerSchema(SCHEMA), got.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), BOUNDS);
 					res.forEach((r, i) => {
@@ -265,19 +263,20 @@ async function runCase(c: Case): Promise<Figures> {
 		// At least LOAD_MS, and long enough (at most 4 x LOAD_MS) that a zero below means something
 		// on a loaded machine.
 		const loadStart = Date.now();
-		await sleep(LOAD_MS);
-		while ((confirmed.size < MIN_CONFIRMED || tasksAcked.size < MIN_CONFIRMED) && Date.now() - loadStart < 4 * LOAD_MS) await sleep(250);
+		await waitFor(() => Date.now() - loadStart >= LOAD_MS && confirmed.size >= MIN_CONFIRMED && tasksAcked.size >= MIN_CONFIRMED, {
+			what: `${LOAD_MS} ms of load with ${MIN_CONFIRMED} operations confirmed and ${MIN_CONFIRMED} tasks acknowledged`,
+			timeoutMs: 4 * LOAD_MS,
+			intervalMs: 100,
+		});
 		if (c.lagMs) {
 			// Replication stalls: the primary's WAL sender stops sending (the standby's WAL receiver
 			// stopped instead would still find the WAL in its socket buffer after the kill).
-			let sender: number | undefined;
-			for (let i = 0; sender === undefined; i++) {
-				sender = (await primary.sql<{ pid: number }>("SELECT pid FROM pg_stat_replication WHERE state = 'streaming'", [], 'postgres'))[0]?.pid;
-				if (sender === undefined && i > 200) throw new Error('no streaming WAL sender on the primary');
-				if (sender === undefined) await sleep(25);
-			}
+			const sender = await waitFor(async () => (await primary.sql<{ pid: number }>("SELECT pid FROM pg_stat_replication WHERE state = 'streaming'", [], 'postgres'))[0]?.pid, {
+				what: 'a streaming WAL sender on the primary',
+				timeoutMs: 10_000,
+			});
 			process.kill(sender, 'SIGSTOP');
-			await sleep(c.lagMs);
+			await sleep(c.lagMs); // fixed on purpose: the standby's lag (1 s of work behind) is the case under test
 		}
 		// What the workers were told before the kill is what must survive it.
 		failingOver = true;
@@ -301,18 +300,21 @@ async function runCase(c: Case): Promise<Figures> {
 			// The operator's plan for the new primary without a standby of its own.
 			await setReplication(standby, '', c.synchronousCommit);
 		}
-		await sleep(2000);
+		// The load runs on against the new primary until every kind of worker got through again.
+		const [ops1, tasks1, done1] = [confirmed.size, tasksAcked.size, completedAcked.size];
+		await waitFor(() => confirmed.size >= ops1 + 20 && tasksAcked.size >= tasks1 + 20 && completedAcked.size >= done1 + 20, {
+			what: '20 operations confirmed, 20 tasks acknowledged and 20 completed on the new primary',
+			timeoutMs: 30_000,
+			intervalMs: 20,
+		});
 		failingOver = false;
 		stop = true;
 		await Promise.all(workers);
 		// Drain: every task left (pending, or claimed on the old primary with its lease running out).
-		const drainUntil = Date.now() + 30_000;
-		for (;;) {
-			const [r] = await standby.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.queue_tasks WHERE queue = $1 AND status IN ('pending', 'processing')`, [QUEUE]);
-			if (r.n === 0) break;
-			if (Date.now() > drainUntil) throw new Error(`queue not drained: ${r.n} left`);
-			await sleep(100);
-		}
+		await waitFor(
+			async () => (await standby!.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.queue_tasks WHERE queue = $1 AND status IN ('pending', 'processing')`, [QUEUE]))[0].n === 0,
+			{ what: 'the queue drained on the new primary (no pending or processing task)', timeoutMs: 30_000, intervalMs: 100 },
+		);
 		consumersDone = true;
 		await Promise.all(consumers);
 

@@ -10,6 +10,7 @@ import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confi
 import { LedgerBusyError } from '../../../src/db/bounds';
 import { complete, dequeue, enqueue, fail } from '../../../src/queue';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
 
 jest.setTimeout(60_000);
 
@@ -166,9 +167,16 @@ describe('the queue: one lock budget per settle call', () => {
 		const queue = 'lb-complete';
 		await enqueue(db.pool, db.ledgerSchema, [1, 2, 3].map((n) => ({ queue, group: 'high', payload: { n } })));
 		const tasks = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 3, leaseSeconds: 60 });
-		const lock = await lockTask(tasks[1].taskId, 300);
+		const lock = await lockTask(tasks[1].taskId);
 		try {
+			// The holder lets go once the Complete is seen waiting for its lock (not after a fixed time).
+			const waited = waitFor(
+				async () =>
+					(await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%queue_complete%' AND datname = current_database()`)).rowCount! > 0,
+				{ what: 'the Complete waiting for the held task', timeoutMs: LOCK_MS, intervalMs: 20 },
+			).then(() => lock.release());
 			const [res, ms] = await timed(() => complete(db.pool, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), bounds));
+			await waited;
 			expect(res.map((r) => r.outcome)).toEqual(['completed', 'completed', 'completed']);
 			expect(ms).toBeLessThan(LOCK_MS);
 		} finally {
