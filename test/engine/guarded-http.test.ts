@@ -357,38 +357,42 @@ describe('what each answer is recorded as', () => {
 	});
 });
 
-/** Holds a row lock on `key` from another session for `ms` once the target committed its write. */
-function lockWhileAnswering(key: string, ms: number): Promise<void> {
-	return new Promise((released) => {
-		target.beforeAnswer = async () => {
-			target.beforeAnswer = null;
-			const c = new Client({ connectionString: DATABASE_URL });
-			await c.connect();
-			await c.query('BEGIN');
-			await c.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = $1 FOR UPDATE`, [key]);
-			setTimeout(() => {
-				void c
-					.query('COMMIT')
-					.then(() => c.end())
-					.catch(() => c.end())
-					.finally(() => released());
-			}, ms);
-		};
-	});
+/**
+ * Takes a row lock on `key` from another session once the target committed its write (before it
+ * answers), and holds it until `release()`: the test lets go once the run that had to give up on
+ * the lock has ended, not after a fixed time. `release()` fails when the lock was never taken.
+ */
+function lockWhileAnswering(key: string): { release(): Promise<void> } {
+	let holder: Client | undefined;
+	target.beforeAnswer = async () => {
+		target.beforeAnswer = null;
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		await c.query('BEGIN');
+		await c.query(`SELECT 1 FROM ${db.schemaSql}.operations WHERE operation_key = $1 FOR UPDATE`, [key]);
+		holder = c;
+	};
+	return {
+		async release() {
+			if (!holder) throw new Error(`the lock on ${key} was never taken (the target did not answer)`);
+			await holder.query('COMMIT').catch(() => undefined);
+			await holder.end();
+		},
+	};
 }
 
 describe("n8n's Retry (from node with error): a new execution resuming the failed one", () => {
 	test('the guarded node failed after sending (its answer could not be recorded): the retry answers In Progress and sends nothing', async () => {
 		const key = `g${process.pid}:retry:guarded`;
 		target.setMode('201');
-		const released = lockWhileAnswering(key, 2500);
+		const lock = lockWhileAnswering(key);
 		const ut = guarded('UT', {}, { credentials: { operationLedgerPostgresApi: FAST_LOCK } });
 		const w = wired(ut, [{ k: key, amount: 7 }], 'stopWorkflow');
 		const failed = await engine.run(w.nodes, w.connections);
 		expect(runError(failed.run)).toMatch(/were sent but their answers could not be recorded/);
 		expect(failed.run.data.resultData.lastNodeExecuted).toBe('UT');
 		expect(target.writesWhere('orderId', key)).toHaveLength(1);
-		await released; // the lock that kept the answer from being recorded is gone
+		await lock.release(); // the lock that kept the answer from being recorded is gone
 
 		const retried = await engine.retry(w.nodes, w.connections, failed.run);
 		expect(runError(retried.run)).toBeUndefined();
@@ -448,11 +452,11 @@ describe("n8n's Retry (from node with error): a new execution resuming the faile
 		const writes = () => target.writesWhere('k', key);
 		const w = separate(key, 'continueErrorOutput');
 		target.setModes(['504']);
-		const released = lockWhileAnswering(key, 2000);
+		const lock = lockWhileAnswering(key);
 		const failed = await engine.run(w.nodes, w.connections);
 		expect(failed.run.data.resultData.lastNodeExecuted).toBe('Confirm');
 		expect(runError(failed.run)).toMatch(/stayed locked/);
-		await released;
+		await lock.release();
 		const retried = await engine.retry(w.nodes, w.connections, failed.run);
 		expect(runError(retried.run)).toBeUndefined();
 		expect(writes()).toHaveLength(1);
