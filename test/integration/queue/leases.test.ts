@@ -49,7 +49,7 @@ describe('leases', () => {
 					// out, or the queue drained.
 					await waitFor(
 						async () => {
-							const x = await stats(db.pool, db.schema, queue);
+							const x = await stats(db.pool, db.ledgerSchema, queue);
 							return x.ready > 0 || x.expiredLeases > 0 || (x.depth === 0 && x.inFlight === 0);
 						},
 						{ what: "a claimable task (ready, or a dead consumer's lease run out) or the queue drained", timeoutMs: 30_000, intervalMs: 50 },
