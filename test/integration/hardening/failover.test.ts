@@ -242,7 +242,12 @@ async function runCase(c: Case): Promise<Figures> {
 			while (!consumersDone) {
 				try {
 					const got = await dequeue(pool, ledgerSchema(SCHEMA), { queue: QUEUE, limit: 5, leaseSeconds: TASK_LEASE_S }, BOUNDS);
-					if (got.length === 0) continue; // nothing claimable now: the next dequeue is the next try
+					if (got.length === 0) {
+						// fixed on purpose: an idle consumer's poll pace (three consumers spinning on an empty
+						// queue would load the server the failover runs on)
+						await sleep(20);
+						continue;
+					}
 					for (const t of got) await outside.run((t.payload as { ref: string }).ref);
 					const res = await complete(pool, ledgerSchema(SCHEMA), got.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })), BOUNDS);
 					res.forEach((r, i) => {
