@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 dad881d5e5b9dc9921c6e286908986b7d70e63f920901847f88dbcbc52b99906.
+-- Package version 0.1.0; function set SHA-256 b33ef821c426bccfcebace4929b5f2e3d984680a5ce69795784d2c9f8d9286ee.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 16 AS ol_newer_schema \gset
+SELECT :ol_version > 17 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (16): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (17): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -104,6 +104,10 @@ SELECT :ol_version < 16 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0016_queue_settle_by_id.sql
 \endif
+SELECT :ol_version < 17 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0017_queue_claim_strict.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -167,7 +171,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'dad881d5e5b9dc9921c6e286908986b7d70e63f920901847f88dbcbc52b99906')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'b33ef821c426bccfcebace4929b5f2e3d984680a5ce69795784d2c9f8d9286ee')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -38,7 +38,15 @@ export function priorityGroupsProperty(show: IDisplayOptions['show'] | undefined
 						type: 'number',
 						typeOptions: numberRange(LIMITS.groupWeight),
 						default: LIMITS.groupWeight.default,
-						description: `Its share of claims while every group has work (a whole number, ${rangeText(LIMITS.groupWeight)})`,
+						description: `Its share of claims while every group has work (a whole number, ${rangeText(LIMITS.groupWeight)}); not used for a strict group`,
+					},
+					{
+						displayName: 'Strict (Always First)',
+						name: 'strict',
+						type: 'boolean',
+						default: false,
+						description:
+							'Whether this group is served before every weighted group: its ready tasks are claimed oldest first before any other group\'s, strict groups among themselves in list order. A strict group with a steady backlog starves the groups below it.',
 					},
 				],
 			},

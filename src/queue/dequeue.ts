@@ -72,7 +72,9 @@ export function checkGroups(groups: readonly GroupWeight[]): GroupWeight[] {
 		const name = checkGroupName(g.name);
 		if (seen.has(name)) throw new InputError(`Priority group "${name}" is listed twice`);
 		seen.add(name);
-		return { name, weight: checkInt(g.weight, `Weight of group "${name}"`, LIMITS.groupWeight) };
+		const weight = checkInt(g.weight, `Weight of group "${name}"`, LIMITS.groupWeight);
+		if (g.strict !== undefined && typeof g.strict !== 'boolean') throw new InputError(`Strict (Always First) of group "${name}" must be true or false`);
+		return g.strict ? { name, weight, strict: true } : { name, weight };
 	});
 }
 
@@ -102,6 +104,9 @@ export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
  * queue overlap and no claim locks a shared row. `groups`' weights are recorded for the queue when
  * they differ from the recorded ones and apply to tasks tagged afterwards. Aging: tasks of a listed
  * group that waited longer than `agingSeconds` are moved to the front (FIFO among themselves).
+ * Strict groups (`strict: true`) go first: before the weighted claim, each strict group in list order
+ * has its ready tasks claimed oldest first (run_at, id) for as much of the batch as they fill; the
+ * weighted claim over the other groups takes the rest (docs/queue.md, "Strict priority").
  * Each claimed task gets attempts + 1, a fresh lease token and lease_expires_at = now + leaseSeconds.
  * Returns the tasks in claim order (possibly none). Throws InputError for bad options.
  *
@@ -115,13 +120,19 @@ export async function dequeue(db: Queryable, schema: LedgerSchema, options: Dequ
 	const { queue, limit, leaseSeconds: lease, agingSeconds: aging, groups } = prepareOnce(options, prepareDequeueOptions) as Required<DequeueOptions>;
 	const rows = await boundedQuery<Row>(
 		db,
-		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6)`,
-		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging],
+		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6, $7::text[])`,
+		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging, strictNames(groups)],
 		bounds,
 		// Claiming again hands out other tasks; tasks a lost claim took come back when their lease ends.
 		{ repeatSafe: true },
 	);
 	return rows.map(toClaimedTask);
+}
+
+/** The strict groups' names in list (rank) order, or null when no group is strict (the claim's fast path unchanged). */
+function strictNames(groups: readonly GroupWeight[]): string[] | null {
+	const names = groups.filter((g) => g.strict).map((g) => g.name);
+	return names.length > 0 ? names : null;
 }
 
 export function toClaimedTask(r: Row): ClaimedTask {

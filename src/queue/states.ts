@@ -126,6 +126,11 @@ export interface GroupWeight {
 	name: string;
 	/** Integer >= 1: the group's share of claims while every group has work. */
 	weight: number;
+	/**
+	 * True: a strict group, served before every weighted group (strict groups among themselves in
+	 * list order, each oldest first); its weight is not used. docs/queue.md, "Strict priority".
+	 */
+	strict?: boolean;
 }
 
 /** high : normal : low = 5 : 2 : 1. */

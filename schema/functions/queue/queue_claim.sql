@@ -29,12 +29,22 @@
 --   one primary-key probe; nothing else is added to the fast path); a paused group is left out of
 --   the claim as if not listed, and with the whole queue (or every listed group) paused nothing is
 --   claimed, swept or tagged.
+-- Strict groups (p_strict, docs/queue.md "Strict priority"): NULL or empty = none, the claim is as
+--   above (no extra statement). Otherwise the names of listed groups that always go first, in rank
+--   order (distinct, each one of p_groups; else 22023). Before the weighted claim, expired leases
+--   of the queue are swept (queue_expire_leases, when one probe finds any) and each strict group in
+--   rank order (paused ones left out) has its ready tasks claimed oldest first by (run_at, id)
+--   (queue_tasks_ready_idx, FOR UPDATE SKIP LOCKED; same lease, attempts and attempts_exhausted
+--   rules, same claim_seq), up to the rest of the batch; then the weighted claim (both paths above)
+--   over the other listed groups takes what is left of the batch. Strict groups are never tagged,
+--   weighed or aged here, and their weights are not used. A strict group with a steady backlog
+--   starves every group below it, by design.
 -- Rows come back in claim order; claim_seq is drawn from queue_claim_seq as each row is locked
 -- (increasing in claim order across concurrent claims, unique, gaps possible); served_as is the
 -- task's own group (kept for the output's shape).
 CREATE OR REPLACE FUNCTION queue_claim(
     p_queue text, p_groups text[], p_weights integer[], p_limit integer,
-    p_lease_secs double precision, p_aging_secs double precision
+    p_lease_secs double precision, p_aging_secs double precision, p_strict text[] DEFAULT NULL
 )
 RETURNS TABLE (
     claim_seq bigint, id bigint, queue text, priority_group text, served_as text, payload jsonb,
@@ -70,6 +80,13 @@ DECLARE
     v_paused text[];
     gi integer;
     c integer;
+    v_sg text;
+    v_round integer;
+    v_dead integer;
+    v_ids bigint[];
+    v_seqs bigint[];
+    v_all bigint[] := '{}';
+    v_all_seq bigint[] := '{}';
 BEGIN
     -- Names: a plain-ASCII test here (the common case costs nothing more), and the full rule
     -- (ol_check_texts) for any name it does not pass.
@@ -107,6 +124,14 @@ BEGIN
     IF p_aging_secs < 0 OR p_aging_secs > 31536000 OR (p_aging_secs > 0 AND p_aging_secs < 0.001) THEN
         RAISE EXCEPTION 'queue_claim: aging seconds must be 0 (off) or from 0.001 to 31536000, got %', p_aging_secs USING ERRCODE = '22023';
     END IF;
+    IF cardinality(p_strict) > 0 THEN
+        FOR gi IN 1..cardinality(p_strict) LOOP
+            IF p_strict[gi] IS NULL OR p_strict[gi] <> ALL (p_groups) OR p_strict[gi] = ANY (p_strict[1:gi - 1]) THEN
+                RAISE EXCEPTION 'queue_claim: strict groups must be distinct listed groups, got %', p_strict
+                    USING ERRCODE = '22023';
+            END IF;
+        END LOOP;
+    END IF;
 
     -- Pauses (queue_pause): the queue's pause lock, shared to this transaction's end (in memory, no
     -- table read), so that a pause waits for this claim to commit; then, in the next statement (a
@@ -130,6 +155,78 @@ BEGIN
 
     -- The queue clock moved on by this transaction's time so far (schema/functions/queue/queue_now.sql).
     v_now := queue_now() + (clock_timestamp() - now());
+
+    -- Strict groups first (none given: skipped, no statement). Expired leases go back first, so a
+    -- strict group's expired task is served again before any weighted task.
+    IF cardinality(p_strict) > 0 THEN
+        IF EXISTS (SELECT 1 FROM queue_tasks x
+                    WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= v_now) THEN
+            PERFORM queue_expire_leases(p_queue, 1000, v_now);
+            v_now := queue_now() + (clock_timestamp() - now());
+        END IF;
+        v_got := 0;
+        FOREACH v_sg IN ARRAY p_strict LOOP
+            CONTINUE WHEN v_sg <> ALL (p_groups);  -- paused
+            v_round := 0;
+            LOOP
+                v_round := v_round + 1;
+                WITH cand AS MATERIALIZED (
+                    SELECT t.id, t.attempts >= t.max_attempts AS exhausted, nextval('queue_claim_seq') AS ord
+                      FROM (SELECT x.id, x.attempts, x.max_attempts FROM queue_tasks x
+                             WHERE x.queue = p_queue AND x.priority_group = v_sg AND x.status = 'pending'
+                               AND x.run_at <= v_now
+                             ORDER BY x.run_at, x.id
+                             LIMIT p_limit - v_got
+                               FOR UPDATE SKIP LOCKED) t
+                ), gone AS (
+                    UPDATE queue_tasks t
+                       SET status = 'dead', dead_at = v_now, dead_reason = 'attempts_exhausted', updated_at = v_now,
+                           last_error = 'attempts exhausted before a claim (' || t.attempts || ' of ' || t.max_attempts || ' used)'
+                                        || coalesce('; last error: ' || t.last_error, '')
+                      FROM cand c
+                     WHERE t.id = c.id AND c.exhausted
+                    RETURNING t.id
+                ), claimed AS (
+                    UPDATE queue_tasks t
+                       SET status = 'processing', attempts = t.attempts + 1, lease_token = gen_random_uuid(),
+                           lease_expires_at = v_now + make_interval(secs => p_lease_secs), claimed_at = v_now,
+                           lease_end = NULL, updated_at = v_now
+                      FROM cand c
+                     WHERE t.id = c.id AND NOT c.exhausted
+                    RETURNING c.ord, t.id
+                )
+                SELECT coalesce(array_agg(cl.id ORDER BY cl.ord), '{}'), coalesce(array_agg(cl.ord ORDER BY cl.ord), '{}'),
+                       (SELECT count(*) FROM gone)::integer
+                  INTO v_ids, v_seqs, v_dead
+                  FROM claimed cl;
+                v_all := v_all || v_ids;
+                v_all_seq := v_all_seq || v_seqs;
+                v_got := v_got + cardinality(v_ids);
+                -- Tasks that went dead (attempts used up) leave room: claim again, at most 3 rounds.
+                EXIT WHEN v_dead = 0 OR v_got >= p_limit OR v_round >= 3;
+            END LOOP;
+            EXIT WHEN v_got >= p_limit;
+        END LOOP;
+        IF v_got > 0 THEN
+            RETURN QUERY
+            SELECT u.seq, t.id, t.queue, t.priority_group, t.priority_group, t.payload, t.dedupe_key,
+                   t.attempts, t.max_attempts, t.lease_token, t.lease_expires_at, t.run_at, t.enqueued_at,
+                   t.last_error, greatest(extract(epoch FROM v_now - t.run_at)::double precision, 0)
+              FROM unnest(v_all, v_all_seq) AS u(tid, seq)
+             CROSS JOIN LATERAL (SELECT x.* FROM queue_tasks x WHERE x.id = u.tid) t -- one primary-key probe each
+             ORDER BY u.seq;
+        END IF;
+        -- The weighted claim: the other listed groups, for the rest of the batch.
+        SELECT coalesce(array_agg(u.g ORDER BY u.o), '{}'), coalesce(array_agg(u.w ORDER BY u.o), '{}')
+          INTO p_groups, p_weights
+          FROM unnest(p_groups, p_weights) WITH ORDINALITY AS u(g, w, o)
+         WHERE u.g <> ALL (p_strict);
+        IF v_got >= p_limit OR cardinality(p_groups) = 0 THEN
+            RETURN;
+        END IF;
+        p_limit := p_limit - v_got;
+        v_now := queue_now() + (clock_timestamp() - now());
+    END IF;
     v_cut := CASE WHEN p_aging_secs > 0 THEN v_now - make_interval(secs => p_aging_secs) END;
     v_gap := CASE WHEN p_aging_secs > 0 THEN make_interval(secs => least(p_aging_secs / 10, 1)) END;
     -- The fast path. gate: true when none of the full path's steps 1 to 4 has anything to do (the

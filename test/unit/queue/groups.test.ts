@@ -14,6 +14,15 @@ describe('Priority Groups list', () => {
 			{ name: 'rest', weight: 2 },
 		]);
 	});
+	test('Strict (Always First): true keeps strict on the group, false or absent leaves it off; checkGroups keeps it', () => {
+		const rows = { group: [{ name: 'vip', weight: 1, strict: true }, { name: 'rest', weight: 2, strict: false }, { name: 'low', weight: 1 }] };
+		const groups = [{ name: 'vip', weight: 1, strict: true }, { name: 'rest', weight: 2 }, { name: 'low', weight: 1 }];
+		expect(groupsFromRows(rows)).toEqual(groups);
+		expect(checkGroups(groupsFromRows(rows))).toEqual(groups);
+		expect(() => checkGroups([{ name: 'a', weight: 1, strict: 'yes' as unknown as boolean }])).toThrow(InputError);
+		const field = (priorityGroupsProperty(undefined, 'x').options as Array<{ values: Array<{ name: string; type: string; default: unknown }> }>)[0].values.find((v) => v.name === 'strict');
+		expect(field).toMatchObject({ type: 'boolean', default: false });
+	});
 	test('the parameter default is the default groups and reads back as them', () => {
 		const p = priorityGroupsProperty(undefined, 'x');
 		expect(groupsFromRows(p.default)).toEqual(DEFAULT_GROUPS);
@@ -26,6 +35,7 @@ describe('Priority Groups list', () => {
 		['a row without a name', { group: [{ name: ' ', weight: 1 }] }, /group 1 has no name/],
 		['a fractional weight', { group: [{ name: 'a', weight: 1.5 }] }, /whole number/],
 		['a weight that is text', { group: [{ name: 'a', weight: 'lots' }] }, /whole number/],
+		['a strict flag that is not a boolean', { group: [{ name: 'a', weight: 1, strict: 'true' }] }, /true or false/],
 	])('%s is an InputError', (_, value, message) => {
 		expect(() => groupsFromRows(value)).toThrow(InputError);
 		expect(() => groupsFromRows(value)).toThrow(message);

@@ -142,7 +142,8 @@ describe('Priority Dequeue node', () => {
 			}),
 		);
 		expect(pool.calls).toEqual([
-			{ text: 'SELECT * FROM "ops".queue_claim($1, $2::text[], $3::integer[], $4, $5, $6)', values: ['jobs', ['vip', 'std'], [3, 1], 25, 60, 120] },
+			// No strict group: the seventh argument is null (the claim's fast path unchanged).
+			{ text: 'SELECT * FROM "ops".queue_claim($1, $2::text[], $3::integer[], $4, $5, $6, $7::text[])', values: ['jobs', ['vip', 'std'], [3, 1], 25, 60, 120, null] },
 		]);
 		expect(out).toEqual([
 			[],
