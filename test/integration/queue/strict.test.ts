@@ -3,14 +3,17 @@
  * claimed oldest first (run_at, id) before any weighted group's, strict groups among themselves in
  * list order; the weighted claim takes the rest of the batch. Checked against the claim without
  * strict (the same tasks come out in another order), under 4 concurrent claimers, with a paused
- * strict group, and through the Dequeue node's Priority Groups parameter.
+ * strict group, after an expired lease, and through the Priority Groups parameter of the Dequeue node
+ * and of the trigger.
  */
 import type { IDataObject } from 'n8n-workflow';
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { dequeue, pause, type ClaimedTask, type GroupWeight } from '../../../src/queue';
 import { closeAllPools } from '../../../src/db/pool';
-import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { advanceQueueClock, DATABASE_URL, queueTestDb, setQueueClock, type QueueTestDb } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
+import { activateTrigger, triggerCredentials, type ActiveTrigger } from '../../helpers/triggerHarness';
+import { waitFor } from '../../helpers/wait';
 
 jest.setTimeout(90_000);
 
@@ -18,12 +21,17 @@ let db: QueueTestDb;
 beforeAll(async () => {
 	db = await queueTestDb(12);
 });
+const active: ActiveTrigger[] = [];
+afterEach(async () => {
+	await Promise.all(active.splice(0).map((t) => t.close()));
+	await setQueueClock(db.pool, db.schema, 0);
+});
 afterAll(async () => {
 	await closeAllPools();
 	await db.drop();
 });
 
-const claim = (queue: string, groups: GroupWeight[], limit = 10) => dequeue(db.pool, db.schema, { queue, limit, leaseSeconds: 60, agingSeconds: 0, groups });
+const claim = (queue: string, groups: GroupWeight[], limit = 10) => dequeue(db.pool, db.ledgerSchema, { queue, limit, leaseSeconds: 60, agingSeconds: 0, groups });
 const ids = (tasks: ClaimedTask[]) => tasks.map((t) => t.taskId);
 
 describe('strict priority groups', () => {
@@ -118,7 +126,7 @@ describe('strict priority groups', () => {
 		const queue = db.queueName('s-pause');
 		const s = await db.fill(queue, 's', 2);
 		const w = await db.fill(queue, 'w', 2);
-		await pause(db.pool, db.schema, [{ queue, group: 's', reason: 'test', by: 'jest' }]);
+		await pause(db.pool, db.ledgerSchema, [{ queue, group: 's', reason: 'test', by: 'jest' }]);
 		const groups = [{ name: 's', weight: 1, strict: true }, { name: 'w', weight: 1 }];
 		expect(ids(await claim(queue, groups))).toEqual(w);
 		expect(await claim(queue, [{ name: 's', weight: 1, strict: true }])).toEqual([]);
@@ -135,6 +143,18 @@ describe('strict priority groups', () => {
 		expect(ids(got)).toEqual([next]);
 		const r = await db.pool.query(`SELECT status, dead_reason FROM "${db.schema}".queue_tasks WHERE id = $1`, [spent]);
 		expect(r.rows[0]).toEqual({ status: 'dead', dead_reason: 'attempts_exhausted' });
+	});
+
+	test('a strict task whose lease expired is served again before a weighted task (the sweep runs before the strict step)', async () => {
+		const queue = db.queueName('s-expired');
+		const groups = [{ name: 's', weight: 1, strict: true }, { name: 'w', weight: 1 }];
+		const [s] = await db.fill(queue, 's', 1);
+		expect(ids(await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 5, agingSeconds: 0, groups }))).toEqual([s]);
+		await db.fill(queue, 'w', 2);
+		await advanceQueueClock(db.pool, db.schema, 6);
+		const got = await claim(queue, groups, 1);
+		expect(ids(got)).toEqual([s]);
+		expect(got[0].attempt).toBe(2);
 	});
 
 	test('SQL: strict names must be distinct listed groups (22023, nothing claimed); the six-argument call still works, one queue_claim exists', async () => {
@@ -171,5 +191,22 @@ describe('strict priority groups', () => {
 			}),
 		);
 		expect(out[1].map((it) => (it.json as IDataObject).taskId)).toEqual(high);
+	});
+
+	test('the trigger\'s Claim Tasks serves a strict group first (the shared Priority Groups parameter)', async () => {
+		const queue = db.queueName('s-trigger');
+		await db.fill(queue, 'low', 2);
+		const high = await db.fill(queue, 'high', 1);
+		const t = await activateTrigger({
+			credentials: triggerCredentials(db.schema),
+			parameters: {
+				queue, mode: 'claim', batchSize: 1, leaseSeconds: 60, useListen: false, pollSeconds: 1, maxInFlight: 1,
+				priorityGroups: { group: [{ name: 'low', weight: 1 }, { name: 'high', weight: 1, strict: true }] }, options: { agingSeconds: 0 },
+			},
+			consumer: async () => 'success',
+		});
+		active.push(t);
+		await waitFor(() => t.emitted.length > 0, { what: 'the first claim', timeoutMs: 10_000 });
+		expect(t.emitted[0].map((i) => i.json.taskId)).toEqual(high);
 	});
 });
