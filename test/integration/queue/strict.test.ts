@@ -102,11 +102,21 @@ describe('strict priority groups', () => {
 		const strict = new Set(await db.fill(queue, 's', 30));
 		const groups = [{ name: 's', weight: 1, strict: true }, { name: 'w1', weight: 2 }, { name: 'w2', weight: 1 }];
 		const all: ClaimedTask[] = [];
+		// Each claim's time span, by task: a weighted task may carry a lower claim_seq than a strict one
+		// only when the two claims ran at the same time (SKIP LOCKED: the strict row was being taken by
+		// the other claim), never when the strict task's claim started after the weighted one's ended.
+		const span = new Map<string, [number, number]>();
 		await Promise.all(
 			[0, 1, 2, 3].map(async () => {
 				for (;;) {
+					const t0 = performance.now();
 					const got = await claim(queue, groups, 3);
+					const t1 = performance.now();
 					if (got.length === 0) return;
+					for (const t of got) span.set(t.taskId, [t0, t1]);
+					// Within one claim every strict task comes before every weighted one.
+					const kinds = got.map((t) => (strict.has(t.taskId) ? 0 : 1));
+					expect(kinds).toEqual([...kinds].sort());
 					all.push(...got);
 				}
 			}),
@@ -117,9 +127,16 @@ describe('strict priority groups', () => {
 		const strictSeqs = seqOf(strict);
 		const weightedSeqs = seqOf(weighted);
 		expect(strictSeqs).toHaveLength(30);
-		const maxStrict = strictSeqs.reduce((m, v) => (v > m ? v : m));
-		const minWeighted = weightedSeqs.reduce((m, v) => (v < m ? v : m));
-		expect(maxStrict < minWeighted).toBe(true);
+		expect(weightedSeqs).toHaveLength(60);
+		const late: string[] = [];
+		for (const st of all.filter((t) => strict.has(t.taskId)))
+			for (const wt of all.filter((t) => weighted.has(t.taskId)))
+				if (BigInt(wt.claimSeq) < BigInt(st.claimSeq)) {
+					const [ws, we] = span.get(wt.taskId)!;
+					const [ss, se] = span.get(st.taskId)!;
+					if (ss > we || ws > se) late.push(`weighted ${wt.taskId} (seq ${wt.claimSeq}) before strict ${st.taskId} (seq ${st.claimSeq}) in claims that did not overlap`);
+				}
+		expect(late).toEqual([]);
 	});
 
 	test('a paused strict group yields nothing; the weighted groups are claimed as usual; a claim of only the paused strict group is empty', async () => {
