@@ -244,12 +244,23 @@ function clusterHandle(f: ClusterFiles): PrivatePostgres {
 			return undefined;
 		}
 	};
+	/**
+	 * Whether the postmaster of postmaster.pid is alive. A postmaster killed by kill9() stays a zombie
+	 * until its parent (this machine's PID 1, not pg_ctl, which has exited) reaps it, and a zombie
+	 * still answers kill(pid, 0): pg_ctl stop would then wait for a process that can never exit. So a
+	 * zombie (state Z in /proc/<pid>/stat) counts as stopped.
+	 */
 	const running = () => {
 		const pid = pidOf();
 		if (!pid) return false;
 		try {
 			process.kill(pid, 0);
-			return true;
+		} catch {
+			return false;
+		}
+		try {
+			const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+			return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 		} catch {
 			return false;
 		}
