@@ -222,15 +222,19 @@ describe('pause and the Priority Dequeue Trigger', () => {
 		expect(claimedAtPause).toBeLessThan(TASKS);
 		// Every claim committed before the pause did is emitted (the trigger hands out what it claimed);
 		// after it, the trigger's wake-ups claim nothing: its next due check ends and nothing more came.
+		// The barrier: a task enqueued into the paused queue notifies the trigger, whose due check then
+		// ends after it (the trigger's own last check may have ended before this point, and its poll is
+		// a minute away).
 		const mark = new Date();
-		await waitFor(async () => (await wakeCheckEndedAfter(mark)) !== null, { what: 'a due check of the trigger after the pause', timeoutMs: 10_000 });
+		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'a', payload: { marker: true } }]);
+		await waitFor(async () => (await wakeCheckEndedAfter(mark)) !== null, { what: 'the due check the notification after the pause caused', timeoutMs: 10_000 });
 		await waitFor(() => t.emitted.flat().length === claimedAtPause, { what: 'the claims committed before the pause to be emitted', timeoutMs: 10_000 });
 		expect(emittedAtPause).toBeLessThanOrEqual(claimedAtPause);
 		expect(await claimedCount()).toBe(claimedAtPause);
 		expect(t.emitted.flat()).toHaveLength(claimedAtPause);
 		await resume(db.pool, db.ledgerSchema, [{ queue, reason: 'go on' }]);
-		await waitFor(() => t.emitted.flat().length === TASKS, { what: 'the trigger to drain the queue after the resume', timeoutMs: 20_000 });
-		expect(new Set(t.emitted.flat().map((i) => i.json.taskId)).size).toBe(TASKS);
+		await waitFor(() => t.emitted.flat().length === TASKS + 1, { what: 'the trigger to drain the queue (and the marker) after the resume', timeoutMs: 20_000 });
+		expect(new Set(t.emitted.flat().map((i) => i.json.taskId)).size).toBe(TASKS + 1);
 	});
 
 	test('Wake Up: a paused group starts no execution, even when its enqueue notifies; Resume starts one at once', async () => {
