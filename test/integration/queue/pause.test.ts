@@ -122,7 +122,7 @@ describe('pause and resume', () => {
 				const tasks = await claim(queue, 2, [{ name: 'a', weight: 1 }]);
 				taken.push({ startedAt, tasks });
 				if (tasks.length > 0) firstClaim();
-				else await new Promise((r) => setTimeout(r, 2));
+				else await new Promise((r) => setImmediate(r)); // an empty claim yields (no wait) and tries again
 			}
 		};
 		const claimers = Array.from({ length: 4 }, claimer);

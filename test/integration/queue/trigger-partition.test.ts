@@ -60,13 +60,14 @@ it(
 				options: {},
 			},
 			// Each execution takes 200 ms, so a claim is on its way whenever the partition starts.
+			// fixed on purpose: simulated work (200 ms an execution)
 			consumer: () => new Promise((r) => setTimeout(() => r('success'), 200)),
 		});
 		await waitFor(() => claimed() >= 10, { what: 'the first claims', timeoutMs: 10_000 });
 
 		proxy.blackhole();
 		const partitionAt = Date.now();
-		await new Promise((r) => setTimeout(r, PARTITION_MS));
+		await new Promise((r) => setTimeout(r, PARTITION_MS)); // real time on purpose: the partition's length is the case under test
 		const duringPartition = trigger.executions.filter((t) => t > partitionAt + 1000).length;
 		proxy.heal();
 		const healAt = Date.now();

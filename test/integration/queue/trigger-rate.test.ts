@@ -49,7 +49,7 @@ async function measure(name: string, o: { parameters: IDataObject; consumer: (qu
 		consumer: o.consumer(queue),
 	});
 	active.push(t);
-	await sleep(WINDOW_MS);
+	await sleep(WINDOW_MS); // real time on purpose: the rate is counted over this window
 	const n = countIn(t.executions, start, WINDOW_MS);
 	await t.close();
 	return { name, executions: n, t };
