@@ -27,7 +27,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startFakeOpenAi, FINAL_RESPONSE_TOOL, type FakeOpenAi } from '../helpers/fakeOpenAi';
 import { startFakeRefundsApi, type FakeRefundsApi } from '../helpers/fakeRefundsApi';
-import { harness, sleep, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { harness, type Json, type N8nInstance } from '../helpers/n8nHarness';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -222,6 +222,22 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		];
 	}
 
+	/**
+	 * The positive barrier before proving an absence: a later approval (a marker customer's, high
+	 * risk) is asked for, parked, rejected by form and finished. Whatever an earlier submission or
+	 * link opening would have set off in n8n has had its turn by then; the marker itself finishes one
+	 * approval execution and writes nothing.
+	 */
+	let markers = 0;
+	async function laterApprovalHandled(): Promise<void> {
+		const m = customer(`marker${++markers}`);
+		await ask(m, `ord-marker-${markers}`, [proposal(m, 120)]);
+		const note = await waitingApproval(m);
+		expect(await submitDecision(note.approvalUrl, 'Reject')).toBe(200);
+		expect(await executionFinished(note.executionId)).toBe('success');
+		expect(postsOf(m)).toHaveLength(0);
+	}
+
 	async function executionStatus(executionId: string): Promise<string | undefined> {
 		const { rows } = await n8nDb.query(`SELECT status FROM execution_entity WHERE id = $1`, [executionId]);
 		return rows[0]?.status;
@@ -345,8 +361,8 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		// saying the form is no longer available) and writes nothing.
 		const late = await submitDecision(note.approvalUrl, 'Approve');
 		log(`an approve submission after the rejection answered ${late}`);
-		await sleep(1000);
-		expect(await finishedApprovals()).toBe(finishedBefore + 1);
+		await laterApprovalHandled();
+		expect(await finishedApprovals()).toBe(finishedBefore + 2); // this one and the marker's
 		expect(postsOf(c)).toHaveLength(0);
 		expect(await ledgerRows(c)).toEqual([]);
 	}, 180_000);
@@ -360,7 +376,7 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		log(`bot GETs of the approval link and the old-style links answered ${bot.join(', ')}`);
 		// The approval link itself shows the form (200) and decides nothing.
 		expect(bot[0]).toBe(200);
-		await sleep(1500);
+		await laterApprovalHandled();
 		expect(await executionStatus(note.executionId)).toBe('waiting');
 		expect(postsOf(c)).toHaveLength(0);
 		expect(await ledgerRows(c)).toEqual([]);
@@ -378,8 +394,8 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		const again = await submitDecision(note.approvalUrl, 'Approve');
 		log(`a second approve submission answered ${again}`);
 		await botOpens(linksABotMightOpen(note.approvalUrl));
-		await sleep(1000);
-		expect(await finishedApprovals()).toBe(finished);
+		await laterApprovalHandled();
+		expect(await finishedApprovals()).toBe(finished + 1); // the marker's only
 		expect(postsOf(c)).toHaveLength(1);
 		expect(await ledgerRows(c)).toHaveLength(1);
 	}, 180_000);
@@ -392,7 +408,7 @@ describe('agent proposes, policy decides, ledger writes (real n8n, real AI Agent
 		log(`two simultaneous approve submissions answered ${answers.join(' and ')}`);
 		expect(answers).toContain(200);
 		expect(await executionFinished(note.executionId)).toBe('success');
-		await sleep(1000);
+		await laterApprovalHandled();
 		expect(postsOf(c)).toHaveLength(1);
 		expect(refundsOf(c)).toHaveLength(1);
 		const rows = await ledgerRows(c);

@@ -21,7 +21,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { harness, nodeRequire, sleep, type CliResult, type Json, type N8nInstance, type RunResult } from '../helpers/n8nHarness';
+import { harness, nodeRequire, type CliResult, type Json, type N8nInstance, type RunResult } from '../helpers/n8nHarness';
+import { waitFor } from '../helpers/wait';
 
 // The harness is plain ESM (scripts/lib/*.mjs); see idempotent-payment.test.ts for why it is
 // loaded with Node's own require().
@@ -243,30 +244,28 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 		const ids = posted.map((p) => p.answer.taskId);
 		const t0 = Date.now();
 		let settled: { archived: Json[]; live: Json[] } = { archived: [], live: [] };
-		for (;;) {
+		const isSettled = async () => {
 			const archived = (
 				await pg.query(`SELECT * FROM "${schema}".queue_tasks_archive WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])
 			).rows;
 			const live = (await pg.query(`SELECT * FROM "${schema}".queue_tasks WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).rows;
 			settled = { archived, live };
-			const open = live.filter((r) => r.status !== 'dead');
-			if (open.length === 0 && archived.length + live.length === ids.length) break;
-			if (Date.now() - t0 > SETTLE_TIMEOUT_MS) {
-				throw new Error(
-					`Not settled after ${SETTLE_TIMEOUT_MS} ms: ${JSON.stringify(open.map((r) => ({ id: r.id, status: r.status, attempts: r.attempts, last_error: r.last_error })))}\n` +
-						`--- n8n log (tail) ---\n${n8n!.logTail(80)}`,
-				);
-			}
-			await sleep(500);
-		}
+			return live.every((r) => r.status === 'dead') && archived.length + live.length === ids.length;
+		};
+		await waitFor(isSettled, { what: `all ${ids.length} tasks settled`, timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 500 }).catch((e: Error) => {
+			const open = settled.live.filter((r) => r.status !== 'dead');
+			throw new Error(
+				`${e.message}: ${JSON.stringify(open.map((r) => ({ id: r.id, status: r.status, attempts: r.attempts, last_error: r.last_error })))}\n` +
+					`--- n8n log (tail) ---\n${n8n!.logTail(80)}`,
+			);
+		});
 		log(`all ${ids.length} tasks settled ${Date.now() - t0} ms after the burst's answers`);
 
-		// Let n8n finish writing the executions that settled them.
-		for (let i = 0; i < 60; i++) {
-			const { rows } = await n8nDb!.query(`SELECT count(*)::int AS n FROM execution_entity WHERE status IN ('new', 'running', 'waiting')`);
-			if (rows[0].n === 0) break;
-			await sleep(500);
-		}
+		// n8n has finished writing the executions that settled them.
+		await waitFor(
+			async () => (await n8nDb!.query(`SELECT count(*)::int AS n FROM execution_entity WHERE status IN ('new', 'running', 'waiting')`)).rows[0].n === 0,
+			{ what: 'no n8n execution new, running or waiting', timeoutMs: 30_000, intervalMs: 500 },
+		);
 
 		// Every good task: one archive row, succeeded at the first attempt, with the worker's result.
 		const byId = new Map(settled.archived.map((r) => [String(r.id), r]));

@@ -33,7 +33,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fakeOpenAi';
 import { startFakeTarget, type FakeTarget } from '../helpers/fakeTarget';
-import { harness, sleep, type Json, type N8nInstance } from '../helpers/n8nHarness';
+import { harness, type Json, type N8nInstance } from '../helpers/n8nHarness';
 import { waitFor } from '../helpers/wait';
 import { ownerSession, outputsOf, takenOf, type Execution, type N8nRest } from '../helpers/n8nRest';
 
@@ -310,6 +310,7 @@ describe('recovery paths in a real n8n: every write once', () => {
 	}, 15 * 60_000);
 
 	afterAll(async () => {
+		for (const c of heldLocks) await c.end().catch(() => undefined);
 		await n8nDb?.end().catch(() => undefined);
 		await n8n?.cleanup().catch(() => undefined);
 		await pg?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
@@ -324,15 +325,35 @@ describe('recovery paths in a real n8n: every write once', () => {
 	const writesOf = (orderId: string) => target.writes().filter((w) => (w.body as Json)?.customerId === `cus_${orderId}` || (w.body as Json)?.orderId === orderId);
 	const row = async (key: string) => (await pg.query(`SELECT status, attempt, external_ref, possible_duplicate_at FROM "${schema}".operations WHERE operation_key = $1`, [key])).rows[0];
 
-	/** Holds the ledger row of `key` locked from another session for `ms` once the target committed the next write. */
-	function lockDuringAnswer(key: string, ms = 2500) {
+	/** Lock holders not let go yet (a failed case's; afterAll ends them before dropping the schema). */
+	const heldLocks = new Set<Client>();
+	/**
+	 * Holds the ledger row of `key` locked from another session once the target committed the next
+	 * write, so the node cannot record the answer; `release()` (after the execution failed) commits
+	 * and lets the row go. Throws from release() when the target never answered a write.
+	 */
+	function lockDuringAnswer(key: string): { release(): Promise<void> } {
+		let held: Promise<Client> | null = null;
 		target.beforeAnswer = async () => {
 			target.beforeAnswer = null;
-			const c = new Client({ connectionString: DATABASE_URL });
-			await c.connect();
-			await c.query('BEGIN');
-			await c.query(`SELECT 1 FROM "${schema}".operations WHERE operation_key = $1 FOR UPDATE`, [key]);
-			setTimeout(() => void c.query('COMMIT').finally(() => c.end()), ms);
+			held = (async () => {
+				const c = new Client({ connectionString: DATABASE_URL });
+				await c.connect();
+				heldLocks.add(c);
+				await c.query('BEGIN');
+				await c.query(`SELECT 1 FROM "${schema}".operations WHERE operation_key = $1 FOR UPDATE`, [key]);
+				return c;
+			})();
+			await held;
+		};
+		return {
+			async release() {
+				if (!held) throw new Error(`the lock on ${key} was never taken (no write reached the target)`);
+				const c = await held;
+				heldLocks.delete(c);
+				await c.query('COMMIT');
+				await c.end();
+			},
 		};
 	}
 
@@ -431,13 +452,13 @@ describe('recovery paths in a real n8n: every write once', () => {
 	test('idempotent-payment: an execution that failed at Charge Payment, retried with the original and with the saved workflow: one write', async () => {
 		const o = order('retry');
 		await setOrder(o);
-		lockDuringAnswer(`payment:charge:${o}:v1`);
+		const lock = lockDuringAnswer(`payment:charge:${o}:v1`);
 		const failed = await runFrom('idempotent-payment', MANUAL_TRIGGER);
 		expect(failed.status).toBe('error');
 		expect(failed.lastNodeExecuted).toBe('Charge Payment');
 		expect(failed.error?.message).toMatch(/were sent but their answers could not be recorded/);
 		expect(writesOf(o)).toHaveLength(1);
-		await sleep(2700);
+		await lock.release(); // the execution has failed: let the row go, then retry
 		for (const retried of await retryBoth(failed)) {
 			expect(takenOf(retried, 'Charge Payment')).toEqual([G.inProgress]);
 			expect(outputsOf(retried, 'Charge Payment')[G.inProgress][0].ledger.nextStep).toMatch(/wait until the lease has ended/);
@@ -480,11 +501,11 @@ describe('recovery paths in a real n8n: every write once', () => {
 
 	test('payment webhook: a production execution that failed at Charge Payment, retried both ways: one write', async () => {
 		const o = order('hookretry');
-		lockDuringAnswer(`payment:charge:${o}:v1`);
+		const lock = lockDuringAnswer(`payment:charge:${o}:v1`);
 		const failed = await hook('rp-pay', { orderId: o, customerId: `cus_${o}`, amount: 300, currency: 'EUR' }, {}, 'payment-webhook');
 		expect(failed.status).toBe('error');
 		expect(failed.lastNodeExecuted).toBe('Charge Payment');
-		await sleep(2700);
+		await lock.release(); // the execution has failed: let the row go, then retry
 		for (const retried of await retryBoth(failed)) expect(takenOf(retried, 'Charge Payment')).toEqual([G.inProgress]);
 		expect(writesOf(o)).toHaveLength(1);
 	}, 5 * 60_000);
@@ -582,11 +603,11 @@ describe('recovery paths in a real n8n: every write once', () => {
 		expect(refused.status).toBeGreaterThanOrEqual(400);
 
 		const o2 = order('continue-confirm');
-		lockDuringAnswer(`payment:charge:${o2}:v1`);
+		const lock = lockDuringAnswer(`payment:charge:${o2}:v1`);
 		const failed = await hook('rp-separate-continue', { orderId: o2, amount: 100 }, {}, 'separate-write-continue');
 		expect(failed.status).toBe('error');
 		expect(failed.lastNodeExecuted).toBe('Confirm Operation');
-		await sleep(2700);
+		await lock.release(); // the execution has failed: let the row go, then retry
 		const [first2, second2] = await retryBoth(failed);
 		// The write did not run again (its stored output fed Confirm). Confirm cannot see that: a
 		// report from another execution than the lease's may come from a re-run write, so it goes To
@@ -635,12 +656,12 @@ describe('recovery paths in a real n8n: every write once', () => {
 
 	test('agent: an execution that failed at Issue Refund, retried both ways: one refund', async () => {
 		const c = `cus_retry_${tag}`;
-		lockDuringAnswer(refundKey(c, 'ord-a2', '30.00'));
+		const lock = lockDuringAnswer(refundKey(c, 'ord-a2', '30.00'));
 		const failed = await ask(c, 'ord-a2', [proposal(c, 30)]);
 		expect(failed.execution.status).toBe('error');
 		expect(failed.execution.lastNodeExecuted).toBe('Issue Refund');
 		expect(refundsOf(c)).toHaveLength(1);
-		await sleep(2700);
+		await lock.release(); // the execution has failed: let the row go, then retry
 		for (const retried of await retryBoth(failed.execution)) expect(takenOf(retried, 'Issue Refund')).toEqual([G.inProgress]);
 		expect(refundsOf(c)).toHaveLength(1);
 		expect(model.pending()).toBe(0);
@@ -708,13 +729,13 @@ describe('recovery paths in a real n8n: every write once', () => {
 		const c = `cus_apretry_${tag}`;
 		await ask(c, 'ord-a4', [proposal(c, 130)]);
 		const note = await waitingApproval(c);
-		lockDuringAnswer(refundKey(c, 'ord-a4', '130.00'));
+		const lock = lockDuringAnswer(refundKey(c, 'ord-a4', '130.00'));
 		expect(await submit(note.approvalUrl)).toBeLessThan(500);
 		const failed = await rest.finished(note.executionId);
 		expect(failed.status).toBe('error');
 		expect(failed.lastNodeExecuted).toBe('Issue Refund');
 		expect(refundsOf(c)).toHaveLength(1);
-		await sleep(2700);
+		await lock.release(); // the execution has failed: let the row go, then retry
 		for (const retried of await retryBoth(failed)) expect(takenOf(retried, 'Issue Refund')).toEqual([G.inProgress]);
 		expect(refundsOf(c)).toHaveLength(1);
 	}, 5 * 60_000);
