@@ -140,7 +140,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 	test('rate: no execution for work of a group its consumer does not claim; a consumer that claims nothing is backed off', async () => {
 		// Both triggers were activated with their task already due; measure 10 s from now.
 		const from = Date.now();
-		await sleep(10_000);
+		await sleep(10_000); // real time on purpose: executions are counted over a 10 s window (a rate)
 		const other = (await executionTimes(WF.other)).filter((t) => t >= from && t < from + 10_000).length;
 		const empty = (await executionTimes(WF.empty)).filter((t) => t >= from && t < from + 10_000).length;
 		const totalEmpty = (await executionTimes(WF.empty)).length;
@@ -154,6 +154,7 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 	test('lifetime: claims after idling past the pool idle timeout, and after its backends are killed', async () => {
 		await waitFor(() => listening(Q.claim), { what: 'the LISTEN connection', timeoutMs: 30_000, intervalMs: 100 });
 		// Many sweeps (idle 1 s, sweep every 250 ms) while nothing happens on this queue.
+		// real time on purpose: idling past the pool's idle timeout is the case under test
 		await sleep(4000);
 		const before = (await executionTimes(WF.claim)).length;
 		await enqueue(ledger, ledgerSchema(schema), [{ queue: Q.claim, group: 'high', payload: { n: 'after-idle' } }]);
