@@ -145,7 +145,7 @@ const description: INodeProperties[] = [
 				name: 'statusOverrides',
 				type: 'string',
 				default: '',
-				placeholder: '409=failed, 402=failed_retryable',
+				placeholder: 'e.g. 409=failed, 402=failed_retryable',
 				description:
 					'With Outcome From "HTTP Request Result": change the classification of single status codes. Comma-separated code=verdict pairs, verdict one of succeeded, failed, failed_retryable, unknown. Default table: docs/http-classification.md.',
 			},

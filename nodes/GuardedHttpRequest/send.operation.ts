@@ -100,7 +100,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		required: true,
-		placeholder: 'https://api.example.com/v1/payments',
+		placeholder: 'e.g. https://api.example.com/v1/payments',
 		description: 'Absolute http(s) URL. Put user names, passwords and tokens in a credential (Authentication), not here.',
 	},
 	{
@@ -201,7 +201,7 @@ const description: INodeProperties[] = [
 		name: 'target',
 		type: 'string',
 		default: '',
-		placeholder: 'payments-api',
+		placeholder: 'e.g. payments-api',
 		description: "Name of the outside system, stored for Reconcile Unknown's lookups. Empty: the URL's host.",
 	},
 	{
@@ -265,7 +265,7 @@ const description: INodeProperties[] = [
 				name: 'statusOverrides',
 				type: 'string',
 				default: '',
-				placeholder: '409=failed, 402=failed_retryable',
+				placeholder: 'e.g. 409=failed, 402=failed_retryable',
 				description:
 					'Change how single status codes are read: comma-separated code=verdict pairs, verdict one of succeeded, failed, failed_retryable, unknown. Default table: docs/http-classification.md.',
 			},

@@ -14,7 +14,7 @@ export const operationKeyParameter: INodeProperties = {
 		type: 'string',
 		default: '',
 		required: true,
-		placeholder: 'payment:charge:order-1001:v1',
+		placeholder: 'e.g. payment:charge:order-1001:v1',
 		description: 'The business key the operation was reserved with',
 };
 

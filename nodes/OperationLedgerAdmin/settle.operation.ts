@@ -43,7 +43,7 @@ const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		required: true,
-		placeholder: 'alice@example.com',
+		placeholder: 'e.g. alice@example.com',
 		description: 'The person who decides (stored on the operation and in the event log)',
 	},
 	{

@@ -45,7 +45,7 @@ const description: INodeProperties[] = [
 		name: 'runAt',
 		type: 'string',
 		default: '',
-		placeholder: '2030-12-01T10:00:00Z',
+		placeholder: 'e.g. 2030-12-01T10:00:00Z',
 		description: 'When the task may run again: ISO-8601 (no offset = UTC). Empty or past: now, by the queue\'s clock.',
 		displayOptions: later,
 	},

@@ -41,7 +41,7 @@ export const claimProperties: INodeProperties[] = [
 		name: 'target',
 		type: 'string',
 		default: '',
-		placeholder: 'payments-api',
+		placeholder: 'e.g. payments-api',
 		description: 'Only claim operations for this target (as given to Reserve Operation). Empty: all targets.',
 	},
 ];

@@ -66,7 +66,7 @@ export const resolveProperties: INodeProperties[] = [
 		name: 'statusOverrides',
 		type: 'string',
 		default: '',
-		placeholder: '404=still_unknown, 403=still_unknown',
+		placeholder: 'e.g. 404=still_unknown, 403=still_unknown',
 		description:
 			'Change how a lookup answer is read, per status code: comma-separated code=resolution pairs, resolution one of happened, not_happened, still_unknown. Default: 2xx with a reference happened, 404 and 410 not_happened, anything else still_unknown. Use not_happened only for answers that prove the target has no such write.',
 		displayOptions: { show: { lookupSource: ['httpLookup'] } },

@@ -43,7 +43,7 @@ const description: INodeProperties[] = [
 		name: 'target',
 		type: 'string',
 		default: '',
-		placeholder: 'payments-api',
+		placeholder: 'e.g. payments-api',
 		description: 'Name of the outside system the write goes to. Stored for Reconcile Unknown lookups.',
 	},
 	{

@@ -29,7 +29,7 @@ export function priorityGroupsProperty(show: IDisplayOptions['show'] | undefined
 						name: 'name',
 						type: 'string',
 						default: '',
-						placeholder: 'high',
+						placeholder: 'e.g. high',
 						description: 'The group as producers name it (Enqueue\'s Priority Group)',
 					},
 					{
