@@ -96,14 +96,16 @@ function n8nEnvironment({ rt, server, dbName, userFolder, port, brokerPort, encr
 // The package
 
 /**
- * Installs the package tarball the way the Community Nodes UI does: `npm install` into `nodesDir`
- * (peer dependencies omitted, no install scripts). Returns the installed package's folder; throws
- * with the log tail when npm fails or the package is not there afterwards.
+ * Installs the package tarball as the README tells users to: `npm install` into `nodesDir` with
+ * peer dependencies not resolved at all (`--legacy-peer-deps`, as n8n's own installer strips them
+ * from package.json; `--omit=peer` still reads n8n-workflow's whole tree from the registry) and no
+ * install scripts. Returns the installed package's folder; throws with the log tail when npm fails
+ * or the package is not there afterwards.
  */
 async function installPackage({ tarball, nodesDir, logFile, note }) {
 	writeFileSync(path.join(nodesDir, 'package.json'), `${JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }, null, 2)}\n`);
-	note(`$ npm install ${tarball} --omit=peer --ignore-scripts`);
-	const r = await run('npm', ['install', tarball, '--omit=peer', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=warn'], {
+	note(`$ npm install ${tarball} --legacy-peer-deps --ignore-scripts`);
+	const r = await run('npm', ['install', tarball, '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=warn'], {
 		cwd: nodesDir,
 		logFile,
 		timeoutMs: 5 * 60_000,
