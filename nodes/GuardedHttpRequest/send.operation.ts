@@ -1,7 +1,7 @@
 /**
  * Guarded HTTP Request: reserve, send, record, in one node (the node's one operation;
  * nodes/shared/router.ts). The rules of the request are the core's (src/ledger/guardedHttp.ts);
- * docs/guarded-http-request.md describes the node for users.
+ * docs/nodes/GuardedHttpRequest.md describes the node for users.
  *
  * Per group of *Parallel Requests* items: one reserve_operations round trip; the items that got a
  * lease are sent at once with n8n's request helper (this.helpers.httpRequest, or

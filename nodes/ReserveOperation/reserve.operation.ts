@@ -215,8 +215,8 @@ function customRequest(fns: IExecuteFunctions, i: number): unknown {
 
 /**
  * A run from the editor (Execute step / Execute workflow, mode "manual") writes to the real ledger.
- * Shows a hint in the output pane saying so and how to clear a test reservation (README, "Clearing
- * a test reservation"). `addExecutionHints` exists in n8n-workflow 2.x; older hosts skip the hint.
+ * Shows a hint in the output pane saying so and how to clear a test reservation (docs/nodes/ReserveOperation.md,
+ * "Clearing a test reservation"). `addExecutionHints` exists in n8n-workflow 2.x; older hosts skip the hint.
  */
 function addManualRunHint(fns: IExecuteFunctions, count: number): void {
 	if (typeof fns.addExecutionHints !== 'function') return;
@@ -226,7 +226,7 @@ function addManualRunHint(fns: IExecuteFunctions, count: number): void {
 		message:
 			`This manual run made ${count} real reservation(s) in the ledger: a later run with the same operation key answers In Progress, ` +
 			'and Reconcile once the lease ends. To clear a test reservation, record its outcome with Confirm Operation ' +
-			'(Outcome: Failed, Retryable on), or use a key with a test Version (e.g. v-test-1). See "Clearing a test reservation" in the README.',
+			'(Outcome: Failed, Retryable on), or use a key with a test Version (e.g. v-test-1). See "Clearing a test reservation" in docs/nodes/ReserveOperation.md on the package\'s GitHub page.',
 	});
 }
 

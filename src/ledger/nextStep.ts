@@ -1,7 +1,7 @@
 /**
  * What to do next, in one sentence per answer: the `ledger.nextStep` text the nodes put on every
  * item that did not get a go-ahead, so the item itself says which tool settles it. The steps are
- * the ones that work after a crash or a failed write (README, "After a crash or a failed write"):
+ * the ones that work after a crash or a failed write (docs/recovery.md, "After a crash or a failed write"):
  * n8n's own Retry re-runs nodes from stored outputs and never asks the ledger again, so it is
  * never the step for an operation whose outcome is unknown.
  */

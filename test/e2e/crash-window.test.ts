@@ -218,7 +218,7 @@ describe('the crash window in a real n8n', () => {
 	let mainProc: N8nProcess;
 	let queueMode = false;
 	let rest: N8nRest;
-	/** What n8n's two Retry buttons did with the killed execution (issue 24), for the log and the README. */
+	/** What n8n's two Retry buttons did with the killed execution (issue 24), for the log and docs/recovery.md. */
 	const retrySeen: string[] = [];
 	const schema = `crash_${randomBytes(5).toString('hex')}`;
 	const table: CaseRow[] = [];

@@ -71,7 +71,7 @@ describe('partial runs from the editor', () => {
 
 	// n8n's partial execution reuses the earlier output of nodes that are not dirty: "Execute step"
 	// on a node after Reserve hands it Reserve's earlier Proceed item again, with the same
-	// idempotency key. Nothing in a node can prevent that; the README says so, and it is why the
+	// idempotency key. Nothing in a node can prevent that; docs/recovery.md says so, and it is why the
 	// write must carry ledger.idempotencyKey.
 	test('Execute step on a node after Reserve reuses Reserve\'s earlier output (documented)', async () => {
 		const w = build(`eng${process.pid}:partial:3`, false);

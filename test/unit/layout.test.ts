@@ -1,5 +1,5 @@
 /**
- * The layout rules of docs in README "How the code is laid out", checked by reading the files (the
+ * The layout rules of CONTRIBUTING.md "How the code is laid out", checked by reading the files (the
  * ESLint rules in eslint.config.mjs say the same; this test also fails when the lint config loses them):
  * - src/ (the core) imports nothing of n8n and nothing of nodes/;
  * - nodes/ holds no SQL statement;

@@ -1,5 +1,5 @@
--- The lock-wait budget of one batch (docs/queue.md, "Every wait and its bound"; README, "Lock
--- Timeout"): a function that may wait for several row locks calls this once at its start and
+-- The lock-wait budget of one batch (docs/queue.md, "Every wait and its bound"; the credential's
+-- Lock Timeout, docs/credentials.md): a function that may wait for several row locks calls this once at its start and
 -- ol_lock_budget(deadline) before each further statement that may wait, so that all its waits
 -- together last at most about one lock_timeout (the caller's, SET LOCAL by src/db/bounds.ts), not
 -- one lock_timeout per key. Returns clock_timestamp() + lock_timeout, or 'infinity' when
