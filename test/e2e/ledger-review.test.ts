@@ -2,7 +2,7 @@
  * workflows/ledger-review.json in a real n8n (issue 16): a person settles operations in review
  * through n8n's own Form Trigger and Form nodes, driven over HTTP exactly as the browser does
  * (multipart POSTs of field-N values, the form-waiting URL with its signature, the execution-status
- * poll). The package is packed and installed the way the Community Nodes UI installs it; the
+ * poll). The package is packed and installed with npm into .n8n/nodes (docs/install.md); the
  * workflow is imported unchanged and its credential connects as the OPERATOR role of
  * schema/security/operator_role.sql (Apply Schema Automatically off), not as a superuser.
  *

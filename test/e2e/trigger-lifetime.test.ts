@@ -1,6 +1,6 @@
 /**
  * The Priority Dequeue Trigger in a real n8n 2.33.7 process (issue 10, items 3 and 4), with the
- * package packed and installed as the Community Nodes UI installs it:
+ * package packed and installed with npm into .n8n/nodes (docs/install.md's route):
  *   - lifetime: n8n runs with the pool idle timeout shortened by environment
  *     (OPERATION_LEDGER_POOL_IDLE_MS=1000, _SWEEP_MS=250; defaults 5 min and 30 s) and one pool per
  *     process (OPERATION_LEDGER_MAX_POOLS=1, default 32), so the pools of its two credentials evict

@@ -1,5 +1,5 @@
-// One n8n "installation" for a test or the demo: a user folder with this package installed as the
-// Community Nodes UI installs it, its own database, its configuration, its CLI and its long-running
+// One n8n "installation" for a test or the demo: a user folder with this package's tarball
+// installed into .n8n/nodes with npm (docs/install.md's route), its own database, its configuration, its CLI and its long-running
 // processes. createN8nInstance (at the end) puts the parts below together.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
