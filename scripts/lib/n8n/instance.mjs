@@ -1,6 +1,6 @@
 // One n8n "installation" for a test or the demo: a user folder with this package's tarball
-// installed into .n8n/nodes with npm (docs/install.md's route), its own database, its configuration, its CLI and its long-running
-// processes. createN8nInstance (at the end) puts the parts below together.
+// installed into .n8n/nodes with npm (docs/install.md's route), its own database, its
+// configuration, its CLI and its long-running processes. createN8nInstance (at the end) puts the parts below together.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
