@@ -104,7 +104,7 @@ export const LIMITS = {
 	/** The most recent dead tasks listed (listDead). SQL: queue_list_dead. */
 	listDeadLimit: { min: 1, max: 1000, default: 10 },
 	/** Requeue Dead (by queue): most dead tasks requeued. SQL: queue_requeue_dead. */
-	requeueDeadLimit: { min: 1, max: 10_000, default: 100 },
+	requeueDeadLimit: { min: 1, max: 10_000, default: 50 },
 	/** Purge: most tasks deleted per call. SQL: queue_purge. */
 	purgeLimit: { min: 1, max: 100_000, default: 10_000 },
 	/** Purge: retention of dead and archived tasks, seconds (100 years: now() minus more could leave the timestamp range). SQL: queue_purge. */

@@ -4,6 +4,13 @@ import { asJson, type QueueOperation } from './common';
 import { preparePurgeOptions, purge } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
+import { LIMITS } from '../shared/limits';
+
+const DAY = 86_400;
+/** Retention in days as the editor shows it: -1 keeps the tasks; the most is the core's bound in seconds, in whole days. */
+const RETENTION_DAYS = { minValue: -1, maxValue: Math.floor(LIMITS.purgeRetentionSeconds.max / DAY) };
+const DEAD_RETENTION_DAYS = 30;
+const ARCHIVE_RETENTION_DAYS = 14;
 
 const description: INodeProperties[] = [
 	{
@@ -17,27 +24,25 @@ const description: INodeProperties[] = [
 		displayName: 'Dead Retention (Days)',
 		name: 'deadRetentionDays',
 		type: 'number',
-		typeOptions: { minValue: -1 },
-		default: 30,
+		typeOptions: RETENTION_DAYS,
+		default: DEAD_RETENTION_DAYS,
 		description: 'Dead tasks dead for longer than this move to the archive (they can no longer be requeued). -1 keeps them.',
 	},
 	{
 		displayName: 'Archive Retention (Days)',
 		name: 'archiveRetentionDays',
 		type: 'number',
-		typeOptions: { minValue: -1 },
-		default: 14,
+		typeOptions: RETENTION_DAYS,
+		default: ARCHIVE_RETENTION_DAYS,
 		description: 'Finished tasks (succeeded, and archived dead tasks) older than this are deleted. -1 keeps them.',
 	},
 ];
 
-const DAY = 86_400;
-
 /** One bounded retention pass per execution (item 0's parameters). */
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
 	const { prepared, errorItems } = prepareItems(this, items.slice(0, 1), (i) => {
-		const dead = Number(this.getNodeParameter('deadRetentionDays', i, 30));
-		const archive = Number(this.getNodeParameter('archiveRetentionDays', i, 14));
+		const dead = Number(this.getNodeParameter('deadRetentionDays', i, DEAD_RETENTION_DAYS));
+		const archive = Number(this.getNodeParameter('archiveRetentionDays', i, ARCHIVE_RETENTION_DAYS));
 		return preparePurgeOptions({
 			queue: this.getNodeParameter('queue', i, '') as string,
 			deadAfterSeconds: dead < 0 ? null : dead * DAY,

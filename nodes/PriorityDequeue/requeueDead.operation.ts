@@ -4,6 +4,7 @@ import { asJson, queueField, type QueueOperation } from './common';
 import { prepareRequeueByIdInput, prepareRequeueDeadOptions, requeueDead, requeueDeadByIds } from '../../src/queue';
 import { getLedgerConnection } from '../shared/connection';
 import { batchFailure, prepareItems } from '../shared/items';
+import { LIMITS, numberRange } from '../shared/limits';
 
 const description: INodeProperties[] = [
 	queueField(),
@@ -45,8 +46,8 @@ const description: INodeProperties[] = [
 		displayName: 'Limit',
 		name: 'limit',
 		type: 'number',
-		typeOptions: { minValue: 1 },
-		default: 50,
+		typeOptions: numberRange(LIMITS.requeueDeadLimit),
+		default: LIMITS.requeueDeadLimit.default,
 		description: 'Max number of results to return',
 		displayOptions: { show: { requeueScope: ['oldest'] } },
 	},
@@ -64,7 +65,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			prepareRequeueDeadOptions({
 				queue: this.getNodeParameter('queue', i) as string,
 				group: (this.getNodeParameter('priorityGroup', i, '') as string) || null,
-				limit: Number(this.getNodeParameter('limit', i, 50)),
+				limit: Number(this.getNodeParameter('limit', i, LIMITS.requeueDeadLimit.default)),
 			}),
 		);
 		if (prepared.length === 0) return [errorItems];

@@ -13,7 +13,7 @@ export interface RequeueDeadOptions {
 	taskIds?: Array<string | number>;
 	/** Only dead tasks of this group (when taskIds is omitted). */
 	group?: string | null;
-	/** At most this many (when taskIds is omitted; 1 to 10,000, default 100). */
+	/** At most this many (when taskIds is omitted; 1 to 10,000, default 50). */
 	limit?: number;
 }
 
@@ -41,7 +41,7 @@ interface Row {
 
 /**
  * Checks requeue options (queue name; task ids as checkTaskId; group name or null; limit 1 to
- * 10,000, default 100) and returns them normalised, prepared (prepared.ts). Throws InputError.
+ * 10,000, default 50) and returns them normalised, prepared (prepared.ts). Throws InputError.
  */
 export function prepareRequeueDeadOptions(options: RequeueDeadOptions): RequeueDeadOptions {
 	return markPrepared({

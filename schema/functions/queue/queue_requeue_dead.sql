@@ -1,5 +1,5 @@
 -- Requeue dead tasks by hand: the given ids (p_ids not null) or the oldest dead tasks of p_queue
--- (optionally one group), at most p_limit (1 to 10,000; null 100). A requeued task is pending now
+-- (optionally one group), at most p_limit (1 to 10,000; null 50). A requeued task is pending now
 -- with attempts 0 and requeues + 1; its last_error stays for the record, dead_reason is cleared and
 -- lease_end becomes 'requeued' (a late settle from its last lease is told so).
 -- Outcomes per task: requeued | skipped_live_duplicate | not_dead | not_found.
@@ -43,7 +43,7 @@ BEGIN
         PERFORM ol_check_texts('priority group', NULL, ARRAY[p_group], 'name', 100);
     END IF;
     IF p_ids IS NULL THEN
-        PERFORM ol_check_numbers('the limit', NULL, ARRAY[coalesce(p_limit, 100)::double precision], 1, 10000, true);
+        PERFORM ol_check_numbers('the limit', NULL, ARRAY[coalesce(p_limit, 50)::double precision], 1, 10000, true);
     END IF;
     IF p_ids IS NOT NULL THEN
         IF cardinality(p_ids) > 10000 THEN
@@ -56,7 +56,7 @@ BEGIN
                            WHERE x.queue = p_queue AND x.status = 'dead'
                              AND (p_group IS NULL OR x.priority_group = p_group)
                            ORDER BY x.dead_at, x.id
-                           LIMIT coalesce(p_limit, 100)) s
+                           LIMIT coalesce(p_limit, 50)) s
                         ORDER BY s.id);
     END IF;
     -- Lock every task of the batch at once, in id order.

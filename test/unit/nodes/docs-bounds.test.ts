@@ -87,3 +87,11 @@ test.each(pages.map((p) => [p.dir, p] as const))('docs/nodes/%s.md lists the num
 	expect(at).not.toBeNull();
 	expect(text.slice(at!.start, at!.end).trimEnd()).toBe(want.trimEnd());
 });
+
+// A number the editor lets through unbounded reaches the core's check as an item error at run
+// time, or, where the node forgot the core's bound, is a second copy of it that drifts (Requeue
+// Dead's Limit once said "1 to …, 50" while the core took 1 to 10,000, default 100).
+test.each(pages.map((p) => [p.dir, p] as const))('%s: every number parameter has both editor bounds', (_dir, { node }) => {
+	const open = numberRows(node.description.properties, '', 'all').filter((r) => r.range === 'any' || r.range.includes('…'));
+	expect(open).toEqual([]);
+});
