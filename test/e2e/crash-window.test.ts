@@ -28,7 +28,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
-import { harness, sleep, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { setLedgerClock } from '../helpers/db';
+import { harness, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
 import { waitFor } from '../helpers/wait';
 import { ownerSession, type N8nRest } from '../helpers/n8nRest';
 
@@ -222,6 +223,8 @@ describe('the crash window in a real n8n', () => {
 	const retrySeen: string[] = [];
 	const schema = `crash_${randomBytes(5).toString('hex')}`;
 	const table: CaseRow[] = [];
+	/** Seconds the ledger's clock (ledger_now()) of `schema` stands ahead of real time; see reconcile(). */
+	let ledgerClockOffset = 0;
 
 	beforeAll(async () => {
 		api = await startFakePaymentsApi();
@@ -316,24 +319,33 @@ describe('the crash window in a real n8n', () => {
 
 	async function post(pathname: string, body: Json): Promise<Response> {
 		// n8n answers /healthz/readiness before it has activated published workflows: a webhook
-		// can answer 404 for a few seconds after start. Retry that only.
-		let res: Response;
-		for (let attempt = 0; ; attempt++) {
-			res = await fetch(`${main.url}${pathname}`, {
-				method: 'POST',
-				headers: { 'content-type': 'application/json' },
-				body: JSON.stringify(body),
-			});
-			if (res.status !== 404 || attempt >= 60) break;
-			await res.arrayBuffer();
-			await sleep(500);
-		}
+		// can answer 404 for a few seconds after start. Wait for the webhook to be there (it answers
+		// anything but 404), and only for that.
+		const res = await waitFor(
+			async () => {
+				const r = await fetch(`${main.url}${pathname}`, {
+					method: 'POST',
+					headers: { 'content-type': 'application/json' },
+					body: JSON.stringify(body),
+				});
+				if (r.status !== 404) return r;
+				await r.arrayBuffer();
+				return undefined;
+			},
+			{ what: `the webhook ${pathname} to be registered (an answer other than 404)`, timeoutMs: 30_000, intervalMs: 500 },
+		);
 		if (res.status >= 300) throw new Error(`POST ${pathname} answered ${res.status}: ${await res.text()}\n${main.logTail(40)}`);
 		return res;
 	}
 
+	/**
+	 * Passes the settle window of every unknown payment on the ledger's clock (not by waiting it
+	 * out), then runs the reconcile workflow. The clock only moves forward (the offset adds up), so
+	 * leases and claims stored on it keep their order.
+	 */
 	async function reconcile(): Promise<void> {
-		await sleep(SETTLE_SECONDS * 1000 + 500);
+		ledgerClockOffset += SETTLE_SECONDS + 1;
+		await setLedgerClock(pg, schema, ledgerClockOffset);
 		await main.execute('reconcile-payments');
 	}
 
@@ -484,7 +496,7 @@ describe('the crash window in a real n8n', () => {
 		// The leases run out (they were never confirmed); the operator retries; reconcile; retry.
 		await waitFor(async () => {
 		const { rows } = await pg.query(
-			`SELECT count(*)::int AS n FROM "${schema}".operations WHERE operation_key LIKE 'payment:charge:sigkill-%' AND lease_expires_at > now()`,
+			`SELECT count(*)::int AS n FROM "${schema}".operations WHERE operation_key LIKE 'payment:charge:sigkill-%' AND lease_expires_at > "${schema}".ledger_now()`,
 		);
 		return rows[0].n === 0;
 		}, { what: 'the leases to expire', timeoutMs: 60_000, intervalMs: 500 });

@@ -130,10 +130,12 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		const { rows } = await ledger.query(`SELECT payload FROM "${schema}".queue_tasks WHERE queue = $1 AND status = 'processing' ORDER BY id`, [queue]);
 		return rows.map((r) => r.payload);
 	};
-	const listening = async (queue: string): Promise<boolean> => {
-		const { rows } = await ledger.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, [
-			`LISTEN ${queueChannel(ledgerSchema(schema), queue)}`,
-		]);
+	/** A backend ran LISTEN on the queue's channel last (`done`: and has finished it, it is idle). */
+	const listening = async (queue: string, done = false): Promise<boolean> => {
+		const { rows } = await ledger.query(
+			`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1 AND (NOT $2 OR state = 'idle')`,
+			[`LISTEN ${queueChannel(ledgerSchema(schema), queue)}`, done],
+		);
 		return rows[0].n > 0;
 	};
 
@@ -169,8 +171,9 @@ describe('Priority Dequeue Trigger in a real n8n', () => {
 		);
 		log(`terminated ${killed.rows[0].n} backend(s) of the package`);
 		expect(killed.rows[0].n).toBeGreaterThanOrEqual(1);
-		await waitFor(() => listening(Q.claim), { what: 'the LISTEN connection to come back', timeoutMs: 60_000, intervalMs: 100 });
-		await sleep(2000);
+		// Back means its LISTEN statement has finished (the backend is idle again): from then on a
+		// notification reaches it, and the enqueue below cannot fall between the two.
+		await waitFor(() => listening(Q.claim, true), { what: 'the LISTEN connection to come back (its LISTEN done)', timeoutMs: 60_000, intervalMs: 100 });
 		await enqueue(ledger, ledgerSchema(schema), [{ queue: Q.claim, group: 'low', payload: { n: 'after-kill' } }]);
 		await waitFor(async () => (await claimedPayloads(Q.claim)).length === 2, { what: 'the claim after the kill', timeoutMs: 15_000, intervalMs: 100 });
 		expect(await claimedPayloads(Q.claim)).toEqual([{ n: 'after-idle' }, { n: 'after-kill' }]);

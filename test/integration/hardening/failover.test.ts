@@ -36,7 +36,7 @@ import { migrate } from '../../../src/db/migrate';
 import { ReplicationUnconfirmedError, type Bounds } from '../../../src/db/bounds';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem } from '../../../src/ledger/confirm';
-import { complete, dequeue, enqueue } from '../../../src/queue';
+import { complete, dequeue, enqueue, nextDue } from '../../../src/queue';
 import { freePort, sleep, startPrivatePostgres, startStandby, type PrivatePostgres } from '../../helpers/privatePostgres';
 import { waitFor } from '../../helpers/wait';
 
@@ -224,28 +224,42 @@ async function runCase(c: Case): Promise<Figures> {
 				}
 			}
 		};
+		// The producer and the consumers pace each other by counts, not by time: the producer adds
+		// one batch of 5 per consumer poll (so the backlog stays within what the consumers take, up
+		// to 15 a round), and an idle consumer waits for the queue's next wake-up.
+		/** Enqueue calls that answered. */
+		let enqueues = 0;
+		/** Dequeue calls the consumers made (answered or failed). */
+		let polls = 0;
 		const producer = async () => {
 			for (let n = 0; !stop; n++) {
 				const refs = Array.from({ length: 5 }, (_, i) => `t:${c.name}:${n}:${i}`);
+				const pollsBefore = polls;
 				try {
 					await enqueue(pool, ledgerSchema(SCHEMA), refs.map((ref) => ({ queue: QUEUE, group: 'normal', payload: { ref } })), {}, BOUNDS);
 					for (const r of refs) tasksAcked.add(r);
+					enqueues++;
+					await waitFor(() => stop || polls > pollsBefore, { what: 'a consumer poll since the last enqueue', timeoutMs: 60_000, intervalMs: 1 });
 				} catch {
 					await failed();
 				}
-				await sleep(5); // fixed on purpose: the producer's rate (about 1000 tasks/s at most) is the load under test
 			}
 		};
 		// Consumers run until the queue is drained (after the producers stopped), not until `stop`.
 		let consumersDone = false;
 		const consumer = async () => {
 			while (!consumersDone) {
+				const enqueuesBefore = enqueues;
 				try {
+					polls++;
 					const got = await dequeue(pool, ledgerSchema(SCHEMA), { queue: QUEUE, limit: 5, leaseSeconds: TASK_LEASE_S }, BOUNDS);
 					if (got.length === 0) {
-						// fixed on purpose: an idle consumer's poll pace (three consumers spinning on an empty
-						// queue would load the server the failover runs on)
-						await sleep(20);
+						// Idle: instead of spinning on an empty queue (the server the failover runs on), wait
+						// for its wake-up: the producer enqueued again, or the time queue_next_due names (a
+						// lease of a task claimed before the kill running out, during the drain).
+						const due = await nextDue(pool, ledgerSchema(SCHEMA), QUEUE, BOUNDS);
+						const wakeAt = due.inMs === null ? Infinity : Date.now() + due.inMs;
+						await waitFor(() => consumersDone || enqueues > enqueuesBefore || Date.now() >= wakeAt, { what: 'new work for an idle consumer', timeoutMs: 60_000, intervalMs: 5 });
 						continue;
 					}
 					for (const t of got) await outside.run((t.payload as { ref: string }).ref);

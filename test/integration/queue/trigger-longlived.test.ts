@@ -10,7 +10,7 @@ import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 import { closeAllPools, getPool, openPoolCount, poolCounters } from '../../../src/db/pool';
 import { complete, enqueue, queueChannel } from '../../../src/queue';
 import { activateTrigger, type ActiveTrigger } from '../../helpers/triggerHarness';
-import { QUEUE_DATABASE_URL, queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { QUEUE_DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { waitFor } from '../../helpers/wait';
 
 let db: QueueTestDb;
@@ -124,14 +124,20 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 		process.env.OPERATION_LEDGER_MAX_POOLS = '1';
 		const queue = db.queueName('evict');
 		const other = getPool({ connectionString: QUEUE_DATABASE_URL, schema: db.schema, maxConnections: 4 });
+		// A third connection (another pool size, so another pool) that each execution uses while it holds a client.
+		const third = getPool({ connectionString: QUEUE_DATABASE_URL, schema: db.schema, maxConnections: 5 });
 		const evictedBefore = poolCounters.evicted;
+		/** Per execution: pools evicted and ends deferred while its client was held. */
+		const whileHeld: Array<{ evicted: number; deferredEnds: number }> = [];
 		const t = await claimTrigger(queue, async (items) => {
-			// Mid-run: a client held across a pause, while the trigger's claim path and other
-			// executions create pools.
+			// Mid-run: a client is held inside a transaction while another pool is created; under the
+			// limit of one that evicts the held client's pool, whose end must wait for the release.
 			const client = await other.connect();
 			try {
 				await client.query('BEGIN');
-				await sleep(50); // real time on purpose: the client is held across a pause
+				const [evicted, deferred] = [poolCounters.evicted, poolCounters.deferredEnds];
+				await third.query('SELECT 1');
+				whileHeld.push({ evicted: poolCounters.evicted - evicted, deferredEnds: poolCounters.deferredEnds - deferred });
 				await client.query('SELECT 1');
 				await client.query('COMMIT');
 			} finally {
@@ -144,6 +150,7 @@ describe('the trigger outlives pool sweeps, evictions and lost connections', () 
 			await waitFor(() => t.emitted.length >= n, { what: 't.emitted.length >= n', timeoutMs: 8000 });
 		}
 		expect(payloads(t)).toEqual([1, 2, 3, 4, 5].map((n) => ({ n })));
+		expect(whileHeld).toEqual(Array.from({ length: 5 }, () => ({ evicted: 1, deferredEnds: 1 })));
 		expect(poolCounters.evicted - evictedBefore).toBeGreaterThanOrEqual(4);
 		expect(t.warnings).toEqual([]);
 	});

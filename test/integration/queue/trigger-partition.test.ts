@@ -45,6 +45,11 @@ it(
 			Array.from({ length: 417 }, (_, i) => ({ queue, group: 'normal', payload: { i } })),
 		);
 		const claimed = () => trigger!.emitted.reduce((n, items) => n + items.length, 0);
+		// Executions run until the test lets them finish (finishRunning), so that the trigger's next
+		// claim starts exactly when the test says: right after the partition begins.
+		const running: Array<() => void> = [];
+		let finishAtOnce = false;
+		const finishRunning = () => running.splice(0).forEach((finish) => finish());
 		trigger = await activateTrigger({
 			credentials: testCredentials(proxy.through(DATABASE_URL), db.schema, { statementTimeoutMs: 5000, connectTimeoutMs: 3000, lockTimeoutMs: 500, maxConnections: 2 }),
 			parameters: {
@@ -59,18 +64,27 @@ it(
 				maxPerMinute: 6000,
 				options: {},
 			},
-			// Each execution takes 200 ms, so a claim is on its way whenever the partition starts.
-			// fixed on purpose: simulated work (200 ms an execution)
-			consumer: () => new Promise((r) => setTimeout(() => r('success'), 200)),
+			consumer: () => new Promise((r) => (finishAtOnce ? r('success') : running.push(() => r('success')))),
 		});
-		await waitFor(() => claimed() >= 10, { what: 'the first claims', timeoutMs: 10_000 });
-
+		await waitFor(
+			() => {
+				finishRunning();
+				return claimed() >= 10;
+			},
+			{ what: 'the first claims', timeoutMs: 10_000 },
+		);
+		// An execution holds the trigger's one slot; the partition starts, then it finishes: the
+		// claim that follows is on its way through the partition.
+		await waitFor(() => running.length === 1, { what: 'an execution running' });
 		proxy.blackhole();
 		const partitionAt = Date.now();
+		finishRunning();
 		await new Promise((r) => setTimeout(r, PARTITION_MS)); // real time on purpose: the partition's length is the case under test
 		const duringPartition = trigger.executions.filter((t) => t > partitionAt + 1000).length;
 		proxy.heal();
 		const healAt = Date.now();
+		finishAtOnce = true;
+		finishRunning();
 		const before = claimed();
 		expect(duringPartition).toBe(0);
 		// The outage was logged (once, as a warning) while it lasted.
