@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 8f7e7556d340901526de42ce6447915408566e2da96cab43d0337cbcc45850ee.
+-- Package version 0.1.0; function set SHA-256 fd0166419be5247a47213dbf67ede3006552d3386a413d6266fbc93c3b5adcd9.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -141,6 +141,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_cancel.sql
 \ir functions/queue/queue_cancel_end.sql
 \ir functions/queue/queue_channel.sql
+\ir functions/queue/queue_check_pause_input.sql
 \ir functions/queue/queue_claim.sql
 \ir functions/queue/queue_claim_full.sql
 \ir functions/queue/queue_complete.sql
@@ -171,7 +172,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '8f7e7556d340901526de42ce6447915408566e2da96cab43d0337cbcc45850ee')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'fd0166419be5247a47213dbf67ede3006552d3386a413d6266fbc93c3b5adcd9')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

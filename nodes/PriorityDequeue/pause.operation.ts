@@ -42,20 +42,29 @@ export function pauseInput(ctx: IExecuteFunctions, i: number): PauseInput {
 	});
 }
 
-/** Every item's pause in one call, one output item per input item (outcome in `outcome`). */
-async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
-	const out: INodeExecutionData[] = [];
-	const { prepared, errorItems } = prepareItems(this, items, (i) => pauseInput(this, i));
-	out.push(...errorItems);
-	if (prepared.length === 0) return [out];
-	try {
-		const { pool, schema, bounds } = await getLedgerConnection(this);
-		const results = await pause(pool, schema, prepared.map((p) => p.value), bounds);
-		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
-	} catch (e) {
-		out.push(...batchFailure(this, e, 'Pause', prepared.map((p) => p.index)));
-	}
-	return [out];
+/**
+ * The execute of Pause and of Resume (`call`: pause or resume; `label`: the operation's name in a
+ * batch error): every valid item in one call, one output item per input item (outcome in
+ * `outcome`); an item with bad input gets its error item and is not sent.
+ */
+export function pauseLikeExecute(
+	call: (...args: Parameters<typeof pause>) => Promise<object[]>,
+	label: string,
+): QueueOperation['execute'] {
+	return async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
+		const out: INodeExecutionData[] = [];
+		const { prepared, errorItems } = prepareItems(this, items, (i) => pauseInput(this, i));
+		out.push(...errorItems);
+		if (prepared.length === 0) return [out];
+		try {
+			const { pool, schema, bounds } = await getLedgerConnection(this);
+			const results = await call(pool, schema, prepared.map((p) => p.value), bounds);
+			results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
+		} catch (e) {
+			out.push(...batchFailure(this, e, label, prepared.map((p) => p.index)));
+		}
+		return [out];
+	};
 }
 
 export const pauseOperation: QueueOperation = {
@@ -67,5 +76,5 @@ export const pauseOperation: QueueOperation = {
 			'Stop claims of the queue, or of one priority group, until Resume (with a reason and who); enqueues are still taken and leases already held keep working',
 	},
 	description: pauseFields,
-	execute,
+	execute: pauseLikeExecute(pause, 'Pause'),
 };

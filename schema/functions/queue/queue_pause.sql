@@ -18,7 +18,7 @@
 -- time of the moment (queue_resume).
 -- Outcomes: 'paused' (recorded now, and in queue_pause_events) or 'already_paused' (a pause of the
 -- same queue or group was in force: it is kept, with its first time, reason and who; nothing
--- changed). Returns the pause in force. Refused (SQLSTATE 22023), as the node refuses it
+-- changed). Returns the pause in force. Refused (SQLSTATE 22023, queue_check_pause_input), as the node refuses it
 -- (src/queue/pause.ts): a queue or group name the node refuses, a reason over 2,000 characters, a
 -- who over 60.
 CREATE OR REPLACE FUNCTION queue_pause(p_queue text, p_group text, p_reason text, p_by text)
@@ -32,13 +32,7 @@ DECLARE
     v_row queue_pauses%ROWTYPE;
     v_n integer := 0;
 BEGIN
-    PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
-    IF p_group IS NOT NULL THEN
-        PERFORM ol_check_texts('priority group', NULL, ARRAY[p_group], 'name', 100);
-    END IF;
-    IF char_length(p_reason) > 2000 OR char_length(p_by) > 60 THEN
-        RAISE EXCEPTION 'queue_pause: a reason of at most 2000 characters and a who of at most 60' USING ERRCODE = '22023';
-    END IF;
+    PERFORM queue_check_pause_input('queue_pause', p_queue, p_group, p_reason, p_by);
     -- Wait for the claims of the queue in flight (and hold new ones until this commits).
     PERFORM pg_advisory_xact_lock(queue_pause_lock(p_queue));
     INSERT INTO queue_pauses AS p (queue, priority_group, paused_at, paused_by, reason)

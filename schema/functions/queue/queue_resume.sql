@@ -24,13 +24,7 @@ DECLARE
     v_row queue_pauses%ROWTYPE;
     v_n integer := 0;
 BEGIN
-    PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
-    IF p_group IS NOT NULL THEN
-        PERFORM ol_check_texts('priority group', NULL, ARRAY[p_group], 'name', 100);
-    END IF;
-    IF char_length(p_reason) > 2000 OR char_length(p_by) > 60 THEN
-        RAISE EXCEPTION 'queue_resume: a reason of at most 2000 characters and a who of at most 60' USING ERRCODE = '22023';
-    END IF;
+    PERFORM queue_check_pause_input('queue_resume', p_queue, p_group, p_reason, p_by);
     queue := p_queue;
     priority_group := p_group;
     DELETE FROM queue_pauses p WHERE p.queue = p_queue AND p.priority_group = v_group RETURNING p.* INTO v_row;
