@@ -1,6 +1,6 @@
 import { ledgerSchema } from '../../../src/db/identifiers';
 import { execFileSync } from 'node:child_process';
-import { Client, Pool } from 'pg';
+import { Client, Pool, type PoolClient } from 'pg';
 import { currentVersion, loadFunctionSet, loadMigrations, migrate, MigrationLockTimeoutError, readSchemaState, renderMigration, requiredVersion, SchemaNotReadyError } from '../../../src/db/migrate';
 import { reserveOperations } from '../../../src/ledger/reserve';
 import { cancel, complete, dequeue, enqueue, extendLease, pause, resume, settleById, stats } from '../../../src/queue';
@@ -21,6 +21,53 @@ const fresh = () => {
 	return s;
 };
 
+/** psql applying schema/apply.sql to `schema` in one transaction, as a DBA would. */
+const applyWithPsql = (schema: string) =>
+	execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+
+/** The version of the migration just before the one named `name` (its file name without the number). */
+function versionBefore(name: string): number {
+	const mine = loadMigrations().find((m) => m.name === name);
+	if (!mine) throw new Error(`no migration named ${name}`);
+	return (loadMigrations().filter((m) => m.version < mine.version).at(-1) as { version: number }).version;
+}
+
+/** The id (as text) of the one row an INSERT ... RETURNING id made. */
+const insertedId = async (c: PoolClient, sql: string) => String((await c.query(sql)).rows[0].id);
+
+/**
+ * A fresh schema at `version`: migrations 1 to `version` as they shipped (migrations never change),
+ * then `seed` in the same transaction with search_path set to the schema, to leave rows as that
+ * version would have. Checks the schema reads as `version`. Returns the schema and what `seed`
+ * returned; nothing is kept when `seed` throws.
+ */
+async function schemaAt<T>(version: number, seed: (c: PoolClient) => Promise<T>): Promise<{ schema: string; seeded: T }> {
+	const schema = fresh();
+	const c = await pool.connect();
+	let seeded: T;
+	try {
+		await c.query('BEGIN');
+		for (const m of loadMigrations().filter((x) => x.version <= version)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
+		await c.query(`SET LOCAL search_path TO "${schema}"`);
+		seeded = await seed(c);
+		await c.query('COMMIT');
+	} catch (e) {
+		await c.query('ROLLBACK');
+		throw e;
+	} finally {
+		c.release();
+	}
+	expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(version);
+	return { schema, seeded };
+}
+
+/** Upgrades `schema` to this package by the migrator or by apply.sql with psql; checks that it records this version and function set. */
+async function upgrade(schema: string, via: 'migrator' | 'psql'): Promise<void> {
+	if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
+	else applyWithPsql(schema);
+	expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+}
+
 describe('migrations', () => {
 	it('applies every migration once even when 6 workers start at the same moment', async () => {
 		const schema = fresh();
@@ -40,7 +87,7 @@ describe('migrations', () => {
 	it('schema/apply.sql applies with psql as a DBA would (twice: the second run is an upgrade that changes nothing), and the nodes accept it', async () => {
 		const schema = fresh();
 		for (let run = 0; run < 2; run++) {
-			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			applyWithPsql(schema);
 		}
 		const state = await readSchemaState(pool, ledgerSchema(schema));
 		expect(state).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
@@ -81,7 +128,7 @@ describe('migrations', () => {
 		expect((await readSchemaState(pool, ledgerSchema(schema))).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
 		// psql's apply.sql refuses too, and changes nothing.
 		expect(() =>
-			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
+			applyWithPsql(schema),
 		).toThrow(/a newer n8n-nodes-operation-ledger installed its functions/);
 		expect((await readSchemaState(pool, ledgerSchema(schema))).functions).toEqual({ packageVersion: '99.0.0', hash: 'newer' });
 	});
@@ -97,7 +144,7 @@ describe('migrations', () => {
 			expect((err as Error).message).toMatch(new RegExp(`is at version ${newer}, newer than this package supports \\(${requiredVersion()}`));
 		}
 		expect(() =>
-			execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' }),
+			applyWithPsql(schema),
 		).toThrow(/newer version than this package supports/);
 	});
 
@@ -122,27 +169,16 @@ describe('migrations', () => {
 			[11, 'psql'],
 			[10, 'migrator'],
 		] as const) {
-			const schema = fresh();
-			const q = `"${schema}"`;
-			// A database at `base`: migrations 1 to base as they shipped (migrations never change), with rows.
-			const c = await pool.connect();
-			try {
-				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= base)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
-				await c.query(`SET LOCAL search_path TO ${q}`);
+			// A database at `base` with rows.
+			const { schema } = await schemaAt(base, async (c) => {
 				await c.query(`INSERT INTO operations (operation_key, status, fingerprint, fingerprint_alg, attempt, idempotency_key, external_ref, settled_at)
 				               VALUES ('old:1', 'succeeded', '${'a'.repeat(64)}', 'sha256-jcs-rfc8785', 1, 'idem-1', 'ch_old', now())`);
 				await c.query(`INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt) VALUES ('old:1', 'reserved', NULL, 'reserved', 1), ('old:1', 'confirmed_succeeded', 'reserved', 'succeeded', 1)`);
 				// An untagged due task (a delayed one), as that version left it.
 				await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at) VALUES ('up', 'vip', 'pending', now() - interval '1 minute')`);
-				await c.query('COMMIT');
-			} finally {
-				c.release();
-			}
-			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(base);
-			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
-			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			});
+			const q = `"${schema}"`;
+			await upgrade(schema, via);
 			// The rows are intact; events written before 0012 have no db_role, new ones do.
 			const { rows: ev } = await pool.query(`SELECT event, db_role FROM ${q}.operation_events ORDER BY event_id`);
 			expect(ev).toEqual([
@@ -167,34 +203,16 @@ describe('migrations', () => {
 
 	it('migration 0013 (cancel) applies over a 0012 database holding tasks, by the migrator and by apply.sql; a lease taken before it can be cancelled', async () => {
 		for (const via of ['migrator', 'psql'] as const) {
-			const schema = fresh();
-			const q = `"${schema}"`;
-			const c = await pool.connect();
-			let ids: { pending: string; held: string; done: string };
 			const token = '3f2c8a51-2d7e-4c59-9a61-7b1e0c4d9e21';
-			try {
-				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= 12)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
-				await c.query(`SET LOCAL search_path TO ${q}`);
-				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
-				ids = {
-					pending: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, dedupe_key) VALUES ('up', 'vip', 'pending', now(), 'k-pending') RETURNING id`),
-					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at, dedupe_key)
-					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes', 'k-held') RETURNING id`),
-					done: await ins(`INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, attempts, max_attempts, enqueued_at, finished_at)
-					                 VALUES (9000001, 'up', 'vip', 'succeeded', '{}', 1, 5, now(), now()) RETURNING id`),
-				};
-				await c.query('COMMIT');
-			} catch (e) {
-				await c.query('ROLLBACK');
-				throw e;
-			} finally {
-				c.release();
-			}
-			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(12);
-			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
-			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			const { schema, seeded: ids } = await schemaAt(12, async (c) => ({
+				pending: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, dedupe_key) VALUES ('up', 'vip', 'pending', now(), 'k-pending') RETURNING id`),
+				held: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at, dedupe_key)
+				                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes', 'k-held') RETURNING id`),
+				done: await insertedId(c, `INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, attempts, max_attempts, enqueued_at, finished_at)
+				                 VALUES (9000001, 'up', 'vip', 'succeeded', '{}', 1, 5, now(), now()) RETURNING id`),
+			}));
+			const q = `"${schema}"`;
+			await upgrade(schema, via);
 			// The old rows are intact and none is cancel-requested.
 			const { rows: live } = await pool.query(`SELECT id::text, status, dedupe_key, cancel_requested_at FROM ${q}.queue_tasks ORDER BY id`);
 			expect(live).toEqual([
@@ -220,40 +238,22 @@ describe('migrations', () => {
 
 	it('the enqueue-modes migration (replace, throttle, debounce) applies over the version before it holding tasks and the old queue_enqueue, by the migrator and by apply.sql', async () => {
 		// Found by name, so the test follows a renumbering of the file.
-		const mine = loadMigrations().find((m) => m.file.endsWith('_queue_enqueue_modes.sql'));
-		expect(mine).toBeDefined();
-		const before = (mine as { version: number }).version - 1;
+		const before = versionBefore('queue_enqueue_modes');
 		for (const via of ['migrator', 'psql'] as const) {
-			const schema = fresh();
-			const q = `"${schema}"`;
-			const c = await pool.connect();
-			let ids: { pending: string; held: string };
 			const token = '5b1d7a02-8c4e-4f1a-9d3b-2e6f0a7c9b14';
-			try {
-				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version <= before)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
-				await c.query(`SET LOCAL search_path TO ${q}`);
+			const { schema, seeded: ids } = await schemaAt(before, async (c) => {
 				// The old function's shape (its return type without outcome): the upgrade must replace it.
 				await c.query(`CREATE FUNCTION queue_enqueue(p_items jsonb) RETURNS TABLE (idx integer, id bigint, deduplicated boolean, queue text, priority_group text, status text,
 				                 payload jsonb, dedupe_key text, run_at timestamptz, attempts integer, max_attempts integer, enqueued_at timestamptz)
 				               LANGUAGE sql AS $$ SELECT NULL::integer, NULL::bigint, NULL::boolean, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::integer, NULL::integer, NULL::timestamptz WHERE false $$`);
-				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
-				ids = {
-					pending: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, dedupe_key, payload, vtag) VALUES ('up', 'vip', 'pending', now(), 'k-pending', '{"v": 0}', 1) RETURNING id`),
-					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at, dedupe_key, payload)
+				return {
+					pending: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, dedupe_key, payload, vtag) VALUES ('up', 'vip', 'pending', now(), 'k-pending', '{"v": 0}', 1) RETURNING id`),
+					held: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at, dedupe_key, payload)
 					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes', 'k-held', '{"v": 0}') RETURNING id`),
 				};
-				await c.query('COMMIT');
-			} catch (e) {
-				await c.query('ROLLBACK');
-				throw e;
-			} finally {
-				c.release();
-			}
-			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(before);
-			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
-			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			});
+			const q = `"${schema}"`;
+			await upgrade(schema, via);
 			const res = await enqueue(pool, ledgerSchema(schema), [
 				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-pending', onDuplicate: 'payload' },
 				{ queue: 'up', group: 'vip', payload: { v: 1 }, dedupeKey: 'k-held', onDuplicate: 'payload' },
@@ -278,35 +278,14 @@ describe('migrations', () => {
 
 	it('the pause migration (queue_pause) applies over the database before it holding tasks, by the migrator and by apply.sql; a lease taken before it works through a pause', async () => {
 		// The migration's number is read from its file name, written nowhere else in this test.
-		const PAUSE = (loadMigrations().find((m) => m.name === 'queue_pause') as { version: number }).version;
 		for (const via of ['migrator', 'psql'] as const) {
-			const schema = fresh();
-			const q = `"${schema}"`;
-			const c = await pool.connect();
 			const token = '5b7d1e0a-8c3f-4a2e-9d61-2f4c6b8a0e13';
-			let held: string;
-			try {
-				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version < PAUSE)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
-				await c.query(`SET LOCAL search_path TO ${q}`);
+			const { schema, seeded: held } = await schemaAt(versionBefore('queue_pause'), async (c) => {
 				await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, vtag) VALUES ('up', 'vip', 'pending', now(), 1), ('up', 'std', 'pending', now(), 1)`);
-				held = String(
-					(
-						await c.query(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
-						               VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`)
-					).rows[0].id,
-				);
-				await c.query('COMMIT');
-			} catch (e) {
-				await c.query('ROLLBACK');
-				throw e;
-			} finally {
-				c.release();
-			}
-			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe((loadMigrations().filter((x) => x.version < PAUSE).at(-1) as { version: number }).version);
-			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
-			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+				return insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
+				                      VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`);
+			});
+			await upgrade(schema, via);
 			// Nothing is paused after the upgrade; queue_health (re-created with its new column) says so.
 			expect((await stats(pool, ledgerSchema(schema), 'up')).paused).toEqual([]);
 			expect((await pause(pool, ledgerSchema(schema), [{ queue: 'up', group: 'vip', reason: 'after upgrade' }]))[0]).toMatchObject({ outcome: 'paused', untagged: 1 });
@@ -325,36 +304,17 @@ describe('migrations', () => {
 
 	it('the Settle by ID migration applies over the version before it holding tasks, by the migrator and by apply.sql; a lease taken before it is fenced off', async () => {
 		// Its version is read from its file name, so a renumbering at merge changes nothing here.
-		const settleByIdVersion = (loadMigrations().find((m) => m.name === 'queue_settle_by_id') as { version: number }).version;
 		for (const via of ['migrator', 'psql'] as const) {
-			const schema = fresh();
-			const q = `"${schema}"`;
-			const c = await pool.connect();
-			let ids: { pending: string; held: string; dead: string };
 			const token = '5b7e2c10-8a4d-4f1e-9c3b-2d6a0e8f1c47';
-			try {
-				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version < settleByIdVersion)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
-				await c.query(`SET LOCAL search_path TO ${q}`);
-				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
-				ids = {
-					pending: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at) VALUES ('up', 'vip', 'pending', now()) RETURNING id`),
-					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
-					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`),
-					dead: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, dead_at, dead_reason, last_error)
-					                 VALUES ('up', 'vip', 'dead', now(), 5, now(), 'max_attempts_reached', 'boom') RETURNING id`),
-				};
-				await c.query('COMMIT');
-			} catch (e) {
-				await c.query('ROLLBACK');
-				throw e;
-			} finally {
-				c.release();
-			}
-			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBeLessThan(settleByIdVersion);
-			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
-			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			const { schema, seeded: ids } = await schemaAt(versionBefore('queue_settle_by_id'), async (c) => ({
+				pending: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at) VALUES ('up', 'vip', 'pending', now()) RETURNING id`),
+				held: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
+				                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`),
+				dead: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, dead_at, dead_reason, last_error)
+				                 VALUES ('up', 'vip', 'dead', now(), 5, now(), 'max_attempts_reached', 'boom') RETURNING id`),
+			}));
+			const q = `"${schema}"`;
+			await upgrade(schema, via);
 			const { rows: old } = await pool.query(`SELECT id::text, status, operator_action FROM ${q}.queue_tasks ORDER BY id`);
 			expect(old).toEqual([
 				{ id: ids.pending, status: 'pending', operator_action: null },
@@ -395,7 +355,7 @@ describe('migrations', () => {
 		const viaPsql = fresh();
 		await migrate(pool, ledgerSchema(viaPsql), true);
 		await pool.query(`ALTER TABLE "${viaPsql}".ol_schema_migrations RENAME TO schema_migrations; DELETE FROM "${viaPsql}".schema_migrations WHERE version > 4`);
-		execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${viaPsql}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+		applyWithPsql(viaPsql);
 		expect((await readSchemaState(pool, ledgerSchema(viaPsql))).version).toBe(requiredVersion());
 	});
 
