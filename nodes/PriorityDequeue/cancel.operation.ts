@@ -1,9 +1,8 @@
 /** Priority Dequeue, operation "cancel": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation } from './common';
+import { queueField, type QueueOperation } from './common';
 import { cancel, prepareCancelInput } from '../../src/queue';
-import { getLedgerConnection } from '../shared/connection';
-import { batchFailure, prepareItems } from '../shared/items';
+import { runBatch } from './batch';
 import { TEXT_LIMITS } from '../shared/limits';
 
 const byKey = { show: { cancelBy: ['dedupeKey'] } };
@@ -55,30 +54,25 @@ const description: INodeProperties[] = [
 
 /** Every item's task in one call, one output item per input item (outcome in `outcome`). */
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
-	const out: INodeExecutionData[] = [];
-	const { prepared, errorItems } = prepareItems(this, items, (i) => {
-		const mode = this.getNodeParameter('cancelBy', i, 'taskId') as string;
-		const common = {
-			queue: this.getNodeParameter('queue', i) as string,
-			reason: this.getNodeParameter('reason', i, '') as string,
-			cancelledBy: this.getNodeParameter('cancelledBy', i, '') as string,
-		};
-		return prepareCancelInput(
-			mode === 'dedupeKey'
-				? { ...common, dedupeKey: this.getNodeParameter('dedupeKey', i) as string }
-				: { ...common, taskId: this.getNodeParameter('taskId', i) as string },
-		);
-	});
-	out.push(...errorItems);
-	if (prepared.length === 0) return [out];
-	try {
-		const { pool, schema, bounds } = await getLedgerConnection(this);
-		const results = await cancel(pool, schema, prepared.map((p) => p.value), bounds);
-		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
-	} catch (e) {
-		out.push(...batchFailure(this, e, 'Cancel', prepared.map((p) => p.index)));
-	}
-	return [out];
+	return runBatch(
+		this,
+		items,
+		'Cancel',
+		(i) => {
+			const mode = this.getNodeParameter('cancelBy', i, 'taskId') as string;
+			const common = {
+				queue: this.getNodeParameter('queue', i) as string,
+				reason: this.getNodeParameter('reason', i, '') as string,
+				cancelledBy: this.getNodeParameter('cancelledBy', i, '') as string,
+			};
+			return prepareCancelInput(
+				mode === 'dedupeKey'
+					? { ...common, dedupeKey: this.getNodeParameter('dedupeKey', i) as string }
+					: { ...common, taskId: this.getNodeParameter('taskId', i) as string },
+			);
+		},
+		cancel,
+	);
 }
 
 export const cancelOperation: QueueOperation = {

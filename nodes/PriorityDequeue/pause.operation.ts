@@ -1,9 +1,8 @@
 /** Priority Dequeue, operation "pause": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation } from './common';
+import { queueField, type QueueOperation } from './common';
 import { pause, preparePauseInput, type PauseInput } from '../../src/queue';
-import { getLedgerConnection } from '../shared/connection';
-import { batchFailure, prepareItems } from '../shared/items';
+import { runBatch } from './batch';
 import { TEXT_LIMITS } from '../shared/limits';
 
 /** The parameters of Pause, which Resume lists too (one parameter shown for both). */
@@ -44,26 +43,11 @@ export function pauseInput(ctx: IExecuteFunctions, i: number): PauseInput {
 
 /**
  * The execute of Pause and of Resume (`call`: pause or resume; `label`: the operation's name in a
- * batch error): every valid item in one call, one output item per input item (outcome in
- * `outcome`); an item with bad input gets its error item and is not sent.
+ * batch error): every valid item in one call, one output item per input item (outcome in `outcome`).
  */
-export function pauseLikeExecute(
-	call: (...args: Parameters<typeof pause>) => Promise<object[]>,
-	label: string,
-): QueueOperation['execute'] {
-	return async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
-		const out: INodeExecutionData[] = [];
-		const { prepared, errorItems } = prepareItems(this, items, (i) => pauseInput(this, i));
-		out.push(...errorItems);
-		if (prepared.length === 0) return [out];
-		try {
-			const { pool, schema, bounds } = await getLedgerConnection(this);
-			const results = await call(pool, schema, prepared.map((p) => p.value), bounds);
-			results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
-		} catch (e) {
-			out.push(...batchFailure(this, e, label, prepared.map((p) => p.index)));
-		}
-		return [out];
+export function pauseLikeExecute(call: (...args: Parameters<typeof pause>) => Promise<object[]>, label: string): QueueOperation['execute'] {
+	return function execute(this: IExecuteFunctions, items: INodeExecutionData[]) {
+		return runBatch(this, items, label, (i) => pauseInput(this, i), call);
 	};
 }
 

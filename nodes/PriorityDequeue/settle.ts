@@ -7,11 +7,11 @@ import type { LedgerPool as Pool } from '../../src/db/pool';
 import type { Bounds } from '../../src/db/bounds';
 import type { LedgerSchema } from '../../src/db/identifiers';
 import type { SettleResult } from '../../src/queue';
-import { getLedgerConnection } from '../shared/connection';
-import { batchFailure, prepareItems } from '../shared/items';
-import { asJson, taskOf } from './common';
+import { runBatch } from './batch';
+import { taskOf } from './common';
 
-export async function runSettle<In, Out extends SettleResult>(
+/** runBatch for a settle: `prepare` gets the item's task id and lease token; `index` is left out of the output. */
+export function runSettle<In, Out extends SettleResult>(
 	fns: IExecuteFunctions,
 	items: INodeExecutionData[],
 	what: string,
@@ -19,16 +19,5 @@ export async function runSettle<In, Out extends SettleResult>(
 	/** `bounds`: the credential's statement and lock timeouts (src/db/bounds.ts). */
 	call: (pool: Pool, schema: LedgerSchema, inputs: In[], bounds: Bounds) => Promise<Out[]>,
 ): Promise<INodeExecutionData[][]> {
-	const out: INodeExecutionData[] = [];
-	const { prepared, errorItems } = prepareItems(fns, items, (i, item) => prepare(i, taskOf(fns, i, item)));
-	out.push(...errorItems);
-	if (prepared.length === 0) return [out];
-	try {
-		const { pool, schema, bounds } = await getLedgerConnection(fns);
-		const results = await call(pool, schema, prepared.map((p) => p.value), bounds);
-		results.forEach((r, k) => out.push({ json: asJson(r, ['index']), pairedItem: { item: prepared[k].index } }));
-	} catch (e) {
-		out.push(...batchFailure(fns, e, what, prepared.map((p) => p.index)));
-	}
-	return [out];
+	return runBatch(fns, items, what, (i, item) => prepare(i, taskOf(fns, i, item)), call, ['index']);
 }

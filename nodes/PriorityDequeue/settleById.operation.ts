@@ -1,10 +1,9 @@
 /** Priority Dequeue, operation "settleById": its entry in the Operation list, its parameters and its execute. */
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { asJson, queueField, type QueueOperation } from './common';
+import { queueField, type QueueOperation } from './common';
 import { prepareSettleByIdInput, settleById, type OperatorAction } from '../../src/queue';
-import { getLedgerConnection } from '../shared/connection';
+import { runBatch } from './batch';
 import { jsonParameter } from '../shared/context';
-import { batchFailure, prepareItems } from '../shared/items';
 import { TEXT_LIMITS } from '../shared/limits';
 
 const later = { show: { settleAction: ['retry', 'reschedule'] } };
@@ -67,29 +66,24 @@ const description: INodeProperties[] = [
 
 /** Every item's task in one call, one output item per input item (outcome in `outcome`). */
 async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[][]> {
-	const out: INodeExecutionData[] = [];
-	const { prepared, errorItems } = prepareItems(this, items, (i) => {
-		const action = this.getNodeParameter('settleAction', i, 'complete') as OperatorAction;
-		return prepareSettleByIdInput({
-			queue: this.getNodeParameter('queue', i) as string,
-			taskId: this.getNodeParameter('taskId', i) as string,
-			action,
-			result: action === 'complete' ? jsonParameter(this, this.getNodeParameter('result', i, '{}'), 'The result', i, true, 'last-wins') : undefined,
-			runAt: action === 'retry' || action === 'reschedule' ? (this.getNodeParameter('runAt', i, '') as string) : null,
-			reason: this.getNodeParameter('reason', i, '') as string,
-			settledBy: this.getNodeParameter('settledBy', i, '') as string,
-		});
-	});
-	out.push(...errorItems);
-	if (prepared.length === 0) return [out];
-	try {
-		const { pool, schema, bounds } = await getLedgerConnection(this);
-		const results = await settleById(pool, schema, prepared.map((p) => p.value), bounds);
-		results.forEach((r, k) => out.push({ json: asJson(r), pairedItem: { item: prepared[k].index } }));
-	} catch (e) {
-		out.push(...batchFailure(this, e, 'Settle by ID', prepared.map((p) => p.index)));
-	}
-	return [out];
+	return runBatch(
+		this,
+		items,
+		'Settle by ID',
+		(i) => {
+			const action = this.getNodeParameter('settleAction', i, 'complete') as OperatorAction;
+			return prepareSettleByIdInput({
+				queue: this.getNodeParameter('queue', i) as string,
+				taskId: this.getNodeParameter('taskId', i) as string,
+				action,
+				result: action === 'complete' ? jsonParameter(this, this.getNodeParameter('result', i, '{}'), 'The result', i, true, 'last-wins') : undefined,
+				runAt: action === 'retry' || action === 'reschedule' ? (this.getNodeParameter('runAt', i, '') as string) : null,
+				reason: this.getNodeParameter('reason', i, '') as string,
+				settledBy: this.getNodeParameter('settledBy', i, '') as string,
+			});
+		},
+		settleById,
+	);
 }
 
 export const settleByIdOperation: QueueOperation = {
