@@ -1,4 +1,4 @@
-// 6. Batch scale (issue 12): one enqueue and one Reserve of 10 thousand and of 100 thousand items
+// 6. Batch scale: one enqueue and one Reserve of 10 thousand and of 100 thousand items
 // in ONE call each, timed per 1,000 items, so a linear cost gives a ratio near 1 (the old enqueue
 // was quadratic: 20k items took 38 s). Enqueue: without dedupe keys, and with dedupe keys of which
 // half repeat inside the batch. Reserve: new keys. Each size in its own schema; 3 samples each.

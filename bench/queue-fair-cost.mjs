@@ -1,4 +1,4 @@
-// 11. The price of deciding fairness at enqueue (issue 15): this design (start-time fair queuing tags
+// 11. The price of deciding fairness at enqueue: this design (start-time fair queuing tags
 // written by enqueue, claims over (queue, vtag, id) with no shared row) beside the previous one
 // (smooth weighted round robin in queue_claim over a per-queue scheduler row), on the same Postgres
 // in the same run. The previous design is rebuilt in a throw-away schema of this run: the package's

@@ -1,4 +1,4 @@
-// Long transactions and vacuum (issue 13): a steady producer/consumer at about RATE tasks/s
+// Long transactions and vacuum: a steady producer/consumer at about RATE tasks/s
 // (enqueue batches of 10, claim batches of 10, complete), while another session holds a
 // REPEATABLE READ transaction open (its snapshot holds back the xmin horizon, so no dead row
 // version of queue_tasks can be removed). Claim latency and the figures Stats reports

@@ -1,4 +1,4 @@
-// Many single-task producers (issue 13): 32 producers, each enqueueing one task per call (one
+// Many single-task producers: 32 producers, each enqueueing one task per call (one
 // transaction each), for a fixed time, with each notify mode of Enqueue, against a plain INSERT and
 // an INSERT + NOTIFY of the same row; and the pickup latency a LISTENing consumer sees meanwhile
 // (enqueue call start → the task claimed), plus the idle pickup latency of one task at a time.

@@ -1,6 +1,6 @@
 // 12. Before and after, in one run: the queue's claim, enqueue and complete functions as they were at
-// git revision REV (BENCH_AB_REV, default 71b452d: before the one-statement claim and enqueue of
-// issue 15's follow-up) against the working tree's, on the same Postgres at the same time. Two
+// git revision REV (BENCH_AB_REV, default 71b452d: before the one-statement claim and
+// enqueue) against the working tree's, on the same Postgres at the same time. Two
 // throw-away schemas get this package's schema; in the "before" one, queue_claim, queue_enqueue and
 // queue_complete are replaced by their text at REV (read with `git show` from this repository's own
 // history; only these three files, so REV must have the same tables). Then, for each C consumers ×

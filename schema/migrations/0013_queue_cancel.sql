@@ -1,6 +1,6 @@
--- n8n-nodes-operation-ledger, migration 0013: cancel a queued task (issue 26).
+-- n8n-nodes-operation-ledger, migration 0013: cancel a queued task.
 --
--- Cancel (issue 26): a waiting task (pending, also a retry waiting out its delay) ends cancelled at
+-- Cancel: a waiting task (pending, also a retry waiting out its delay) ends cancelled at
 -- once and moves to the archive; a task being worked on is marked cancel-requested and ends
 -- cancelled at its holder's next settle or lease extension (or when its lease expires). Either way
 -- the end is recorded with who asked (cancelled_by) and why (cancel_reason), as a dead task keeps its

@@ -1,4 +1,4 @@
--- n8n-nodes-operation-ledger: Enqueue's dedupe-key modes (issue 26, items 2 and 5): replace a pending
+-- n8n-nodes-operation-ledger: Enqueue's dedupe-key modes: replace a pending
 -- task's payload (and run time), throttle and debounce by key. The rules are in
 -- schema/functions/queue/queue_enqueue.sql and docs/queue.md ("Replace by dedupe key", "Throttle and
 -- debounce"); the outcomes are ENQUEUE_OUTCOMES in src/queue/states.ts.

@@ -1,5 +1,5 @@
 -- n8n-nodes-operation-ledger, migration 0015: pause and resume a queue or one of its priority
--- groups (issue 26). docs/queue.md, "Pause and resume", has the rules; the functions are
+-- groups. docs/queue.md, "Pause and resume", has the rules; the functions are
 -- queue_pause, queue_resume and queue_paused_groups.
 --
 --   queue_pauses        one row per pause in force: (queue, priority_group), priority_group '' = the

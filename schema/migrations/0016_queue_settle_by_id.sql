@@ -1,4 +1,4 @@
--- n8n-nodes-operation-ledger: an operator settles a task by id without its lease (issue 26, item 6).
+-- n8n-nodes-operation-ledger: an operator settles a task by id without its lease.
 --
 -- Settle by ID (queue_settle_by_id) completes, fails (dead or retry) or reschedules a task of a
 -- queue by id, recorded with what was done (operator_action), who did it (operator_by), why

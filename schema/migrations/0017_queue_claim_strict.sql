@@ -1,4 +1,4 @@
--- n8n-nodes-operation-ledger, migration 0017: strict priority groups for queue_claim (issue 26).
+-- n8n-nodes-operation-ledger, migration 0017: strict priority groups for queue_claim.
 -- docs/queue.md, "Strict priority", has the rule. No table changes: queue_claim gains a seventh
 -- argument (p_strict, default NULL), so the six-argument function goes (the function set applied
 -- after the migrations creates the new one; a six-argument call resolves to it through the default;

@@ -1,5 +1,5 @@
 /**
- * The crash window, proven in a real n8n (issue 3, items 3 and 4).
+ * The crash window, proven in a real n8n.
  *
  * Deployment: n8n queue mode when Redis answers (one `n8n start` main and two `n8n worker`
  * processes, each with this package installed in its own user folder as the Community Nodes UI
@@ -219,7 +219,7 @@ describe('the crash window in a real n8n', () => {
 	let mainProc: N8nProcess;
 	let queueMode = false;
 	let rest: N8nRest;
-	/** What n8n's two Retry buttons did with the killed execution (issue 24), for the log and docs/recovery.md. */
+	/** What n8n's two Retry buttons did with the killed execution, for the log and docs/recovery.md. */
 	const retrySeen: string[] = [];
 	const schema = `crash_${randomBytes(5).toString('hex')}`;
 	const table: CaseRow[] = [];

@@ -1,5 +1,5 @@
 /**
- * The riskiest fail-closed combinations (issue 10) in a real n8n 2.33.7 process, with the package
+ * The riskiest fail-closed combinations in a real n8n 2.33.7 process, with the package
  * installed the way users install it. Each is workflows/idempotent-payment.json with the settings
  * of its Charge Payment node (a Guarded HTTP Request: reserve, send, record) changed; the provider
  * is a local fake that records every POST:

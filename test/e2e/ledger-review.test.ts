@@ -1,5 +1,5 @@
 /**
- * workflows/ledger-review.json in a real n8n (issue 16): a person settles operations in review
+ * workflows/ledger-review.json in a real n8n: a person settles operations in review
  * through n8n's own Form Trigger and Form nodes, driven over HTTP exactly as the browser does
  * (multipart POSTs of field-N values, the form-waiting URL with its signature, the execution-status
  * poll). The package is packed and installed with npm into .n8n/nodes (docs/install.md); the

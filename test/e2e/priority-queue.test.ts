@@ -326,7 +326,7 @@ describe('Priority Dequeue example workflows in a real n8n', () => {
 			{ taskId: f.answer.taskId, outcome: 'dead' },
 		]);
 
-		// Claims: sequence numbers without repeats (one sequence; gaps allowed since issue 15); each
+		// Claims: sequence numbers without repeats (one sequence; gaps allowed); each
 		// good task claimed once, the failing one once per attempt.
 		const seqs = claims.map((c) => Number(c.claimSeq)).sort((a, b) => a - b);
 		expect(seqs).toHaveLength(goodOnes().length + FAIL_ATTEMPTS);

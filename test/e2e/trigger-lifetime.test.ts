@@ -1,5 +1,5 @@
 /**
- * The Priority Dequeue Trigger in a real n8n 2.33.7 process (issue 10, items 3 and 4), with the
+ * The Priority Dequeue Trigger in a real n8n 2.33.7 process, with the
  * package packed and installed with npm into .n8n/nodes (docs/install.md's route):
  *   - lifetime: n8n runs with the pool idle timeout shortened by environment
  *     (OPERATION_LEDGER_POOL_IDLE_MS=1000, _SWEEP_MS=250; defaults 5 min and 30 s) and one pool per
@@ -9,7 +9,7 @@
  *     pg_terminate_backend (as by a Postgres restart);
  *   - rate: a Wake Up trigger (Priority Groups high/normal/low) with one due task in group
  *     `urgent` starts no execution; a Wake Up trigger with a due task in group `high` whose
- *     workflow claims nothing starts only a handful in 10 s (backoff), where issue 10 saw hundreds
+ *     workflow claims nothing starts only a handful in 10 s (backoff), where an earlier version started hundreds
  *     per second.
  */
 import { ledgerSchema } from '../../src/db/identifiers';

@@ -19,7 +19,7 @@ let caseNo = 0;
 
 /**
  * The cases that failed only on the older node versions the package carried before its first
- * release (issue 22), run at version 1, the only version now. Each was seen to fail with the old
+ * release, run at version 1, the only version now. Each was seen to fail with the old
  * behaviour put back (Proceed on output 0; Wake Up firing on a bare notification).
  */
 describe('what failed on the pre-release node versions holds at version 1', () => {

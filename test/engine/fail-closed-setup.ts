@@ -72,7 +72,7 @@ export async function seedUnknown(t: string) {
 		const key = `${t}:${k}`;
 		const [r] = await reserveOperations(db.pool, db.ledgerSchema, [prepareReserveItem(0, { operationKey: key, request: { key }, leaseSeconds: 60, target: t })]);
 		await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: key, leaseToken: r.leaseToken, outcome: 'unknown', reason: 'HTTP 504' })]);
-		// Its settle window (issue 11) has passed, so Claim may take it now.
+		// Its settle window has passed, so Claim may take it now.
 		await q(`UPDATE ${db.schemaSql}.operations SET settle_until = now() - interval '1 second' WHERE operation_key = $1`, [key]);
 	}
 }

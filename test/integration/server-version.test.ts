@@ -1,5 +1,5 @@
 /**
- * The suites run on the PostgreSQL they say (issue 22): `npm test` with TEST_PG_VERSION=<major>
+ * The suites run on the PostgreSQL they say: `npm test` with TEST_PG_VERSION=<major>
  * starts an embedded server of that major (scripts/test.mjs) and the private clusters of the
  * hardening tests take the same major's binaries (test/helpers/privatePostgres.ts). A wrong package
  * resolution would silently run everything on the default major; this file fails then.

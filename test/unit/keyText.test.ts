@@ -26,7 +26,7 @@ const BAD: Array<[string, string]> = [
 	['C1 APC', '\u009f'],
 	['lone high surrogate', '\uD800'],
 	['lone low surrogate', '\uDC00'],
-	// Look-alikes (issue 23): invisible characters and white space other than U+0020.
+	// Look-alikes: invisible characters and white space other than U+0020.
 	['no-break space', '\u00a0'],
 	['zero-width space', '\u200b'],
 	['zero-width joiner', '\u200d'],

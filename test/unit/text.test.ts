@@ -103,7 +103,7 @@ describe('every cut site keeps valid Unicode with a surrogate pair across its li
 	});
 });
 
-describe('issue 23: a value Postgres cannot store fails its own item (or is made storable), never the batch', () => {
+describe('a value Postgres cannot store fails its own item (or is made storable), never the batch', () => {
 	const { storableText } = jest.requireActual('../../src/text') as typeof import('../../src/text');
 	const { prepareFailInput } = jest.requireActual('../../src/queue/fail') as typeof import('../../src/queue/fail');
 	const { prepareEnqueueInput } = jest.requireActual('../../src/queue/enqueue') as typeof import('../../src/queue/enqueue');

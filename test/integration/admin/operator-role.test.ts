@@ -79,7 +79,7 @@ describe('schema/security/operator_role.sql', () => {
 	});
 
 	it('removes the table grants an older version of the script gave (UPDATE, INSERT, DELETE, sequences)', async () => {
-		// What operator_role.sql granted before issue 23.
+		// What operator_role.sql granted before the operator could only call functions.
 		await admin.query(`GRANT SELECT ON ${q}.operations, ${q}.operation_events TO "${role}"`);
 		await admin.query(`GRANT UPDATE (status, retryable, settled_by) ON ${q}.operations TO "${role}"`);
 		await admin.query(`GRANT INSERT, DELETE ON ${q}.operation_events TO "${role}"`);

@@ -10,7 +10,7 @@
  *     lost connection (or, under continueOnFail, one paired error item per input item). After an
  *     immediate stop (a crash: the server sends no FATAL, so the client cannot tell whether the
  *     COMMIT of its one round trip ran) the error says the batch may have been recorded, or not,
- *     and that running it again is safe (issue 23); it says nothing was recorded only when the
+ *     and that running it again is safe; it says nothing was recorded only when the
  *     server's FATAL proves the COMMIT had not started;
  *   - nothing of the batch is in the database (rows, events, claims, scheduler unchanged);
  *   - in the same process, with the same credential (same pool), the next execution succeeds and

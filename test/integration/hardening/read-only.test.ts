@@ -1,5 +1,5 @@
 /**
- * A read-only database (issue 23, item 8): the credential reaches a standby, as after a failover
+ * A read-only database: the credential reaches a standby, as after a failover
  * when the old primary comes back as a standby (a private cluster started with standby.signal and
  * no primary to follow). Every write fails with SQLSTATE 25006; the error item says the database is
  * read-only and is retryable (the same item succeeds once the credential reaches the primary),

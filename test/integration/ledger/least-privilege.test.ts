@@ -1,7 +1,7 @@
 /**
  * The split setup (schema/security/least_privilege_role.sql, function_security.sql, migration
  * 0007): the nodes' role can do its work through the SECURITY DEFINER entry points and nothing
- * else. Every bypass of issue 12 is tried as that role and must fail; TRUNCATE is refused even
+ * else. Every known bypass of the functions is tried as that role and must fail; TRUNCATE is refused even
  * for the owner.
  */
 import { ledgerSchema } from '../../../src/db/identifiers';

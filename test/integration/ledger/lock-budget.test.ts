@@ -1,5 +1,5 @@
 /**
- * Lock waits have one bound per batch (issue 23, item 5): the SQL functions share one budget of
+ * Lock waits have one bound per batch: the SQL functions share one budget of
  * about one Lock Timeout among all the row locks a batch waits for (ol_lock_deadline /
  * ol_lock_budget). Keys another transaction holds answer busy within about one Lock Timeout and
  * the rest of the batch is decided; queue settles fail within about one Lock Timeout.

@@ -504,7 +504,7 @@ describe('credential test', () => {
 	});
 });
 
-describe('migration 0005 (issue 11) on a schema with data', () => {
+describe('migration 0005 on a schema with data', () => {
 	it('hashes stored lease and claim tokens in place, drops holderToken from events, and gives unknown rows a settle window', async () => {
 		const schema = fresh();
 		const { renderMigration: render } = await import('../../../src/db/migrate');

@@ -181,7 +181,7 @@ describe('Confirm Operation node', () => {
 		expect(again[1][0].json.ledger).toMatchObject({ outcome: 'proceed', attempt: 2 });
 		// A malformed override is an item error; nothing is written.
 		const bad = await runConfirm([{ json: { id: 'x' }, pairedItem: { item: 0 } }], again[1], { continueOnFail: true, params: { options: { statusOverrides: '409=maybe' } } });
-		// The error item goes to Unrecorded, never to Succeeded (issue 10).
+		// The error item goes to Unrecorded, never to Succeeded.
 		expect(bad.slice(1).flat()).toHaveLength(0);
 		expect(bad[0]).toHaveLength(1);
 		expect(String(bad[0][0].json.error)).toMatch(/Status code override "409=maybe"/);
@@ -373,7 +373,7 @@ describe('Confirm Operation node', () => {
 	});
 });
 
-describe('issue 11 at the node layer', () => {
+describe('the settle window at the node layer', () => {
 	it('Reserve: a same-batch repeat says which item holds the lease; the settle window is stored', async () => {
 		const out = await runReserve(
 			[
@@ -391,7 +391,7 @@ describe('issue 11 at the node layer', () => {
 
 	it('Reserve: a key part with trailing white space is an item error, not trimmed into another key', async () => {
 		const out = await runReserve([{ json: { orderId: 'ent-X ', amount: 1 } }, { json: { orderId: 'ent-Y', amount: 1 } }], { continueOnFail: true });
-		// The error item goes to Unrecorded, never to Proceed (issue 10).
+		// The error item goes to Unrecorded, never to Proceed.
 		expect(out[1].map((i) => (i.json.ledger as { outcome: string }).outcome)).toEqual(['proceed']);
 		expect(out.flat().filter((i) => i.json.error).map((i) => i.json.error)).toEqual([expect.stringMatching(/white space/)]);
 		expect(out[0].map((i) => i.json.error)).toEqual([expect.stringMatching(/white space/)]);

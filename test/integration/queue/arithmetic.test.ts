@@ -1,5 +1,5 @@
 /**
- * Safe arithmetic (issue 13): every numeric parameter of the queue at its extremes (0, 1, the
+ * Safe arithmetic: every numeric parameter of the queue at its extremes (0, 1, the
  * largest accepted value, max int, huge, NaN, infinity) gives a result, or a clear refusal before
  * any write (InputError in TypeScript, SQLSTATE 22023 from the SQL functions), never a
  * numeric overflow (22003) or a datetime overflow (22008), and never a task out of its bounds.

@@ -1,5 +1,5 @@
 /**
- * Attempts (issue 13): no claim ever hands out a task beyond its max attempts, however it got there;
+ * Attempts: no claim ever hands out a task beyond its max attempts, however it got there;
  * such a task goes dead exactly once, with the reason attempts_exhausted.
  */
 import { dequeue, listDead, release } from '../../../src/queue';

@@ -1,5 +1,5 @@
 /**
- * Cancel (issue 26): by id or by dedupe key, with a reason and who asked. A waiting task ends
+ * Cancel: by id or by dedupe key, with a reason and who asked. A waiting task ends
  * cancelled at once and is never claimed; a task held by a live lease is cancel-requested and its
  * holder's next Complete, Fail, Release or Extend Lease answers `cancelled` and ends it; a
  * cancel-requested task whose lease expires ends cancelled at the sweep. Raced against concurrent

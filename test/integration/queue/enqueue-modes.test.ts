@@ -1,5 +1,5 @@
 /**
- * Enqueue's dedupe-key modes (issue 26, items 2 and 5): On Duplicate Key (keep first, replace the
+ * Enqueue's dedupe-key modes: On Duplicate Key (keep first, replace the
  * payload, replace payload and run time), throttle and debounce, against Postgres. Time moves by the
  * queue clock (queue_now), never by sleeping. Raced: replacers against claimers, where a claimed
  * task's payload is always one that was enqueued or replaced for its key and a task being worked on

@@ -76,7 +76,7 @@ describe('enqueue', () => {
 			]),
 		).rejects.toThrow(/at most 100 bytes/);
 		// A raw call past the node's checks (max attempts 0): refused for the whole batch (the function
-		// checks what the node checks, issue 23), nothing written.
+		// checks what the node checks), nothing written.
 		await expect(
 			db.pool.query(`SELECT * FROM "${db.schema}".queue_enqueue($1::jsonb)`, [
 				JSON.stringify([

@@ -1,5 +1,5 @@
 /**
- * Operators see trouble before it bites (issue 13): Stats reports per group the oldest pending age,
+ * Operators see trouble before it bites: Stats reports per group the oldest pending age,
  * for the table its dead tuples and last (auto)vacuum, and for the database the open transaction
  * holding back the xmin horizon.
  */

@@ -1,5 +1,5 @@
 /**
- * Late settles (issue 13): every settle from a superseded lease gets lease_lost with leaseLost true
+ * Late settles: every settle from a superseded lease gets lease_lost with leaseLost true
  * and a detail that says what happened; a lease's own repeat gets already_settled. The table in
  * docs/queue.md ("Late settles") is checked row by row against queue_settle_verdict, and the main
  * rows are driven through real calls.
@@ -105,7 +105,7 @@ describe('late settles', () => {
 		expect([...seen].sort()).toEqual(['already_settled', 'lease_lost', 'not_found']);
 	});
 
-	test('issue 13 case: 1 s lease swept back to pending; the late Complete, Fail, Release, Extend all get lease_lost "expired and requeued"', async () => {
+	test('a 1 s lease swept back to pending; the late Complete, Fail, Release, Extend all get lease_lost "expired and requeued"', async () => {
 		const queue = db.queueName('swept');
 		await db.fill(queue, 'high', 1, { maxAttempts: 3 });
 		const [a] = await dequeue(db.pool, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 1 });

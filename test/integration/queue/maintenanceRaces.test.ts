@@ -1,5 +1,5 @@
 /**
- * Maintenance races (issue 13): Requeue Dead never fails a batch on a dedupe clash (the clashing
+ * Maintenance races: Requeue Dead never fails a batch on a dedupe clash (the clashing
  * task is skipped, the rest requeued), and no mix of concurrent maintenance and settle calls
  * deadlocks: requeue by id, requeue oldest, claims with expiry sweeps, complete, fail, release and
  * purge run together while every 40P01 (and any other error) is counted.

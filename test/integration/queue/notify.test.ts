@@ -1,5 +1,5 @@
 /**
- * Enqueue's notify option (issue 13): 'commit' notifies at commit, 'after' notifies after the
+ * Enqueue's notify option: 'commit' notifies at commit, 'after' notifies after the
  * commit in a second statement (the task is visible when the notification arrives), 'none' sends
  * nothing; a deduplicated enqueue never notifies under 'after'.
  */

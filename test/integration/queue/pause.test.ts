@@ -1,5 +1,5 @@
 /**
- * Pause and Resume (issue 26): a queue or one priority group, with a reason and who. While paused,
+ * Pause and Resume: a queue or one priority group, with a reason and who. While paused,
  * claims (fast path and full path) take nothing of it, enqueues are taken, held leases keep working,
  * the trigger starts no execution for it; Resume notifies the queue's channel and a resumed group
  * takes its weighted share from then on (no burst from its old tags). Raced against 4 concurrent

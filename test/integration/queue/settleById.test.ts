@@ -1,5 +1,5 @@
 /**
- * Settle by ID (issue 26): an operator completes, fails, retries or reschedules a task by id without
+ * Settle by ID: an operator completes, fails, retries or reschedules a task by id without
  * its lease, recorded with who and why. A task held by a lease is acted on at once and its holder's
  * next settle or extension answers lease_lost, changing nothing (fenced by the lease end, not the
  * token). Raced against the holders' own completes: every task ends exactly once, by one side.

@@ -1,5 +1,5 @@
 /**
- * Strict priority (issue 26): a priority group marked strict always goes first. Its ready tasks are
+ * Strict priority: a priority group marked strict always goes first. Its ready tasks are
  * claimed oldest first (run_at, id) before any weighted group's, strict groups among themselves in
  * list order; the weighted claim takes the rest of the batch. Checked against the claim without
  * strict (the same tasks come out in another order), under 4 concurrent claimers, with a paused

@@ -1,5 +1,5 @@
 /**
- * The trigger lives as long as n8n (issue 10, item 3), in real time against real Postgres, with
+ * The trigger lives as long as n8n, in real time against real Postgres, with
  * the node's own trigger(): the pool idle timeout is shortened through the environment
  * (OPERATION_LEDGER_POOL_IDLE_MS / _SWEEP_MS; the defaults are 5 min / 30 s), the trigger idles
  * past it, and still claims; its LISTEN backend and pool connections are killed (as by a Postgres

@@ -1,5 +1,5 @@
 /**
- * The trigger never fires faster than work can be taken (issue 10, item 4), measured in real time
+ * The trigger never fires faster than work can be taken, measured in real time
  * against real Postgres with the node's own trigger(): executions started in 10 s by a consumer
  * that claims nothing, one that fails, one whose groups do not include the due task's group, a
  * healthy one, and the per-minute cap. The figures are printed (docs/queue.md quotes them).

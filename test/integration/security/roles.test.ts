@@ -1,5 +1,5 @@
 /**
- * Only the functions change the ledger and the queue, for every role (issue 23, docs/security.md).
+ * Only the functions change the ledger and the queue, for every role (docs/security.md).
  * The split setup as a DBA makes it: the schema applied, least_privilege_role.sql (a NOLOGIN owner
  * and the nodes' role), operator_role.sql (the operator role). Then, as the operator role AND as
  * the nodes' role, every direct write of the issue is tried and must be refused, and the

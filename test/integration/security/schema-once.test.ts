@@ -1,5 +1,5 @@
 /**
- * The schema is validated and quoted once per connection (issue 25, "Each fact once"): the door
+ * The schema is validated and quoted once per connection: the door
  * (nodes/shared/connection.ts openLedgerConnection) makes the one LedgerSchema of a connection with
  * ledgerSchema() (src/db/identifiers.ts), and every core call of that connection reads its quoted
  * form without validating it again. Through the node path, one Reserve and one Dequeue execution

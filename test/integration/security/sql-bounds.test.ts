@@ -1,5 +1,5 @@
 /**
- * The SQL entry points refuse what the nodes refuse (issue 23, item 8): every bound a node checks
+ * The SQL entry points refuse what the nodes refuse: every bound a node checks
  * is checked by its function too, with the same numbers, so a direct call (psql, another client)
  * cannot store a lease of -3600 s or 10^9 s, a line feed or a zero-width space in a key. Each case
  * is tried on both sides: the node's check throws InputError and the function raises SQLSTATE

@@ -1,5 +1,5 @@
 /**
- * Reserve Operation's default fingerprint (issue 24): the business request, not its delivery.
+ * Reserve Operation's default fingerprint: the business request, not its delivery.
  * The shapes are those n8n 2.33's Webhook node, Wait node and Form Trigger give an item.
  */
 import { createHash } from 'node:crypto';

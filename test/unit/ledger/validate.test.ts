@@ -103,7 +103,7 @@ describe('prepareConfirmItem', () => {
 	});
 });
 
-describe('one key rule for both key modes (issue 11)', () => {
+describe('one key rule for both key modes', () => {
 	const parts = (entity: unknown) => ({ resource: 'payment', action: 'charge', entity, version: 'v1' });
 
 	it.each([
