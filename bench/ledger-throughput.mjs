@@ -60,6 +60,11 @@ const creds = credentials(schema);
 const reserveNode = new ReserveOperation();
 const confirmNode = new ConfirmOperation();
 let seq = 0;
+/** This process's CPU time (user + system) since `since`, ms: the client's own work, less sensitive to a loaded machine than wall time. */
+const cpuMs = (since) => {
+	const u = process.cpuUsage(since);
+	return (u.user + u.system) / 1000;
+};
 
 function inputItems(n, tag) {
 	const run = `${tag}-${++seq}`;
@@ -74,6 +79,7 @@ function inputItems(n, tag) {
 const httpBody = (json, i) => ({ id: `pay_${json.orderId}`, status: 'succeeded', amount: json.amount, currency: json.currency, seq: i });
 
 async function viaNodes(n) {
+	const cpu0 = process.cpuUsage();
 	const { run, items } = inputItems(n, 'node');
 	const rFns = fakeExecute({
 		items,
@@ -108,7 +114,7 @@ async function viaNodes(n) {
 	const confirmed = await confirmNode.execute.call(cFns);
 	const t3 = now();
 	if (confirmed[1].length !== n) throw new Error(`node: ${confirmed[1].length} of ${n} confirmed`);
-	return { reserve: t1 - t0, confirm: t3 - t2, total: t1 - t0 + (t3 - t2) };
+	return { reserve: t1 - t0, confirm: t3 - t2, total: t1 - t0 + (t3 - t2), cpuMs: cpuMs(cpu0) };
 }
 
 /** The same documents the nodes send, built before the clock starts. */
@@ -131,6 +137,7 @@ function directDocs(n) {
 }
 
 async function direct(n) {
+	const cpu0 = process.cpuUsage();
 	const { reserveDoc, confirms } = directDocs(n);
 	const rCtx = JSON.stringify({ ...CTX, nodeName: RESERVE_NAME });
 	const cCtx = JSON.stringify({ ...CTX, nodeName: 'Confirm Operation' });
@@ -141,7 +148,7 @@ async function direct(n) {
 	const c = await db.query(confirmSql(ledgerSchemaOf(schema)), [encodeConfirmBatch(confirms), cCtx]);
 	const t2 = now();
 	if (r.rows.length !== n || c.rows.some((x) => x.result !== 'recorded')) throw new Error('direct: unexpected result');
-	return { reserve: t1 - t0, confirm: t2 - t1, total: t2 - t0 };
+	return { reserve: t1 - t0, confirm: t2 - t1, total: t2 - t0, cpuMs: cpuMs(cpu0) };
 }
 
 const INSERT_ONE = `INSERT INTO ${schemaSql}.operations
@@ -183,8 +190,10 @@ for (let w = 0; w < 3; w++) {
 }
 
 const batches = [];
-for (const { n, rounds, perItemRounds = rounds } of PLAN) {
-	const s = { node: [], direct: [], perItem: [], nodeReserve: [], nodeConfirm: [], directReserve: [], directConfirm: [], paired: [] };
+// LEDGER_SIZES=1000 (or 100,1000): only these batch sizes (A/B runs of one size against another commit).
+const SIZES = process.env.LEDGER_SIZES ? process.env.LEDGER_SIZES.split(',').map(Number) : null;
+for (const { n, rounds, perItemRounds = rounds } of PLAN.filter((p) => !SIZES || SIZES.includes(p.n))) {
+	const s = { node: [], direct: [], perItem: [], nodeReserve: [], nodeConfirm: [], directReserve: [], directConfirm: [], paired: [], nodeCpu: [], directCpu: [] };
 	const t = now();
 	for (let r = 0; r < rounds; r++) {
 		const order = ['node', 'direct', 'perItem'];
@@ -198,12 +207,14 @@ for (const { n, rounds, perItemRounds = rounds } of PLAN) {
 				s.node.push(x.total);
 				s.nodeReserve.push(x.reserve);
 				s.nodeConfirm.push(x.confirm);
+				s.nodeCpu.push(x.cpuMs);
 			} else if (v === 'direct') {
 				const x = await direct(n);
 				directT = x.total;
 				s.direct.push(x.total);
 				s.directReserve.push(x.reserve);
 				s.directConfirm.push(x.confirm);
+				s.directCpu.push(x.cpuMs);
 			} else if (r < perItemRounds) {
 				s.perItem.push((await perItem(perItemClient, n)).total);
 			}
@@ -224,6 +235,8 @@ for (const { n, rounds, perItemRounds = rounds } of PLAN) {
 		nodeConfirmMs: summarize(s.nodeConfirm),
 		directReserveMs: summarize(s.directReserve),
 		directConfirmMs: summarize(s.directConfirm),
+		nodeCpuMs: summarize(s.nodeCpu),
+		directCpuMs: summarize(s.directCpu),
 		nodeItemsPerSec: round((n / node.median) * 1000, 0),
 		directItemsPerSec: round((n / dir.median) * 1000, 0),
 		perItemItemsPerSec: round((n / per.median) * 1000, 0),
@@ -235,11 +248,11 @@ for (const { n, rounds, perItemRounds = rounds } of PLAN) {
 	batches.push(b);
 	log(
 		`n=${n}: node ${round(node.median, 2)} ms (p90 ${round(node.p90, 2)}), direct ${round(dir.median, 2)} ms, per-item ${round(per.median, 2)} ms; ` +
-			`node/direct ${b.nodeOverDirect}, per-item/node ${b.perItemOverNode} (${b.seconds} s)`,
+			`node/direct ${b.nodeOverDirect}, per-item/node ${b.perItemOverNode}; client CPU node ${round(b.nodeCpuMs.median, 1)} ms, direct ${round(b.directCpuMs.median, 1)} ms (${b.seconds} s)`,
 	);
 }
 
-const at1000 = batches.find((b) => b.n === 1000);
+const at1000 = batches.find((b) => b.n === 1000) ?? batches.at(-1);
 const result = {
 	suite: 'ledger-throughput',
 	server: await serverInfo(db),

@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'queue-drain', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'queue-drain', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab', 'n8n-request-price'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -211,6 +211,19 @@ function printTables(latest) {
 			),
 		);
 	}
+	const rp = s['n8n-request-price'];
+	if (rp?.variants) {
+		out.push('\nThe ledger\'s price in a request through a real n8n (webhook round trip, ms p50 / p99; extra = p50 over bare)');
+		const rows = Object.entries(rp.variants).map(([v, x]) => [
+			v,
+			`${fmt(x.c1.median)} / ${fmt(x.c1.p99)}`,
+			fmt(rp.extraMs_c1?.[v] ?? (v === 'bare' ? 0 : null)),
+			`${fmt(x.c4.median)} / ${fmt(x.c4.p99)}`,
+			fmt(rp.extraMs_c4?.[v] ?? (v === 'bare' ? 0 : null)),
+		]);
+		if (rows.length) out.push(table(['workflow', 'C = 1', 'extra', 'C = 4', 'extra'], rows));
+	}
+	for (const x of rp?.skipped ?? []) out.push(`n8n-request-price: skipped ${x.part}: ${x.reason}`);
 	out.push('\nTargets');
 	out.push(table(['target', 'value', 'limit', 'met'], latest.targets.map((t) => [t.what, fmt(t.value), t.limit, t.met ? 'met' : 'MISSED'])));
 	return out.join('\n');
