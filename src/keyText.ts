@@ -53,6 +53,7 @@ export const REFUSED_RANGES: ReadonlyArray<readonly [number, number]> = [
 const hex = (c: number) => (c > 0xffff ? `\\u{${c.toString(16)}}` : `\\u${c.toString(16).padStart(4, '0')}`);
 const REFUSED = new RegExp(`[${REFUSED_RANGES.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join('')}]`, 'u');
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /** U+XXXX of a code point. */
 function codePointName(c: number): string {
@@ -61,6 +62,9 @@ function codePointName(c: number): string {
 
 /** Describes what is wrong with `text` as key-like text, or returns null when it is fine. */
 export function keyTextProblem(text: string): string | null {
+	// Printable ASCII (U+0020..U+007E) holds none of the refused code points and no surrogate; most
+	// keys are such text, and this test costs a fraction of the two below (per item of every batch).
+	if (PRINTABLE_ASCII.test(text)) return null;
 	// Lone surrogates first: the u-flag pattern below reads text as code points.
 	if (LONE_SURROGATE.test(text)) return 'contains a lone UTF-16 surrogate, which is not valid Unicode';
 	const m = REFUSED.exec(text);

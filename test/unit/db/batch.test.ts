@@ -51,6 +51,24 @@ describe('queryChunked round trips', () => {
 		await queryChunked(pool as never, sql, [big], [null]);
 		expect(sent).toEqual([expect.stringMatching(/^BEGIN; SET LOCAL/), sql, 'COMMIT']);
 	});
+
+	// Quoting a literal costs more than it saves well below 1 MiB (src/db/batch.ts): a batch of 100
+	// ordinary Reserve items (about 25 KiB) stays one round trip, one of 1,000 (about 250 KiB) goes
+	// with its JSON as a parameter.
+	const items = (n: number) =>
+		Array.from({ length: n }, (_, i) =>
+			JSON.stringify({ idx: i, operation_key: `payment:charge:order-${i}:v1`, fingerprint: 'f'.repeat(64), target: 'payments-api', request: { orderId: `order-${i}`, customerId: `cus_${i % 97}`, amount: 1000 + i, currency: 'EUR' }, lease_seconds: 300 }),
+		);
+	it.each([
+		[100, 1],
+		[1000, 3],
+	])('a batch of %i ordinary items costs %i round trip(s)', async (n, trips) => {
+		const parts = items(n);
+		expect(Buffer.byteLength(`[${parts.join(',')}]`) > 20_000 * (n / 100)).toBe(true);
+		const { sent, pool } = recordingPool();
+		await queryChunked(pool as never, sql, parts, parts.map(() => null));
+		expect(sent).toHaveLength(trips);
+	});
 });
 
 describe('planChunks', () => {
