@@ -26,10 +26,10 @@ export const MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
  * three or more round trips with the JSON as a parameter: quoting a large literal in JavaScript
  * costs more than the two round trips it saves, and its cost grows faster than its size (measured
  * with pg's escapeLiteral on Reserve documents, Node 20, loaded 2-core machine: 25 KiB 0.14 ms,
- * 63 KiB 1.3 ms, 127 KiB 3.4 ms, 253 KiB 27 ms, against 0.28 ms for one loopback round trip).
- * 32 KiB keeps every batch of up to about 100 ordinary items in one round trip.
+ * 63 KiB 1.3 ms, 127 KiB 3.4 ms, 253 KiB 27 ms, against 0.28 ms for one loopback round trip and
+ * more across a network). 64 KiB keeps batches of up to about 250 ordinary items in one round trip.
  */
-export const ONE_TRIP_MAX_BYTES = 32 * 1024;
+export const ONE_TRIP_MAX_BYTES = 64 * 1024;
 /** Items per call. */
 export const MAX_BATCH_ITEMS = 1_000_000;
 /** Bytes of JSON per call, over all chunks. */
