@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 fd0166419be5247a47213dbf67ede3006552d3386a413d6266fbc93c3b5adcd9.
+-- Package version 0.1.0; function set SHA-256 39dd31da5755635520cff59da4b7764bc525c8209cd541b6d3f3079ad3ee6689.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 17 AS ol_newer_schema \gset
+SELECT :ol_version > 18 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (17): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (18): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -108,6 +108,10 @@ SELECT :ol_version < 17 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0017_queue_claim_strict.sql
 \endif
+SELECT :ol_version < 18 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0018_queue_serial_keys.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -161,6 +165,9 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_release.sql
 \ir functions/queue/queue_requeue_dead.sql
 \ir functions/queue/queue_resume.sql
+\ir functions/queue/queue_serial_hold.sql
+\ir functions/queue/queue_serial_lock.sql
+\ir functions/queue/queue_serial_promote.sql
 \ir functions/queue/queue_set_weights.sql
 \ir functions/queue/queue_settle_by_id.sql
 \ir functions/queue/queue_settle_miss.sql
@@ -172,7 +179,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'fd0166419be5247a47213dbf67ede3006552d3386a413d6266fbc93c3b5adcd9')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '39dd31da5755635520cff59da4b7764bc525c8209cd541b6d3f3079ad3ee6689')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -149,6 +149,11 @@ export const TEXT_LIMITS = {
 	maxSettleByIdReasonLength: 2000,
 	/** Settle by ID's "settled by" (operator_by): cut to this many UTF-16 units; queue_settle_by_id refuses more. */
 	maxSettleByIdByLength: 60,
+	/**
+	 * Enqueue's serial key: at most this many bytes of UTF-8, refused above it (never cut: a cut key
+	 * would serialise tasks that do not share one). queue_enqueue ("s") and the column's CHECK agree.
+	 */
+	maxSerialKeyBytes: 512,
 } as const;
 
 /** Aging intervals above 0 and below this many seconds are refused (see LIMITS.agingSeconds). */

@@ -117,6 +117,15 @@ const description: INodeProperties[] = [
 				description: 'Needs a Dedupe Key: what an enqueue does when the key already has a pending or processing task. See docs/queue.md, "Replace by dedupe key".',
 			},
 			{
+				displayName: 'Serial Key',
+				name: 'serialKey',
+				type: 'string',
+				default: '',
+				placeholder: 'e.g. customer-42',
+				description:
+					'Tasks of this queue with the same serial key (a customer, an account) run one at a time, in enqueue order; other keys run in parallel. A task whose key has one ahead of it waits, unclaimable, until that one completes, is cancelled or is removed (a dead one holds the key until it is requeued, completed by ID or purged). Up to 512 bytes. See docs/queue.md, "One at a time per key".',
+			},
+			{
 				displayName: 'Throttle (Seconds)',
 				name: 'throttleSeconds',
 				type: 'number',
@@ -145,6 +154,7 @@ async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Pr
 			onDuplicate: (options.onDuplicate as OnDuplicateMode | undefined) ?? undefined,
 			throttleSeconds: options.throttleSeconds === undefined ? undefined : Number(options.throttleSeconds),
 			debounceSeconds: options.debounceSeconds === undefined ? undefined : Number(options.debounceSeconds),
+			serialKey: (options.serialKey as string | undefined) || null,
 		});
 	});
 	out.push(...errorItems);

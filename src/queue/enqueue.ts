@@ -6,7 +6,7 @@ import { checkKeyText } from '../keyText';
 import { cutAny } from '../text';
 import { queryChunked } from '../db/batch';
 import { boundedQuery, type Bounds } from '../db/bounds';
-import { LIMITS } from '../limits';
+import { LIMITS, TEXT_LIMITS } from '../limits';
 import { assertJson, NotJsonError } from '../json/canonical';
 import { markPrepared, prepareOnce } from './prepared';
 import {
@@ -57,6 +57,15 @@ export interface EnqueueInput {
 	 * enqueued. Needs a dedupe key; not with onDuplicate or throttleSeconds.
 	 */
 	debounceSeconds?: number;
+	/**
+	 * Serial key (docs/queue.md, "One at a time per key"): tasks of a queue that share it run one at
+	 * a time, in enqueue order (task id order), while other keys and tasks without one run in
+	 * parallel. A task whose key has a task ahead of it (pending, processing, retrying or dead) is
+	 * stored blocked and becomes claimable when the ones ahead have left the queue (completed,
+	 * cancelled, settled complete by id, purged). Key-like text, NFC, at most
+	 * TEXT_LIMITS.maxSerialKeyBytes (512) bytes; null or '' = none.
+	 */
+	serialKey?: string | null;
 }
 
 /**
@@ -164,12 +173,24 @@ function checkPayload(payload: unknown): unknown {
  * returned normalised (NFC). Throws InputError. Enqueue and Cancel (by key) read keys alike.
  */
 export function checkDedupeKey(key: unknown): string {
-	if (typeof key !== 'string') throw new InputError('Dedupe key must be a string of at most 512 bytes');
-	checkKeyText(key, 'Dedupe key', (m) => new InputError(m));
+	return checkQueueKey(key, 'Dedupe key', 512);
+}
+
+/**
+ * A serial key: the same rules as a dedupe key (key-like text, NFC), at most
+ * TEXT_LIMITS.maxSerialKeyBytes bytes; returned normalised. Throws InputError.
+ */
+export function checkSerialKey(key: unknown): string {
+	return checkQueueKey(key, 'Serial key', TEXT_LIMITS.maxSerialKeyBytes);
+}
+
+function checkQueueKey(key: unknown, label: string, maxBytes: number): string {
+	if (typeof key !== 'string') throw new InputError(`${label} must be a string of at most ${maxBytes} bytes`);
+	checkKeyText(key, label, (m) => new InputError(m));
 	// Normalization Form C (UAX #15), as operation keys: "é" as one code point or as "e" plus a
 	// combining accent is the same key (src/ledger/validate.ts, checkOperationKey).
 	const nfc = key.normalize('NFC');
-	if (Buffer.byteLength(nfc, 'utf8') > 512) throw new InputError('Dedupe key must be a string of at most 512 bytes');
+	if (Buffer.byteLength(nfc, 'utf8') > maxBytes) throw new InputError(`${label} must be a string of at most ${maxBytes} bytes`);
 	return nfc;
 }
 
@@ -190,6 +211,9 @@ export function prepareEnqueueInput(input: EnqueueInput): EnqueueInput {
 	};
 	if (input.dedupeKey !== undefined && input.dedupeKey !== null && input.dedupeKey !== '') {
 		out.dedupeKey = checkDedupeKey(input.dedupeKey);
+	}
+	if (input.serialKey !== undefined && input.serialKey !== null && input.serialKey !== '') {
+		out.serialKey = checkSerialKey(input.serialKey);
 	}
 	if (input.delaySeconds !== undefined && input.delaySeconds !== null)
 		out.delaySeconds = checkSeconds(input.delaySeconds, 'Delay', LIMITS.enqueueDelaySeconds);
@@ -230,6 +254,7 @@ function wireItem(it: EnqueueInput): Record<string, unknown> {
 	if (it.onDuplicate !== undefined && it.onDuplicate !== 'keep') out.r = it.onDuplicate;
 	if (it.throttleSeconds !== undefined) out.w = it.throttleSeconds;
 	if (it.debounceSeconds !== undefined) out.b = it.debounceSeconds;
+	if (it.serialKey !== null && it.serialKey !== undefined) out.s = it.serialKey;
 	return out;
 }
 

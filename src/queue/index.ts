@@ -7,7 +7,7 @@
 export * from './states';
 export * from './types';
 export { queueChannel } from './channel';
-export { enqueue, prepareEnqueueInput, checkDedupeKey, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
+export { enqueue, prepareEnqueueInput, checkDedupeKey, checkSerialKey, NOTIFY_MODES, type EnqueueInput, type EnqueuedTask, type EnqueueOptions, type NotifyMode } from './enqueue';
 export { dequeue, checkGroups, prepareDequeueOptions, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
 export { complete, prepareCompleteInput, type CompleteInput, type CompleteResult } from './complete';

@@ -41,7 +41,7 @@ BEGIN
         SELECT 1 FROM queue_group_weights w
          CROSS JOIN LATERAL (SELECT a.vtag FROM queue_tasks a
                               WHERE a.queue = p_queue AND a.priority_group = w.priority_group
-                                AND a.status = 'pending' AND a.run_at <= v_cut
+                                AND a.status = 'pending' AND NOT a.serial_wait AND a.run_at <= v_cut
                               ORDER BY a.run_at, a.id LIMIT 1) h
          WHERE w.queue = p_queue AND w.priority_group = ANY (p_groups)
            AND (w.aging_swept_at IS NULL OR w.aging_swept_at <= p_now - v_gap)
@@ -70,7 +70,7 @@ BEGIN
                      CROSS JOIN LATERAL (
                             SELECT y.id, y.run_at FROM queue_tasks y
                              WHERE y.queue = p_queue AND y.priority_group = g.name
-                               AND y.status = 'pending' AND y.run_at <= v_cut AND y.vtag > v_head
+                               AND y.status = 'pending' AND NOT y.serial_wait AND y.run_at <= v_cut AND y.vtag > v_head
                              ORDER BY y.run_at, y.id
                              LIMIT v_take
                                FOR UPDATE SKIP LOCKED) h

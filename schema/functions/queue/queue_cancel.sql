@@ -23,6 +23,10 @@
 -- (SQLSTATE 55P03), nothing cancelled. Refused (SQLSTATE 22023), as the node refuses it
 -- (src/queue/cancel.ts): an item without a queue, or with neither an id nor a key, a reason over 2,000 characters,
 -- a who over 60.
+-- Serial keys (docs/queue.md, "One at a time per key"): the serial keys of the items' tasks are
+-- locked before any task row (queue_serial_hold; a dedupe key's live task is looked up for it first,
+-- and one that changed meanwhile has its key locked when found). A cancelled head hands its key to
+-- the next task of the key (queue_serial_promote); a cancelled blocked task just leaves the line.
 CREATE OR REPLACE FUNCTION queue_cancel(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, cancel_requested_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -46,6 +50,11 @@ BEGIN
         v_lock_timeout := current_setting('lock_timeout');
         v_deadline := ol_lock_deadline();
     END IF;
+    PERFORM queue_serial_hold(ARRAY(
+        SELECT x.id FROM jsonb_array_elements(p_items) AS e
+          JOIN queue_tasks x ON x.queue = e->>'queue'
+                            AND (x.id = (e->>'id')::bigint
+                                 OR (e->>'id' IS NULL AND x.dedupe_key = e->>'key' AND x.status IN ('pending', 'processing')))));
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, e->>'queue' AS q, e->>'key' AS k,
                e->>'reason' AS reason, e->>'by' AS who
@@ -84,6 +93,9 @@ BEGIN
             CONTINUE;
         END IF;
         id := t.id;
+        IF t.serial_key IS NOT NULL THEN
+            PERFORM pg_advisory_xact_lock(queue_serial_lock(t.queue, t.serial_key));  -- held already unless the key's task changed
+        END IF;
         IF t.status = 'dead' THEN
             outcome := 'finished';
             status := t.status;
@@ -108,12 +120,15 @@ BEGIN
             INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                                    max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
                                                    lease_end, cancel_reason, cancelled_by, operator_action, operator_by,
-                                                   operator_reason, operator_at)
+                                                   operator_reason, operator_at, serial_key)
             VALUES (t.id, t.queue, t.priority_group, 'cancelled', t.payload, coalesce(t.dedupe_key, t.cancelled_dedupe_key),
                     t.attempts, t.max_attempts, t.lease_token, t.last_error, t.requeues, t.enqueued_at, queue_now(),
                     CASE WHEN t.status = 'processing' THEN 'cancelled' ELSE t.lease_end END,
                     coalesce(t.cancel_reason, it.reason), coalesce(t.cancelled_by, it.who),
-                    t.operator_action, t.operator_by, t.operator_reason, t.operator_at);
+                    t.operator_action, t.operator_by, t.operator_reason, t.operator_at, t.serial_key);
+            IF t.serial_key IS NOT NULL AND NOT t.serial_wait THEN
+                PERFORM queue_serial_promote(ARRAY[t.queue], ARRAY[t.serial_key]);
+            END IF;
             outcome := 'cancelled';
             status := 'cancelled';
             detail := CASE WHEN t.status = 'processing' THEN 'its lease had expired; cancelled before another claim'

@@ -173,7 +173,7 @@ BEGIN
                 WITH cand AS MATERIALIZED (
                     SELECT t.id, t.attempts >= t.max_attempts AS exhausted, nextval('queue_claim_seq') AS ord
                       FROM (SELECT x.id, x.attempts, x.max_attempts FROM queue_tasks x
-                             WHERE x.queue = p_queue AND x.priority_group = v_sg AND x.status = 'pending'
+                             WHERE x.queue = p_queue AND x.priority_group = v_sg AND x.status = 'pending' AND NOT x.serial_wait
                                AND x.run_at <= v_now
                              ORDER BY x.run_at, x.id
                              LIMIT p_limit - v_got
@@ -241,7 +241,7 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM unnest(p_groups) AS ug(g)
                             CROSS JOIN LATERAL (SELECT 1 FROM queue_tasks u
                                                  WHERE u.queue = p_queue AND u.priority_group = ug.g AND u.status = 'pending'
-                                                   AND u.vtag IS NULL AND u.run_at <= v_now
+                                                   AND u.vtag IS NULL AND NOT u.serial_wait AND u.run_at <= v_now
                                                  LIMIT 1) un)
            AND NOT EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
                              LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
@@ -250,7 +250,7 @@ BEGIN
                 SELECT 1 FROM queue_group_weights sw
                  CROSS JOIN LATERAL (SELECT a.vtag FROM queue_tasks a
                                       WHERE a.queue = p_queue AND a.priority_group = sw.priority_group
-                                        AND a.status = 'pending' AND a.run_at <= v_cut
+                                        AND a.status = 'pending' AND NOT a.serial_wait AND a.run_at <= v_cut
                                       ORDER BY a.run_at, a.id LIMIT 1) h
                  WHERE sw.queue = p_queue AND sw.priority_group = ANY (p_groups)
                    AND (sw.aging_swept_at IS NULL OR sw.aging_swept_at <= v_now - v_gap)

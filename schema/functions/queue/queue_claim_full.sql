@@ -75,11 +75,11 @@ BEGIN
                     WHERE x.queue = p_queue AND x.status = 'processing' AND x.lease_expires_at <= v_now),
            EXISTS (SELECT 1 FROM queue_tasks t
                     WHERE t.queue = p_queue AND t.priority_group = ANY (p_groups)
-                      AND t.status = 'pending' AND t.run_at <= v_now),
+                      AND t.status = 'pending' AND NOT t.serial_wait AND t.run_at <= v_now),
            EXISTS (SELECT 1 FROM unnest(p_groups) AS ug(g)
                     CROSS JOIN LATERAL (SELECT 1 FROM queue_tasks u
                                          WHERE u.queue = p_queue AND u.priority_group = ug.g AND u.status = 'pending'
-                                           AND u.vtag IS NULL AND u.run_at <= v_now
+                                           AND u.vtag IS NULL AND NOT u.serial_wait AND u.run_at <= v_now
                                          LIMIT 1) un),
            EXISTS (SELECT 1 FROM unnest(p_groups, p_weights) AS u(g, w)
                      LEFT JOIN queue_group_weights w ON w.queue = p_queue AND w.priority_group = u.g
@@ -87,10 +87,17 @@ BEGIN
            v_cut IS NOT NULL AND EXISTS (
                 SELECT 1 FROM queue_tasks a
                  WHERE a.queue = p_queue AND a.priority_group = ANY (p_groups)
-                   AND a.status = 'pending' AND a.run_at <= v_cut)
+                   AND a.status = 'pending' AND NOT a.serial_wait AND a.run_at <= v_cut)
       INTO v_expired, v_ready, v_untagged, v_reweigh, v_aged;
     IF v_expired THEN
         PERFORM queue_expire_leases(p_queue, 1000, v_now);
+        -- A cancelled serial head the sweep ended handed its key on: the new head is untagged.
+        v_untagged := v_untagged OR EXISTS (
+            SELECT 1 FROM unnest(p_groups) AS ug(g)
+             CROSS JOIN LATERAL (SELECT 1 FROM queue_tasks u
+                                  WHERE u.queue = p_queue AND u.priority_group = ug.g AND u.status = 'pending'
+                                    AND u.vtag IS NULL AND NOT u.serial_wait AND u.run_at <= v_now
+                                  LIMIT 1) un);
     ELSIF NOT v_ready THEN
         -- Nothing to claim (as if this claim ran a moment earlier): no lock, no write.
         RETURN;

@@ -11,6 +11,10 @@
 -- Lock waits: all of a batch's waits share one budget (ol_lock_deadline): a task held past about
 -- one lock_timeout in all fails the call (SQLSTATE 55P03), nothing completed. Rows are locked in id
 -- order (never skipped while later ones are held), so concurrent settles cannot deadlock.
+-- Serial keys (docs/queue.md, "One at a time per key"): the keys of the batch's tasks are locked
+-- first (queue_serial_hold, keys before rows), and each key whose head completed gets its next task
+-- in the same transaction (queue_serial_promote). A task without a serial key costs one more
+-- primary-key probe (the read of its key).
 CREATE OR REPLACE FUNCTION queue_complete(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, attempts integer, finished_at timestamptz, detail text)
 LANGUAGE plpgsql
@@ -36,6 +40,7 @@ DECLARE
     v_tok uuid;
     v_lock_timeout text;
     v_deadline timestamptz;
+    v_serial boolean;
 BEGIN
     IF jsonb_array_length(p_items) = 1 THEN
         idx := (p_items->0->>'i')::integer;
@@ -43,6 +48,7 @@ BEGIN
         v_tok := (p_items->0->>'tok')::uuid;
         id := v_tid;
         detail := NULL;
+        v_serial := queue_serial_hold(ARRAY[v_tid]);
         WITH gone AS (
             DELETE FROM queue_tasks x
              WHERE x.id = v_tid AND x.status || '' = 'processing' AND x.lease_token = v_tok AND x.lease_expires_at > queue_now()
@@ -51,15 +57,19 @@ BEGIN
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                                max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at,
-                                               operator_action, operator_by, operator_reason, operator_at)
+                                               operator_action, operator_by, operator_reason, operator_at, serial_key)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
                g.lease_token, g.last_error, p_items->0->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now(),
-               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at, g.serial_key
           FROM gone g
         RETURNING ar.attempts, ar.finished_at INTO attempts, finished_at;
         IF FOUND THEN
             outcome := 'completed';
             status := 'succeeded';
+            IF v_serial THEN
+                PERFORM queue_serial_promote(array_agg(ar.queue), array_agg(ar.serial_key))
+                   FROM queue_tasks_archive ar WHERE ar.id = v_tid;
+            END IF;
         ELSIF queue_cancel_end(v_tid, v_tok) THEN
             -- A cancel was requested while this lease held the task: it ends cancelled; the holder must stop.
             outcome := 'cancelled';
@@ -84,6 +94,8 @@ BEGIN
              ORDER BY (e->>'id')::bigint, (e->>'i')::integer) f;
     v_lock_timeout := current_setting('lock_timeout');
     v_deadline := ol_lock_deadline();
+    v_serial := queue_serial_hold(v_ids);
+    PERFORM ol_lock_budget(v_deadline);
     -- Rows are found by id (primary key) and locked in id order first (the one global lock order of
     -- every statement that locks several task rows); the lease test is written so that the planner
     -- never scans the lease index instead, and the status test is written (status || '') so that it
@@ -106,10 +118,10 @@ BEGIN
     ), moved AS (
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                                max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at,
-                                               operator_action, operator_by, operator_reason, operator_at)
+                                               operator_action, operator_by, operator_reason, operator_at, serial_key)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
                g.lease_token, g.last_error, v_map->(g.id::text)->'res', g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now(),
-               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at, g.serial_key
           FROM gone g
         RETURNING ar.id, ar.attempts, ar.finished_at
     )
@@ -121,6 +133,10 @@ BEGIN
     SELECT u.i, u.tid, 'completed'::text, 'succeeded'::text, u.att, u.fin, NULL::text
       FROM unnest(v_i, v_id, v_att, v_fin) AS u(i, tid, att, fin);
 
+    IF v_serial THEN
+        PERFORM queue_serial_promote(array_agg(ar.queue), array_agg(ar.serial_key))
+           FROM queue_tasks_archive ar WHERE ar.id = ANY (v_id) AND ar.serial_key IS NOT NULL;
+    END IF;
     IF cardinality(v_i) = jsonb_array_length(p_items) THEN
         PERFORM set_config('lock_timeout', v_lock_timeout, true);
         RETURN;
@@ -145,10 +161,10 @@ BEGIN
         )
         INSERT INTO queue_tasks_archive AS ar (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                                max_attempts, lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end, archived_at,
-                                               operator_action, operator_by, operator_reason, operator_at)
+                                               operator_action, operator_by, operator_reason, operator_at, serial_key)
         SELECT g.id, g.queue, g.priority_group, 'succeeded', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
                g.lease_token, g.last_error, it.res, g.requeues, g.enqueued_at, queue_now(), 'completed', queue_now(),
-               g.operator_action, g.operator_by, g.operator_reason, g.operator_at
+               g.operator_action, g.operator_by, g.operator_reason, g.operator_at, g.serial_key
           FROM gone g
         RETURNING ar.* INTO a;
         IF FOUND THEN
@@ -156,6 +172,9 @@ BEGIN
             status := 'succeeded';
             attempts := a.attempts;
             finished_at := a.finished_at;
+            IF a.serial_key IS NOT NULL THEN
+                PERFORM queue_serial_promote(ARRAY[a.queue], ARRAY[a.serial_key]);
+            END IF;
         ELSIF queue_cancel_end(it.tid, it.tok) THEN
             -- A cancel was requested while this lease held the task: it ends cancelled; the holder must stop.
             outcome := 'cancelled';

@@ -2,7 +2,8 @@
 -- "k": dedupe key or null, "at": not-before time (ISO-8601) or null, "d": delay in seconds or null,
 -- "m": max attempts or null (5), "n": false = no notification, "t": false = leave untagged,
 -- and at most one dedupe-key mode, each needing "k": "r": on duplicate key, 'keep' (default) |
--- 'payload' | 'payload_run_at'; "w": throttle window in seconds; "b": debounce window in seconds}].
+-- 'payload' | 'payload_run_at'; "w": throttle window in seconds; "b": debounce window in seconds;
+-- "s": serial key or null}].
 -- run_at = the latest of now, "at", now + "d" and now + "b".
 -- Answers one row per item; outcome (ENQUEUE_OUTCOMES in src/queue/states.ts):
 --   enqueued         this call wrote a new task (deduplicated = false);
@@ -61,9 +62,18 @@
 -- processing with an expired lease) is sent dead first, as the next claim or lease sweep would
 -- send it (dead_reason attempts_exhausted or lease_expired_at_max, its last_error saying an
 -- enqueue of its key found it), and the new item becomes a new task (deduplicated = false).
+-- Serial keys ("s"; docs/queue.md, "One at a time per key"): the batch's serial keys are locked
+-- first (queue_serial_lock, sorted, within the call's lock budget), before any task row. A task this
+-- call wrote with a serial key is its key's head when no other task of the key is in queue_tasks
+-- with a lower id (pending, processing, retrying or dead): it is left untagged and the first claim
+-- after it is due tags it (queue_tag_due). Otherwise it is stored blocked (serial_wait): pending,
+-- untagged, out of every index a claim reads, and its queue is not notified for it; it becomes the
+-- head when the ones ahead of it have left (queue_serial_promote). Enqueue order is id order: in
+-- one batch, items without a dedupe key get their ids before items with one. A duplicate or
+-- replaced item changes nothing about serial keys (the key's existing task keeps its own).
 -- Refused for the whole batch (SQLSTATE 22023, nothing written), as the node refuses it for the
 -- item (src/queue/enqueue.ts): a queue name, group or dedupe key outside the rules of key-like
--- text, max attempts outside 1 .. 1000, a delay outside 0 .. 31536000 seconds.
+-- text (a serial key: as a dedupe key), max attempts outside 1 .. 1000, a delay outside 0 .. 31536000 seconds.
 -- Lock waits (a concurrent enqueue's uncommitted task with the same dedupe key, a task row another
 -- transaction holds): one budget for the call (ol_lock_deadline), about one lock_timeout in all.
 CREATE OR REPLACE FUNCTION queue_enqueue(p_items jsonb)
@@ -116,15 +126,20 @@ DECLARE
     v_tid bigint;
     v_done boolean;
     v_old_run timestamptz;
+    -- Serial keys per item (null: none) and the tasks this call stored blocked.
+    a_s text[];
+    v_blocked bigint[] := '{}';
 BEGIN
     -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
     -- In the same statement: the items with a dedupe-key mode (none: no further statement for them).
     SELECT ol_check_texts('queue name', x.i, x.q, 'name', 200) AS c1, ol_check_texts('priority group', x.i, x.g, 'name', 100) AS c2,
            ol_check_texts('dedupe key', x.i, x.k, 'dedupe_key', 512) AS c3,
            ol_check_numbers('max attempts', x.i, x.m, 1, 1000, true) AS c4,
+           ol_check_texts('serial key', x.i, x.s, 'dedupe_key', 512) AS c6,
            ol_check_numbers('the delay (seconds)', x.i, x.d, 0, 31536000, false) AS c5, x.mi
       INTO v_checked
       FROM (SELECT array_agg((e->>'i')::integer) AS i, array_agg(e->>'q') AS q, array_agg(e->>'g') AS g, array_agg(e->>'k') AS k,
+                   array_agg(e->>'s') AS s,
                    array_agg(coalesce((e->>'m')::double precision, 5)) AS m,
                    array_agg(coalesce((e->>'d')::double precision, 0)) AS d,
                    array_agg((e->>'i')::integer) FILTER (WHERE coalesce(e->>'r', 'keep') <> 'keep' OR e->>'w' IS NOT NULL OR e->>'b' IS NOT NULL) AS mi
@@ -153,10 +168,10 @@ BEGIN
         END IF;
         v_tid := NULL;
     END IF;
-    -- The fast path: no dedupe key, no "t": false (see the header). ids are drawn per item first, so
+    -- The fast path: no dedupe key, no serial key, no "t": false (see the header). ids are drawn per item first, so
     -- each answer is the item's own values with its id (nothing is read back).
     IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_items) AS e
-                    WHERE nullif(e->>'k', '') IS NOT NULL OR (e->>'t')::boolean IS FALSE) THEN
+                    WHERE nullif(e->>'k', '') IS NOT NULL OR nullif(e->>'s', '') IS NOT NULL OR (e->>'t')::boolean IS FALSE) THEN
         RETURN QUERY
         WITH it AS MATERIALIZED (
             SELECT (x.e->>'i')::integer AS i, x.e->>'q' AS q, x.e->>'g' AS g, coalesce(x.e->'p', '{}'::jsonb) AS p,
@@ -230,11 +245,18 @@ BEGIN
            array_agg(greatest(queue_now(), coalesce((e->>'at')::timestamptz, queue_now()),
                               queue_now() + make_interval(secs => greatest(coalesce((e->>'d')::double precision, 0), 0)),
                               queue_now() + make_interval(secs => coalesce((e->>'b')::double precision, 0))) ORDER BY o),
-           array_agg(coalesce((e->>'m')::integer, 5) ORDER BY o)
-      INTO a_i, a_q, a_g, a_p, a_k, a_at, a_m
+           array_agg(coalesce((e->>'m')::integer, 5) ORDER BY o), array_agg(nullif(e->>'s', '') ORDER BY o)
+      INTO a_i, a_q, a_g, a_p, a_k, a_at, a_m, a_s
       FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(e, o);
     IF a_i IS NULL THEN
         RETURN;
+    END IF;
+    -- Serial keys: locked before any task row, in lock-key order (see the header).
+    IF EXISTS (SELECT 1 FROM unnest(a_s) AS x(s) WHERE x.s IS NOT NULL) THEN
+        v_deadline := ol_lock_deadline();
+        PERFORM pg_advisory_xact_lock(l.lk)
+           FROM (SELECT DISTINCT queue_serial_lock(x.q, x.s) AS lk FROM unnest(a_q, a_s) AS x(q, s) WHERE x.s IS NOT NULL) l
+          ORDER BY l.lk;
     END IF;
 
     -- Fair-queuing tags (docs/queue.md, "Scheduling"): once per (queue, group) of the batch's
@@ -249,8 +271,8 @@ BEGIN
                coalesce(array_agg(x.n ORDER BY x.q, x.g), '{}'), coalesce(array_agg(queue_vtime(x.q) ORDER BY x.q, x.g), '{}')
           INTO t_q, t_g, t_n, t_v
           FROM (SELECT y.q, y.g, count(*)::integer AS n
-                  FROM unnest(a_q, a_g, a_k, a_at) AS y(q, g, k, at)
-                 WHERE y.k IS NULL AND y.at <= queue_now()
+                  FROM unnest(a_q, a_g, a_k, a_at, a_s) AS y(q, g, k, at, s)
+                 WHERE y.k IS NULL AND y.s IS NULL AND y.at <= queue_now()
                  GROUP BY y.q, y.g) x;
         FOR v_j IN 1..cardinality(t_q) LOOP
             SELECT x.base, x.step INTO v_base, v_step FROM queue_take_tags(t_q[v_j], t_g[v_j], t_n[v_j], t_v[v_j]) x;
@@ -264,8 +286,9 @@ BEGIN
     -- so that equal virtual times compare equal (0.2 * 6 = 0.2 + 2 * 0.5) and tie by id.
     WITH u AS MATERIALIZED (
         SELECT x.i, x.q, x.g, x.p, x.at, x.m, nextval(v_seq) AS tid,
-               CASE WHEN x.at <= queue_now() THEN row_number() OVER (PARTITION BY x.q, x.g, x.at <= queue_now() ORDER BY x.i) END AS rk
-          FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m) AS x(i, q, g, p, k, at, m)
+               CASE WHEN x.at <= queue_now() AND x.s IS NULL
+                    THEN row_number() OVER (PARTITION BY x.q, x.g, x.at <= queue_now() AND x.s IS NULL ORDER BY x.i) END AS rk
+          FROM unnest(a_i, a_q, a_g, a_p, a_k, a_at, a_m, a_s) AS x(i, q, g, p, k, at, m, s)
          WHERE x.k IS NULL
     ), ins AS (
         INSERT INTO queue_tasks AS t (id, queue, priority_group, status, payload, run_at, max_attempts, vtag, enqueued_at, updated_at)
@@ -293,7 +316,8 @@ BEGIN
     -- locked in id order (the global lock order) within the call's lock budget; the lock re-checks
     -- it, so a task a concurrent claim or sweep just changed is judged as it is now.
     IF w_i IS NOT NULL THEN
-        v_deadline := ol_lock_deadline();
+        v_deadline := coalesce(v_deadline, ol_lock_deadline());
+        PERFORM ol_lock_budget(v_deadline);
         WITH stale AS (
             SELECT t.id FROM queue_tasks t
              WHERE (t.queue, t.dedupe_key) IN (SELECT DISTINCT x.q, x.k FROM unnest(w_q, w_k) AS x(q, k))
@@ -469,8 +493,27 @@ BEGIN
         -- Keys whose live task settled in between are still waiting: insert again.
     END LOOP;
 
+    -- Serial keys of the tasks this call wrote (the enqueued items: a duplicate or replaced task
+    -- keeps its own), then which of them have a task of their key ahead, by id (see the header).
+    IF EXISTS (SELECT 1 FROM unnest(a_s) AS x(s) WHERE x.s IS NOT NULL) THEN
+        UPDATE queue_tasks t SET serial_key = n.s
+          FROM (SELECT x.id, y.s FROM unnest(r_i, r_id, r_dup) AS x(i, id, dup)
+                  JOIN unnest(a_i, a_s) AS y(i, s) ON y.i = x.i
+                 WHERE NOT x.dup AND y.s IS NOT NULL) n
+         WHERE t.id = n.id;
+        WITH b AS (
+            UPDATE queue_tasks t SET serial_wait = true
+             WHERE t.id IN (SELECT x.id FROM unnest(r_id, r_dup) AS x(id, dup) WHERE NOT x.dup)
+               AND t.serial_key IS NOT NULL AND t.status = 'pending' AND t.vtag IS NULL AND NOT t.serial_wait
+               AND EXISTS (SELECT 1 FROM queue_tasks o
+                            WHERE o.queue = t.queue AND o.serial_key = t.serial_key AND o.id < t.id)
+            RETURNING t.id
+        )
+        SELECT coalesce(array_agg(b.id), '{}') INTO v_blocked FROM b;
+    END IF;
+
     -- Keyed items this call inserted that are ready now: tagged the same way, per (queue, group) in
-    -- order (the tag rows of groups tagged above are already this transaction's).
+    -- order (the tag rows of groups tagged above are already this transaction's). Not serial ones.
     IF v_tag THEN
         -- Collected first: every virtual time is read before the first reservation.
         SELECT coalesce(array_agg(x.q ORDER BY x.q, x.g), '{}'), coalesce(array_agg(x.g ORDER BY x.q, x.g), '{}'),
@@ -478,7 +521,8 @@ BEGIN
           INTO t_q, t_g, t_ids, t_v
           FROM (SELECT y.q, y.g, jsonb_agg(y.id ORDER BY y.i) AS ids
                   FROM unnest(r_dup, r_k, r_q, r_g, r_run, r_id, r_i) AS y(dup, k, q, g, run, id, i)
-                 WHERE NOT y.dup AND y.k IS NOT NULL AND y.run <= queue_now()
+                  JOIN unnest(a_i, a_s) AS z(i, s) ON z.i = y.i
+                 WHERE NOT y.dup AND y.k IS NOT NULL AND y.run <= queue_now() AND z.s IS NULL
                  GROUP BY y.q, y.g) x;
         FOR v_j IN 1..cardinality(t_q) LOOP
             SELECT x.base, x.step INTO v_base, v_step
@@ -491,10 +535,12 @@ BEGIN
     END IF;
 
     -- Which queues gained a task that is claimable now, or only delayed ones (for the notification).
+    -- A task stored blocked (serial_wait) is not claimable: its queue is told when it is promoted.
     SELECT coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run <= queue_now()), '{}') || v_moved_ready,
            coalesce(array_agg(DISTINCT x.q) FILTER (WHERE NOT x.dup AND x.run > queue_now()), '{}') || v_moved_delayed
       INTO v_ready, v_delayed
-      FROM unnest(r_dup, r_q, r_run) AS x(dup, q, run);
+      FROM unnest(r_dup, r_q, r_run, r_id) AS x(dup, q, run, id)
+     WHERE NOT x.id = ANY (v_blocked);
 
     RETURN QUERY
     SELECT x.i, x.id, x.dup, x.q, x.g, x.st, x.p, x.k, x.run, x.att, x.m, x.enq,

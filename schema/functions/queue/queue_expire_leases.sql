@@ -8,6 +8,10 @@
 -- expired ones nobody holds. (Choosing the p_limit oldest first and locking them after left
 -- nothing to sweep while those rows were held elsewhere, and every later expired task stayed
 -- expired.) SKIP LOCKED never waits, so the order rows are locked in cannot deadlock.
+-- A cancel-requested serial head that ends here hands its key on (queue_serial_promote) under the
+-- key's lock, which is only tried (pg_try_advisory_xact_lock, never waited for: this runs inside
+-- claims, and the row is already locked); a head whose key another transaction holds is left for a
+-- later sweep. An expired head that is not cancelled stays its key's head (pending again or dead).
 -- Returns how many rows changed.
 CREATE OR REPLACE FUNCTION queue_expire_leases(p_queue text, p_limit integer DEFAULT 1000, p_now timestamptz DEFAULT NULL)
 RETURNS integer
@@ -17,6 +21,8 @@ AS $$
 DECLARE
     n integer;
     c integer;
+    v_q text[];
+    v_k text[];
 BEGIN
     p_now := coalesce(p_now, queue_now() + (clock_timestamp() - now()));
     -- A cancel-requested task (queue_cancel) whose lease expired ends cancelled, never runs again.
@@ -29,16 +35,25 @@ BEGIN
                          LIMIT greatest(coalesce(p_limit, 1000), 0)
                            FOR UPDATE SKIP LOCKED)
            AND t.status = 'processing' AND t.lease_expires_at <= p_now
+           AND (t.serial_key IS NULL OR pg_try_advisory_xact_lock(queue_serial_lock(t.queue, t.serial_key)))
         RETURNING t.*
-    )
+    ), moved AS (
     INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts, max_attempts,
                                      lease_token, last_error, requeues, enqueued_at, finished_at, lease_end,
-                                     cancel_reason, cancelled_by, operator_action, operator_by, operator_reason, operator_at)
+                                     cancel_reason, cancelled_by, operator_action, operator_by, operator_reason, operator_at, serial_key)
     SELECT g.id, g.queue, g.priority_group, 'cancelled', g.payload, g.cancelled_dedupe_key, g.attempts, g.max_attempts,
            g.lease_token, g.last_error, g.requeues, g.enqueued_at, p_now, 'expired', g.cancel_reason, g.cancelled_by,
-           g.operator_action, g.operator_by, g.operator_reason, g.operator_at
-      FROM gone g;
-    GET DIAGNOSTICS c = ROW_COUNT;
+           g.operator_action, g.operator_by, g.operator_reason, g.operator_at, g.serial_key
+      FROM gone g
+    RETURNING queue, serial_key
+    )
+    SELECT count(*)::integer, array_agg(m.queue) FILTER (WHERE m.serial_key IS NOT NULL),
+           array_agg(m.serial_key) FILTER (WHERE m.serial_key IS NOT NULL)
+      INTO c, v_q, v_k
+      FROM moved m;
+    IF v_k IS NOT NULL THEN
+        PERFORM queue_serial_promote(v_q, v_k);
+    END IF;
     UPDATE queue_tasks t
        SET status = CASE WHEN t.attempts >= t.max_attempts THEN 'dead' ELSE 'pending' END,
            last_error = CASE WHEN t.attempts >= t.max_attempts

@@ -21,18 +21,18 @@ BEGIN
     RETURN (
     WITH RECURSIVE groups AS (
         (SELECT t.priority_group FROM queue_tasks t
-          WHERE t.queue = p_queue AND t.status = 'pending'
+          WHERE t.queue = p_queue AND t.status = 'pending' AND NOT t.serial_wait
           ORDER BY t.priority_group LIMIT 1)
         UNION ALL
         SELECT (SELECT t.priority_group FROM queue_tasks t
-                 WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group > g.priority_group
+                 WHERE t.queue = p_queue AND t.status = 'pending' AND NOT t.serial_wait AND t.priority_group > g.priority_group
                  ORDER BY t.priority_group LIMIT 1)
           FROM groups g
          WHERE g.priority_group IS NOT NULL
     )
     SELECT least(
         (SELECT min((SELECT t.run_at FROM queue_tasks t
-                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group = g.priority_group
+                      WHERE t.queue = p_queue AND t.status = 'pending' AND NOT t.serial_wait AND t.priority_group = g.priority_group
                       ORDER BY t.run_at, t.id LIMIT 1))
            FROM groups g WHERE g.priority_group IS NOT NULL AND (v_paused IS NULL OR g.priority_group <> ALL (v_paused))),
         (SELECT t.lease_expires_at FROM queue_tasks t

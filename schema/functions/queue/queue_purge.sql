@@ -8,6 +8,10 @@
 -- Refused (SQLSTATE 22023), as the node refuses it (src/queue/purge.ts): a queue name outside the
 -- rules (null = every queue), retentions outside 0 .. 3153600000 seconds, a limit outside
 -- 1 .. 100000.
+-- A purged dead head of a serial key hands the key to its next task (queue_serial_promote) under
+-- the key's lock, only tried (pg_try_advisory_xact_lock: rows are locked first here, so waiting for a
+-- key could deadlock with a Cancel or Settle by ID that holds it): a task whose key is busy is left
+-- for the next run, like a row held elsewhere.
 CREATE OR REPLACE FUNCTION queue_purge(p_queue text, p_dead_after_secs double precision, p_archive_after_secs double precision, p_limit integer)
 RETURNS TABLE (dead_archived integer, archive_deleted integer)
 LANGUAGE plpgsql
@@ -18,6 +22,8 @@ DECLARE
     v_dead double precision := p_dead_after_secs;
     v_arch double precision := p_archive_after_secs;
     v_limit integer := coalesce(p_limit, 10000);
+    v_q text[];
+    v_k text[];
 BEGIN
     IF p_queue IS NOT NULL THEN
         PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
@@ -37,19 +43,26 @@ BEGIN
                              ORDER BY d.dead_at LIMIT v_limit
                                FOR UPDATE SKIP LOCKED)
                AND x.status = 'dead'
+               AND (x.serial_key IS NULL OR pg_try_advisory_xact_lock(queue_serial_lock(x.queue, x.serial_key)))
             RETURNING x.*
         ), moved AS (
             INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts,
                                              max_attempts, lease_token, last_error, requeues, enqueued_at, finished_at,
                                              lease_end, dead_reason, archived_at, operator_action, operator_by,
-                                             operator_reason, operator_at)
+                                             operator_reason, operator_at, serial_key)
             SELECT g.id, g.queue, g.priority_group, 'dead', g.payload, g.dedupe_key, g.attempts, g.max_attempts,
                    g.lease_token, g.last_error, g.requeues, g.enqueued_at, g.dead_at, g.lease_end, g.dead_reason, queue_now(),
-                   g.operator_action, g.operator_by, g.operator_reason, g.operator_at
+                   g.operator_action, g.operator_by, g.operator_reason, g.operator_at, g.serial_key
               FROM gone g
-            RETURNING 1
+            RETURNING queue, serial_key
         )
-        SELECT count(*)::integer INTO dead_archived FROM moved;
+        SELECT count(*)::integer, array_agg(m.queue) FILTER (WHERE m.serial_key IS NOT NULL),
+               array_agg(m.serial_key) FILTER (WHERE m.serial_key IS NOT NULL)
+          INTO dead_archived, v_q, v_k
+          FROM moved m;
+        IF v_k IS NOT NULL THEN
+            PERFORM queue_serial_promote(v_q, v_k);
+        END IF;
     END IF;
     IF p_archive_after_secs IS NOT NULL THEN
         WITH gone AS (

@@ -32,6 +32,10 @@
 -- Enqueue notifies (its name when the task is due now, '' when later).
 -- Refused (SQLSTATE 22023), as the node refuses it (src/queue/settleById.ts): an item without a
 -- queue or an id, an act not listed, a reason over 2,000 characters, a who over 60.
+-- Serial keys (docs/queue.md, "One at a time per key"): the items' serial keys are locked before
+-- any task row (queue_serial_hold); a completed head hands its key to the next task of the key
+-- (queue_serial_promote). A blocked task stays blocked whatever is done to it (failed: a dead task
+-- that becomes its key's dead head in turn; retried or rescheduled: still behind its head).
 CREATE OR REPLACE FUNCTION queue_settle_by_id(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, run_at timestamptz, lease_ended boolean, detail text)
 LANGUAGE plpgsql
@@ -61,6 +65,7 @@ BEGIN
         v_lock_timeout := current_setting('lock_timeout');
         v_deadline := ol_lock_deadline();
     END IF;
+    PERFORM queue_serial_hold(ARRAY(SELECT (e->>'id')::bigint FROM jsonb_array_elements(p_items) AS e));
     FOR it IN
         SELECT (e->>'i')::integer AS i, (e->>'id')::bigint AS tid, e->>'queue' AS q, e->>'act' AS act,
                e->'res' AS res, greatest(coalesce((e->>'at')::timestamptz, v_now), v_now) AS at,
@@ -111,10 +116,13 @@ BEGIN
             DELETE FROM queue_tasks x WHERE x.id = t.id;
             INSERT INTO queue_tasks_archive (id, queue, priority_group, status, payload, dedupe_key, attempts, max_attempts,
                                              lease_token, last_error, result, requeues, enqueued_at, finished_at, lease_end,
-                                             archived_at, operator_action, operator_by, operator_reason, operator_at)
+                                             archived_at, operator_action, operator_by, operator_reason, operator_at, serial_key)
             VALUES (t.id, t.queue, t.priority_group, 'succeeded', t.payload, t.dedupe_key, t.attempts, t.max_attempts,
                     t.lease_token, t.last_error, it.res, t.requeues, t.enqueued_at, v_now,
-                    CASE WHEN v_held THEN 'operator' ELSE t.lease_end END, v_now, 'complete', it.who, it.reason, v_now);
+                    CASE WHEN v_held THEN 'operator' ELSE t.lease_end END, v_now, 'complete', it.who, it.reason, v_now, t.serial_key);
+            IF t.serial_key IS NOT NULL AND NOT t.serial_wait THEN
+                PERFORM queue_serial_promote(ARRAY[t.queue], ARRAY[t.serial_key]);
+            END IF;
             outcome := 'completed';
             status := 'succeeded';
             detail := CASE WHEN t.status = 'dead' THEN 'completed by hand; it was dead (' || coalesce(t.dead_reason, 'unknown reason') || ')'

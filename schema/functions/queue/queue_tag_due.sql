@@ -30,7 +30,7 @@ BEGIN
           FROM (SELECT DISTINCT x AS name FROM unnest(p_groups) AS x) g
          CROSS JOIN LATERAL (
                 SELECT t.id, t.run_at FROM queue_tasks t
-                 WHERE t.queue = p_queue AND t.priority_group = g.name AND t.status = 'pending' AND t.vtag IS NULL
+                 WHERE t.queue = p_queue AND t.priority_group = g.name AND t.status = 'pending' AND t.vtag IS NULL AND NOT t.serial_wait
                    AND t.run_at <= p_now
                  ORDER BY t.run_at, t.id
                  LIMIT v_each
@@ -42,7 +42,7 @@ BEGIN
         CONTINUE WHEN v_base IS NULL;
         UPDATE queue_tasks t SET vtag = round((v_base + v_step * u.o) * 1e6) / 1e6
           FROM unnest(r.ids) WITH ORDINALITY AS u(tid, o)
-         WHERE t.id = u.tid AND t.status = 'pending' AND t.vtag IS NULL;
+         WHERE t.id = u.tid AND t.status = 'pending' AND t.vtag IS NULL AND NOT t.serial_wait;
         v_n := v_n + cardinality(r.ids);
     END LOOP;
     RETURN v_n;

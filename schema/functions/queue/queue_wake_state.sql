@@ -43,7 +43,7 @@ BEGIN
                (SELECT min(h.run_at)
                   FROM unnest(p_groups) AS g(name)
                  CROSS JOIN LATERAL (SELECT t.run_at FROM queue_tasks t
-                                      WHERE t.queue = p_queue AND t.status = 'pending' AND t.priority_group = g.name
+                                      WHERE t.queue = p_queue AND t.status = 'pending' AND NOT t.serial_wait AND t.priority_group = g.name
                                       ORDER BY t.run_at, t.id LIMIT 1) h),
                (SELECT min(l.lease_expires_at)
                   FROM unnest(p_groups) AS g(name)

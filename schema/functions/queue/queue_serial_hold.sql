@@ -1,0 +1,23 @@
+-- Before a statement that may move tasks p_ids out of queue_tasks (complete, cancel, settle by id,
+-- the end of a cancel-requested lease): take the serial-key lock (queue_serial_lock) of every serial
+-- key among those tasks, sorted by lock key, waiting for each (bounded by the caller's lock_timeout).
+-- Keys first, then rows, in one global order: a transaction holding a task row never waits for a
+-- key while another holding the key waits for that row (an operator's Cancel or Settle by ID of a
+-- blocked task beside its head's Complete). A task's serial key never changes, so reading it without
+-- the row lock is exact. Returns whether any task of p_ids has a serial key (false: no lock taken,
+-- nothing to promote). Not an entry point.
+CREATE OR REPLACE FUNCTION queue_serial_hold(p_ids bigint[]) RETURNS boolean
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    SELECT count(*) INTO v_n
+      FROM (SELECT pg_advisory_xact_lock(k.lk)
+              FROM (SELECT DISTINCT queue_serial_lock(t.queue, t.serial_key) AS lk
+                      FROM queue_tasks t
+                     WHERE t.id = ANY (p_ids) AND t.serial_key IS NOT NULL) k
+             ORDER BY k.lk) l;
+    RETURN v_n > 0;
+END $$;

@@ -1,0 +1,49 @@
+-- After a key's head left queue_tasks: for each (p_queues[i], p_keys[i]) without a head (no row of
+-- the key with serial_wait false), the oldest blocked task of the key (lowest id: enqueue order)
+-- becomes its head (serial_wait false). It is pending and untagged, so the first claim after it is
+-- due tags it as if enqueued then (queue_tag_due); or dead, when an operator failed it while it was
+-- blocked (a dead head holds its key, docs/queue.md "One at a time per key"). Each queue that gained a
+-- due head is notified with its name, one that gained only a later one with '' (as Enqueue
+-- notifies). The caller holds the keys' locks (queue_serial_hold, or queue_enqueue's); the rows
+-- promoted are locked by the UPDATE, and nobody holds a blocked row without the key first except an
+-- enqueue replacing its payload, which waits for nothing else. Null keys are ignored. Returns how
+-- many tasks became heads. Not an entry point.
+CREATE OR REPLACE FUNCTION queue_serial_promote(p_queues text[], p_keys text[]) RETURNS integer
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_n integer;
+    v_ready text[];
+    v_later text[];
+    v_q text;
+BEGIN
+    WITH k AS (
+        SELECT DISTINCT u.q, u.k FROM unnest(p_queues, p_keys) AS u(q, k) WHERE u.k IS NOT NULL
+    ), nxt AS (
+        SELECT (SELECT b.id FROM queue_tasks b
+                 WHERE b.queue = k.q AND b.serial_key = k.k AND b.serial_wait
+                 ORDER BY b.id LIMIT 1) AS id
+          FROM k
+         WHERE NOT EXISTS (SELECT 1 FROM queue_tasks h
+                            WHERE h.queue = k.q AND h.serial_key = k.k AND NOT h.serial_wait)
+    ), up AS (
+        UPDATE queue_tasks t SET serial_wait = false, updated_at = queue_now()
+         WHERE t.id IN (SELECT nxt.id FROM nxt WHERE nxt.id IS NOT NULL) AND t.serial_wait
+        RETURNING t.queue, t.status, t.run_at
+    )
+    SELECT count(*)::integer,
+           coalesce(array_agg(DISTINCT up.queue) FILTER (WHERE up.status = 'pending' AND up.run_at <= queue_now()), '{}'),
+           coalesce(array_agg(DISTINCT up.queue) FILTER (WHERE up.status = 'pending' AND up.run_at > queue_now()), '{}')
+      INTO v_n, v_ready, v_later
+      FROM up;
+    FOREACH v_q IN ARRAY v_ready LOOP
+        PERFORM pg_notify(queue_channel(v_q), v_q);
+    END LOOP;
+    FOREACH v_q IN ARRAY v_later LOOP
+        IF NOT v_q = ANY (v_ready) THEN
+            PERFORM pg_notify(queue_channel(v_q), '');
+        END IF;
+    END LOOP;
+    RETURN v_n;
+END $$;
