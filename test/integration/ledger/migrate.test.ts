@@ -342,6 +342,63 @@ describe('migrations', () => {
 		}
 	});
 
+	it('the serial keys migration applies over the version before it holding tasks, by the migrator and by apply.sql; the tasks run as before, new ones queue per key', async () => {
+		const serialVersion = (loadMigrations().find((m) => m.name === 'queue_serial_keys') as { version: number }).version;
+		for (const via of ['migrator', 'psql'] as const) {
+			const schema = fresh();
+			const q = `"${schema}"`;
+			const c = await pool.connect();
+			let ids: { ready: string; held: string; dead: string };
+			const token = '6c8f3d21-9b5e-4a2f-8d4c-3e7b1f9a2d58';
+			try {
+				await c.query('BEGIN');
+				for (const m of loadMigrations().filter((x) => x.version < serialVersion)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
+				await c.query(`SET LOCAL search_path TO ${q}`);
+				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
+				ids = {
+					ready: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, vtag) VALUES ('up', 'vip', 'pending', now() - interval '1 minute', 1) RETURNING id`),
+					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
+					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`),
+					dead: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, dead_at, dead_reason, last_error)
+					                 VALUES ('up', 'vip', 'dead', now(), 5, now(), 'max_attempts_reached', 'boom') RETURNING id`),
+				};
+				await c.query(`INSERT INTO queue_group_tags (queue, priority_group, last_tag) VALUES ('up', 'vip', 1)`);
+				await c.query('COMMIT');
+			} catch (e) {
+				await c.query('ROLLBACK');
+				throw e;
+			} finally {
+				c.release();
+			}
+			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(serialVersion - 1);
+			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
+			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
+			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+			// The indexes keep their names, now leaving blocked tasks out.
+			const { rows: idx } = await pool.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname IN ('queue_tasks_ready_idx', 'queue_tasks_untagged_group_idx', 'queue_tasks_serial_idx') ORDER BY indexname`, [schema]);
+			expect(idx.map((r) => r.indexname)).toEqual(['queue_tasks_ready_idx', 'queue_tasks_serial_idx', 'queue_tasks_untagged_group_idx']);
+			expect(idx.filter((r) => r.indexname !== 'queue_tasks_serial_idx').every((r) => /NOT serial_wait/.test(r.indexdef))).toBe(true);
+			const { rows: old } = await pool.query(`SELECT id::text, status, serial_key, serial_wait FROM ${q}.queue_tasks ORDER BY id`);
+			expect(old).toEqual([
+				{ id: ids.ready, status: 'pending', serial_key: null, serial_wait: false },
+				{ id: ids.held, status: 'processing', serial_key: null, serial_wait: false },
+				{ id: ids.dead, status: 'dead', serial_key: null, serial_wait: false },
+			]);
+			// The old tasks are claimed and settled as before; new tasks with a key queue behind each other.
+			const groups = [{ name: 'vip', weight: 1 }];
+			expect((await dequeue(pool, ledgerSchema(schema), { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.taskId)).toEqual([ids.ready]);
+			expect((await complete(pool, ledgerSchema(schema), [{ taskId: ids.held, leaseToken: token }]))[0].outcome).toBe('completed');
+			const added = await enqueue(pool, ledgerSchema(schema), [
+				{ queue: 'up', group: 'vip', payload: {}, serialKey: 'acct-1' },
+				{ queue: 'up', group: 'vip', payload: {}, serialKey: 'acct-1' },
+			]);
+			const first = await dequeue(pool, ledgerSchema(schema), { queue: 'up', limit: 10, leaseSeconds: 30, groups });
+			expect(first.map((t) => t.taskId)).toEqual([added[0].taskId]);
+			await complete(pool, ledgerSchema(schema), first);
+			expect((await dequeue(pool, ledgerSchema(schema), { queue: 'up', limit: 10, leaseSeconds: 30, groups })).map((t) => t.taskId)).toEqual([added[1].taskId]);
+		}
+	});
+
 	it('renames a legacy version table of ours (schema_migrations) to ol_schema_migrations on upgrade', async () => {
 		const schema = fresh();
 		await migrate(pool, ledgerSchema(schema), true);

@@ -65,6 +65,7 @@ const sqlOf: Record<string, (v: unknown) => [string, unknown[]]> = {
 	'enqueue: queue name': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: v, g: 'high', p: {} }])]],
 	'enqueue: group': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: v, p: {} }])]],
 	'enqueue: dedupe key': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, k: v }])]],
+	'enqueue: serial key': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, s: v }])]],
 	'enqueue: max attempts': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, m: v }])]],
 	'enqueue: delay': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, d: v }])]],
 	'enqueue: throttle window': (v) => [`SELECT * FROM ${q}.queue_enqueue($1::jsonb)`, [JSON.stringify([{ i: 0, q: 'bq', g: 'high', p: {}, k: 'bt', w: v }])]],
@@ -113,6 +114,7 @@ const nodeOf: Record<string, (v: unknown) => unknown> = {
 	'enqueue: queue name': (v) => checkQueueName(v),
 	'enqueue: group': (v) => checkGroupName(v),
 	'enqueue: dedupe key': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, dedupeKey: v as string }),
+	'enqueue: serial key': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, serialKey: v as string }),
 	'enqueue: max attempts': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, maxAttempts: v as number }),
 	'enqueue: delay': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, delaySeconds: v as number }),
 	'enqueue: throttle window': (v) => prepareEnqueueInput({ queue: 'bq', group: 'high', payload: {}, dedupeKey: 'bt', throttleSeconds: v as number }),
@@ -147,6 +149,12 @@ const TEXT_CASES: Array<[string, unknown[], unknown[]]> = [
 	['enqueue: queue name', ['', ' ', 'q\nx', 'q\u200b', long(201)], ['bq', long(200), 'Zürich']],
 	['enqueue: group', ['', 'g\n', 'g\u00a0', long(101)], ['high', long(100)]],
 	['enqueue: dedupe key', ['d\n', 'd\u200b', 'd\u00a0', long(513)], ['d-1', long(512)]],
+	// Bytes, not characters: 256 two-byte characters are the limit (the column's CHECK counts bytes too).
+	[
+		'enqueue: serial key',
+		['s\n', 's\u200b', 's\u00a0', long(TEXT_LIMITS.maxSerialKeyBytes + 1), '\u00e9'.repeat(TEXT_LIMITS.maxSerialKeyBytes / 2 + 1)],
+		['cust-1', long(TEXT_LIMITS.maxSerialKeyBytes), '\u00e9'.repeat(TEXT_LIMITS.maxSerialKeyBytes / 2)],
+	],
 	['claim tasks: queue name', ['q\n', ' ', 'q\u200b'], ['bq', 'Zürich']],
 	['claim tasks: group', ['g\n', 'g\u3000'], ['high']],
 	['stats: queue name', ['q\n', '', 'q\u200b'], ['bq']],
