@@ -1,5 +1,5 @@
 -- n8n-nodes-operation-ledger, migration 0018: serial keys, one task at a time per key in enqueue
--- order (issue 26). docs/queue.md, "One at a time per key", has the rule; the functions that keep it
+-- order. docs/queue.md, "One at a time per key", has the rule; the functions that keep it
 -- are queue_enqueue (a task behind a live one of its key is stored blocked), queue_serial_promote
 -- (called by every statement that moves a key's head out of queue_tasks) and queue_serial_lock.
 --

@@ -343,37 +343,21 @@ describe('migrations', () => {
 	});
 
 	it('the serial keys migration applies over the version before it holding tasks, by the migrator and by apply.sql; the tasks run as before, new ones queue per key', async () => {
-		const serialVersion = (loadMigrations().find((m) => m.name === 'queue_serial_keys') as { version: number }).version;
 		for (const via of ['migrator', 'psql'] as const) {
-			const schema = fresh();
-			const q = `"${schema}"`;
-			const c = await pool.connect();
-			let ids: { ready: string; held: string; dead: string };
 			const token = '6c8f3d21-9b5e-4a2f-8d4c-3e7b1f9a2d58';
-			try {
-				await c.query('BEGIN');
-				for (const m of loadMigrations().filter((x) => x.version < serialVersion)) await c.query(renderMigration(m.sql, ledgerSchema(schema)));
-				await c.query(`SET LOCAL search_path TO ${q}`);
-				const ins = async (sql: string) => String((await c.query(sql)).rows[0].id);
-				ids = {
-					ready: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, vtag) VALUES ('up', 'vip', 'pending', now() - interval '1 minute', 1) RETURNING id`),
-					held: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
+			const { schema, seeded: ids } = await schemaAt(versionBefore('queue_serial_keys'), async (c) => {
+				const seeded = {
+					ready: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, vtag) VALUES ('up', 'vip', 'pending', now() - interval '1 minute', 1) RETURNING id`),
+					held: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, lease_token, lease_expires_at)
 					                 VALUES ('up', 'vip', 'processing', now(), 1, '${token}', now() + interval '10 minutes') RETURNING id`),
-					dead: await ins(`INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, dead_at, dead_reason, last_error)
+					dead: await insertedId(c, `INSERT INTO queue_tasks (queue, priority_group, status, run_at, attempts, dead_at, dead_reason, last_error)
 					                 VALUES ('up', 'vip', 'dead', now(), 5, now(), 'max_attempts_reached', 'boom') RETURNING id`),
 				};
 				await c.query(`INSERT INTO queue_group_tags (queue, priority_group, last_tag) VALUES ('up', 'vip', 1)`);
-				await c.query('COMMIT');
-			} catch (e) {
-				await c.query('ROLLBACK');
-				throw e;
-			} finally {
-				c.release();
-			}
-			expect((await readSchemaState(pool, ledgerSchema(schema))).version).toBe(serialVersion - 1);
-			if (via === 'migrator') await expect(migrate(pool, ledgerSchema(schema), true)).resolves.toBe(requiredVersion());
-			else execFileSync('psql', [DATABASE_URL, '-q', '-1', '-v', 'ON_ERROR_STOP=1', '-v', `schema=${schema}`, '-f', 'schema/apply.sql'], { stdio: 'pipe' });
-			expect(await readSchemaState(pool, ledgerSchema(schema))).toEqual({ version: requiredVersion(), functions: { packageVersion: loadFunctionSet().packageVersion, hash: loadFunctionSet().hash } });
+				return seeded;
+			});
+			const q = `"${schema}"`;
+			await upgrade(schema, via);
 			// The indexes keep their names, now leaving blocked tasks out.
 			const { rows: idx } = await pool.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname IN ('queue_tasks_ready_idx', 'queue_tasks_untagged_group_idx', 'queue_tasks_serial_idx') ORDER BY indexname`, [schema]);
 			expect(idx.map((r) => r.indexname)).toEqual(['queue_tasks_ready_idx', 'queue_tasks_serial_idx', 'queue_tasks_untagged_group_idx']);

@@ -1,5 +1,5 @@
 /**
- * Serial keys (issue 26): tasks of a queue that share a serial key run one at a time, in enqueue
+ * Serial keys: tasks of a queue that share a serial key run one at a time, in enqueue
  * order, while other keys and tasks without a key run in parallel. A task behind a live one of its
  * key is stored blocked (serial_wait) and no claim sees it; when the key's head leaves queue_tasks
  * (completed, cancelled, settled complete by id, purged) the oldest blocked task of the key becomes
