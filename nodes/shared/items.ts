@@ -12,7 +12,7 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 import { cutText } from '../../src/text';
 import { InputError, type CoreError } from '../../src/errors';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
-import { SchemaNotReadyError } from '../../src/db/migrate';
+import { PackageFileMissingError, SchemaNotReadyError } from '../../src/db/migrate';
 import { DeadlineError, OutcomeUnknownError } from '../../src/db/bounds';
 import { ReplicationUnconfirmedError } from '../../src/db/syncRep';
 import { DriverError, TLS_CODES, toCoreError } from '../../src/db/driverError';
@@ -170,19 +170,23 @@ export function batchFailure(
 	const config = err instanceof InvalidSchemaNameError || err instanceof SchemaNotReadyError;
 	// Input the core rejected before any SQL ran (e.g. Dequeue's batch size): the item's fault.
 	const input = err instanceof InputError;
+	// A file of the package is not on disk (an incomplete install): no SQL was sent.
+	const install = err instanceof PackageFileMissingError;
 	if (err instanceof OutcomeUnknownError) return outcomeUnknown(fns, err, what, indexes);
 	if (err instanceof ReplicationUnconfirmedError) return replicationUnconfirmed(fns, err, what, indexes);
 	const cause = lost
 		? typeof code === 'string' && TLS_CODES.test(code)
 			? `the database connection failed: SSL verification failed (${code}): check the CA certificate and that the host name matches the server certificate`
 			: 'the database connection failed'
-		: config
-			? "the credential's schema setting is not usable"
-			: input
-				? 'the input is not valid'
-				: code === '25006'
-					? 'the database is read-only here (SQLSTATE 25006: a standby, or a primary a failover demoted); the credential must lead to the current primary (its writer endpoint)'
-					: `the database refused the statement${code ? ` (SQLSTATE ${code})` : ''}`;
+		: install
+			? 'the package installation is incomplete'
+			: config
+				? "the credential's schema setting is not usable"
+				: input
+					? 'the input is not valid'
+					: code === '25006'
+						? 'the database is read-only here (SQLSTATE 25006: a standby, or a primary a failover demoted); the credential must lead to the current primary (its writer endpoint)'
+						: `the database refused the statement${code ? ` (SQLSTATE ${code})` : ''}`;
 	const message = `${what} failed and nothing of this batch was recorded (${indexes.length} item(s)): ${cause}: ${reason}`;
 	if (fns.continueOnFail()) return indexes.map((i, k) => errorItem(fns, message, i, err.retryableItem(k)));
 	throw new NodeOperationError(fns.getNode(), message, {
@@ -191,9 +195,11 @@ export function batchFailure(
 			? 'The batch runs as one database transaction and the connection broke before its COMMIT was sent (or before anything was), so ' +
 				'Postgres rolled it back. A call the database did not answer within Statement Timeout plus 2 s had its connection closed by ' +
 				'the node. Running the execution again once the database is reachable is safe. The connection pool replaces broken connections by itself.'
-			: config || input
-				? 'Nothing was sent to the database. Fix the input or the credential (schema name, or apply the schema) and run the execution again.'
-				: 'The batch runs as one database transaction, so no item of it was written. Fix the cause above and run the execution again.',
+			: install
+				? 'Nothing was sent to the database. Install the package again in every n8n process that runs these nodes (main and each queue-mode worker), restart it, and run the execution again.'
+				: config || input
+					? 'Nothing was sent to the database. Fix the input or the credential (schema name, or apply the schema) and run the execution again.'
+					: 'The batch runs as one database transaction, so no item of it was written. Fix the cause above and run the execution again.',
 	});
 }
 

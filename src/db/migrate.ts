@@ -80,25 +80,55 @@ export class SchemaNotReadyError extends CoreError {
 	}
 }
 
-function schemaDir(): string {
+/**
+ * Raised when a file this package ships (schema/, package.json) is not on disk next to the code:
+ * the installation in n8n's nodes folder is incomplete (an install interrupted or overwritten while
+ * n8n ran). No SQL was sent. Not retryable: the same item fails the same way until the package is
+ * installed again and n8n restarted. `missing`: the absolute path looked for (several, joined by
+ * " or ", when more than one place was tried).
+ */
+export class PackageFileMissingError extends CoreError {
+	readonly retryable = false;
+	constructor(public readonly missing: string) {
+		super(
+			`A file of the installed package is missing: ${missing}. The n8n-nodes-operation-ledger installation in n8n's nodes ` +
+				'folder is incomplete; install the package again and restart n8n (each queue-mode worker needs its own complete copy).',
+		);
+		this.name = 'PackageFileMissingError';
+	}
+}
+
+/** The folder holding the package's schema/. `base`: the folder of this module (tests pass another). */
+export function schemaDir(base: string = __dirname): string {
 	// src/db (ts-jest) and dist/src/db (built) both sit two levels below the folder holding schema/.
-	const candidates = [path.resolve(__dirname, '../../schema'), path.resolve(__dirname, '../../../schema')];
+	const candidates = [path.resolve(base, '../../schema'), path.resolve(base, '../../../schema')];
 	for (const c of candidates) if (existsSync(path.join(c, 'migrations'))) return c;
-	throw new Error(`schema/ folder not found next to ${__dirname}`);
+	throw new PackageFileMissingError(candidates.map((c) => path.join(c, 'migrations')).join(' or '));
+}
+
+/** readFileSync as UTF-8; a file that is not there is a PackageFileMissingError. */
+function readPackageFile(file: string): string {
+	try {
+		return readFileSync(file, 'utf8');
+	} catch (e) {
+		if ((e as { code?: unknown }).code === 'ENOENT') throw new PackageFileMissingError(file);
+		throw e;
+	}
 }
 
 /** The text of a file under schema/. */
 function readSchemaFile(rel: string): string {
-	return readFileSync(path.join(schemaDir(), rel), 'utf8');
+	return readPackageFile(path.join(schemaDir(), rel));
 }
 
 function packageVersion(): string {
-	for (const p of [path.resolve(__dirname, '../../package.json'), path.resolve(__dirname, '../../../package.json')]) {
+	const candidates = [path.resolve(__dirname, '../../package.json'), path.resolve(__dirname, '../../../package.json')];
+	for (const p of candidates) {
 		if (!existsSync(p)) continue;
 		const pkg = JSON.parse(readFileSync(p, 'utf8')) as { name?: string; version?: string };
 		if (pkg.name === 'n8n-nodes-operation-ledger' && pkg.version) return pkg.version;
 	}
-	throw new Error(`package.json of n8n-nodes-operation-ledger not found next to ${__dirname}`);
+	throw new PackageFileMissingError(candidates.join(' or '));
 }
 
 let cached: Migration[] | undefined;
@@ -113,7 +143,7 @@ export function loadMigrations(): Migration[] {
 			version: Number(m[1]),
 			name: m[2],
 			file: `migrations/${m[0]}`,
-			sql: readFileSync(path.join(dir, m[0]), 'utf8'),
+			sql: readPackageFile(path.join(dir, m[0])),
 		}))
 		.sort((a, b) => a.version - b.version);
 	return cached;
@@ -121,7 +151,14 @@ export function loadMigrations(): Migration[] {
 
 function listSqlFiles(dir: string, rel: string): string[] {
 	const out: string[] = [];
-	for (const name of readdirSync(dir).sort()) {
+	let names: string[];
+	try {
+		names = readdirSync(dir).sort();
+	} catch (e) {
+		if ((e as { code?: unknown }).code === 'ENOENT') throw new PackageFileMissingError(dir);
+		throw e;
+	}
+	for (const name of names) {
 		const full = path.join(dir, name);
 		if (statSync(full).isDirectory()) out.push(...listSqlFiles(full, `${rel}/${name}`));
 		else if (name.endsWith('.sql')) out.push(`${rel}/${name}`);
@@ -153,7 +190,7 @@ export function loadFunctionSet(): FunctionSet {
 	const root = schemaDir();
 	const files = [...listSqlFiles(path.join(root, 'functions'), 'functions').sort(), FUNCTION_SECURITY_FILE].map((file) => ({
 		file,
-		sql: readFileSync(path.join(root, file), 'utf8'),
+		sql: readPackageFile(path.join(root, file)),
 	}));
 	cachedFunctions = { files, hash: hashFunctionFiles(files), packageVersion: packageVersion() };
 	return cachedFunctions;

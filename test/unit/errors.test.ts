@@ -9,7 +9,7 @@ import { DeadlineError, LedgerBusyError, OutcomeUnknownError, ReplicationUnconfi
 import { BatchTooLargeError } from '../../src/db/batch';
 import { EndpointError } from '../../src/db/endpoint';
 import { InvalidSchemaNameError } from '../../src/db/identifiers';
-import { MigrationLockTimeoutError, SchemaNotReadyError } from '../../src/db/migrate';
+import { MigrationLockTimeoutError, PackageFileMissingError, SchemaNotReadyError } from '../../src/db/migrate';
 import { NotJsonError } from '../../src/json/canonical';
 import { RetentionError, type RetentionReport } from '../../src/ledger/admin/retention';
 
@@ -24,6 +24,7 @@ describe('one error root carrying retryable', () => {
 		['BatchTooLargeError', new BatchTooLargeError('too large'), false],
 		['InvalidSchemaNameError', new InvalidSchemaNameError('Bad'), false],
 		['SchemaNotReadyError', new SchemaNotReadyError('ol', 0, 12), false],
+		['PackageFileMissingError', new PackageFileMissingError('/n/schema/migrations'), false],
 		['MigrationLockTimeoutError', new MigrationLockTimeoutError('ol', 100, 'advisory lock'), true],
 		['LedgerBusyError', new LedgerBusyError('busy', '55P03'), true],
 		['DeadlineError', new DeadlineError(32000), true],

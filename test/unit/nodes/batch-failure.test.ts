@@ -7,7 +7,7 @@ import { batchFailure } from '../../../nodes/shared/items';
 import { InputError } from '../../../src/errors';
 import { DeadlineError, LedgerBusyError, OutcomeUnknownError } from '../../../src/db/bounds';
 import { InvalidSchemaNameError } from '../../../src/db/identifiers';
-import { MigrationLockTimeoutError, SchemaNotReadyError } from '../../../src/db/migrate';
+import { MigrationLockTimeoutError, PackageFileMissingError, SchemaNotReadyError } from '../../../src/db/migrate';
 import { EndpointError } from '../../../src/db/endpoint';
 
 const fns = (onError?: string) => ({ continueOnFail: () => true, getNode: () => ({ name: 'n', onError }) }) as never;
@@ -22,6 +22,7 @@ describe('batchFailure reads the error model', () => {
 		['bad input', new InputError('Give 1 to 20 priority groups'), 'the input is not valid: Give 1 to 20 priority groups', false],
 		['a bad schema name', new InvalidSchemaNameError('Bad'), "the credential's schema setting is not usable: Invalid schema name", false],
 		['a schema not applied', new SchemaNotReadyError('ol', 0, 12), "the credential's schema setting is not usable: The ledger schema \"ol\" is not set up", false],
+		['a file of the package missing', new PackageFileMissingError('/n/schema/migrations'), 'the package installation is incomplete: A file of the installed package is missing: /n/schema/migrations', false],
 		['a bad connection string', new EndpointError('The connection string is empty'), 'the database refused the statement: The connection string is empty', false],
 		['an input error whose text looks like a socket error', new InputError('Queue name "connection refused" is listed twice'), 'the input is not valid: Queue name', false],
 		['a credential error whose text mentions a certificate', new EndpointError('The connection string parameter "sslrootcert" is not supported: it would read a file on the n8n host. Put the CA certificate into the credential\'s CA Certificate field.'), 'the database refused the statement: The connection string parameter', false],
