@@ -34,6 +34,8 @@ export interface N8nProcess {
 export interface N8nInstance {
 	url: string;
 	logFile: string;
+	/** N8N_USER_FOLDER: community packages go to <userFolder>/.n8n/nodes. */
+	userFolder: string;
 	encryptionKey: string;
 	database: { database: string; url: string };
 	importCredentials(c: Json | Json[] | string): Promise<unknown>;
@@ -45,6 +47,8 @@ export interface N8nInstance {
 	/** Waits until the running n8n serves these production webhooks (its own activation state). */
 	waitForWebhooks(hooks: Array<{ path: string; method?: string; form?: boolean }>, opts?: { timeoutMs?: number }): Promise<number>;
 	start(opts?: Json): Promise<N8nProcess>;
+	/** Stops `n8n start` (SIGTERM, SIGKILL after the grace period). */
+	stop(): Promise<void>;
 	spawn(command: string, opts?: Json): Promise<N8nProcess>;
 	cleanup(opts?: { keep?: boolean }): Promise<void>;
 	logTail(n?: number): string;
