@@ -16,6 +16,10 @@
 //   own entries ("On ready work, ...") and not the made-up "On new Priority Dequeue event";
 // - each example on the canvas: no unknown-node placeholder, no issue marker (credential or
 //   parameter warning), no output label cut short (ellipsis);
+// - each example imported through the editor as a user does, by Import from File and by paste,
+//   into a new workflow, saved: no issue marker, every credential reference bound to the credential
+//   of its name; then each Execute Workflow caller pointed at the imported called workflow From
+//   list, saved: the call names that workflow's id (docs/examples.md);
 // - probe "fresh nodes": every node of the package as added anew, nothing connected: no output
 //   label cut short (an unconnected label has less room than a connected one);
 // - probe "switch": Reconcile Unknown with To Check and Succeeded connected; the Operation is
@@ -165,12 +169,13 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 		});
 		const closed = new URL(db.url);
 		closed.port = '1';
-		await n8n.importCredentials([
+		const importedCredentials = [
 			{ id: 'ledger-pg', name: 'Operation Ledger Postgres account', type: 'operationLedgerPostgresApi', data: ledgerConn(db.url) },
 			{ id: 'ledger-operator-pg', name: 'Operation Ledger Postgres (operator)', type: 'operationLedgerPostgresApi', data: ledgerConn(db.url) },
 			{ id: 'ledger-bad', name: 'Operation Ledger Postgres (closed port)', type: 'operationLedgerPostgresApi', data: ledgerConn(closed.toString()) },
 			{ id: 'openai-api', name: 'OpenAI', type: 'openAiApi', data: { apiKey: 'sk-not-a-real-key', header: false } },
-		]);
+		];
+		await n8n.importCredentials(importedCredentials);
 		const examples = readdirSync(path.join(repoRoot, 'workflows'))
 			.filter((f) => f.endsWith('.json'))
 			.map((f) => ({ file: f.replace(/\.json$/, ''), wf: JSON.parse(readFileSync(path.join(repoRoot, 'workflows', f), 'utf8')) }));
@@ -272,6 +277,117 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 			check(`example ${file}: no node issue marker`, issues ? `${issues} node(s) show an issue marker` : '');
 			const cut = await cutLabels();
 			check(`example ${file}: no output label cut short`, cut.length ? cut.join(', ') : '');
+		}
+
+		// 2b. Each example imported as a user imports it, through the editor: Import from File and
+		// paste, each into a new workflow, saved. The examples' credential references carry no id
+		// (n8n's editor drops a reference whose id this instance does not have, then binds one by
+		// name when exactly one credential of that type has it), so every ledger node must be bound
+		// to the credential of that name here, with no marker. The called workflows (worker,
+		// approval) are imported first; their new ids differ from the files', so the caller's
+		// Execute Workflow node is pointed at the imported one From list, as the README says.
+		const credIdByName = new Map(importedCredentials.map((c) => [`${c.type}/${c.name}`, c.id]));
+		const calledFirst = ['priority-worker', 'agent-approval'];
+		const ordered = [...examples].sort((a, b) => Number(calledFirst.includes(b.file)) - Number(calledFirst.includes(a.file)));
+		const importedIds = new Map(); // "<file>/<how>" -> the imported workflow's id
+		// A user has one workflow of each name; here the CLI's copies (and the previous round's) carry
+		// the same names, so they are renamed first and the From list step below finds one of each.
+		const rename = async (id, suffix) => {
+			const g = await context.request.get(`${n8n.url}/rest/workflows/${id}`);
+			const d = g.ok() ? (await g.json()).data : undefined;
+			const r = d && (await context.request.patch(`${n8n.url}/rest/workflows/${id}`, { data: { name: `${d.name} (${suffix})`, versionId: d.versionId } }));
+			if (!r?.ok()) throw new Error(`renaming workflow ${id} answered ${r ? r.status() : g.status()}`);
+		};
+		for (const file of calledFirst) await rename(examples.find((e) => e.file === file).wf.id, 'CLI import');
+		for (const how of ['file', 'paste']) {
+			for (const { file, wf } of ordered) {
+				await page.goto(`${n8n.url}/workflow/new`);
+				await page.waitForSelector('[data-test-id="canvas-add-button"], [data-test-id="canvas-plus-button"], [data-test-id="node-creator-plus-button"]');
+				await closeModals();
+				const filePath = path.join(repoRoot, 'workflows', `${file}.json`);
+				if (how === 'file') {
+					await page.locator('[data-test-id="workflow-import-input"]').setInputFiles(filePath);
+				} else {
+					await page.mouse.click(700, 450);
+					await page.evaluate((t) => {
+						const dt = new DataTransfer();
+						dt.setData('text/plain', t);
+						document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true }));
+					}, readFileSync(filePath, 'utf8'));
+				}
+				const onCanvas = wf.nodes.filter((n) => n.type !== 'n8n-nodes-base.stickyNote').length;
+				await page.locator('[data-test-id="canvas-node"]').nth(onCanvas - 1).waitFor({ timeout: 20_000 });
+				await closeModals();
+				// Saved as a user saves it; the editor then moves to the saved workflow's id.
+				await page.keyboard.press('Control+s');
+				await page.waitForURL((u) => /\/workflow\/[^/]+$/.test(u.pathname) && !u.pathname.endsWith('/new'), { timeout: 20_000 }).catch(() => undefined);
+				const id = new URL(page.url()).pathname.split('/').pop();
+				const where = `import by ${how} ${file}`;
+				// The URL names the new id before the save has reached the server: poll (bounded).
+				let r;
+				for (const until = Date.now() + 20_000; ; ) {
+					r = id && id !== 'new' ? await context.request.get(`${n8n.url}/rest/workflows/${id}`) : undefined;
+					if (r?.ok() || Date.now() > until) break;
+					await page.waitForTimeout(250);
+				}
+				if (!r?.ok()) {
+					check(`${where}: every credential reference bound to the credential of its name`, `the imported workflow was not saved (${id}: ${r ? r.status() : 'no id'})`);
+					continue;
+				}
+				importedIds.set(`${file}/${how}`, id);
+				const markers = await page.locator('[data-test-id="node-issues"]').count();
+				check(`${where}: no missing-credential or other issue marker`, markers ? `${markers} node(s) show an issue marker` : '');
+				const saved = (await r.json()).data;
+				const wanted = wf.nodes.reduce((k, n) => k + Object.keys(n.credentials ?? {}).length, 0);
+				const unbound = [];
+				let refs = 0;
+				for (const node of saved?.nodes ?? []) {
+					for (const [type, ref] of Object.entries(node.credentials ?? {})) {
+						refs++;
+						const want = credIdByName.get(`${type}/${ref?.name}`);
+						if (!want || ref?.id !== want) unbound.push(`${node.name}: ${JSON.stringify(ref)}`);
+					}
+				}
+				check(
+					`${where}: every credential reference bound to the credential of its name`,
+					!saved ? `GET workflow answered ${r.status()}` : unbound.length ? unbound.join('; ') : refs !== wanted ? `${refs} credential reference(s) saved, the file has ${wanted}` : '',
+				);
+			}
+			// The README's one step for a sub-workflow call: open the Execute Workflow node and pick
+			// the imported called workflow From list (by its name); the saved call then names its id.
+			for (const [caller, called] of [
+				['priority-consumer', 'priority-worker'],
+				['agent-policy-ledger', 'agent-approval'],
+			]) {
+				const callerId = importedIds.get(`${caller}/${how}`);
+				const calledId = importedIds.get(`${called}/${how}`);
+				const callerWf = examples.find((e) => e.file === caller)?.wf;
+				const calledWf = examples.find((e) => e.file === called)?.wf;
+				const execNode = callerWf?.nodes.find((n) => n.type === 'n8n-nodes-base.executeWorkflow');
+				const where = `import by ${how} ${caller}: ${execNode?.name ?? 'Execute Workflow'} calls the imported ${called}`;
+				if (!callerId || !calledId || !execNode || !calledWf) {
+					check(where, `missing: ${JSON.stringify({ callerId, calledId, execNode: execNode?.name })}`);
+					continue;
+				}
+				await openCanvas(callerId);
+				await openNode(execNode.name);
+				await page.locator('[data-test-id="ndv"] [data-test-id="rlc-input"]').first().click();
+				const items = page.locator('[data-test-id="rlc-item"]', { hasText: new RegExp(`^\\s*${calledWf.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) });
+				const picked = await items
+					.first()
+					.click({ timeout: 15_000 })
+					.then(() => '')
+					.catch((e) => `From list: no item "${calledWf.name}" to pick (${String(e.message).split('\n')[0]})`);
+				await page.waitForTimeout(500);
+				await closePanel();
+				await page.keyboard.press('Control+s');
+				await page.waitForTimeout(1500);
+				const r = await context.request.get(`${n8n.url}/rest/workflows/${callerId}`);
+				const saved = r.ok() ? (await r.json()).data : undefined;
+				const ref = saved?.nodes.find((n) => n.name === execNode.name)?.parameters?.workflowId;
+				check(where, ref?.value === calledId ? '' : `${picked ? `${picked}; ` : ''}saved reference ${JSON.stringify(ref)}, the imported ${called} is ${calledId}`);
+			}
+			for (const file of calledFirst) if (importedIds.get(`${file}/${how}`)) await rename(importedIds.get(`${file}/${how}`), `${how} import`);
 		}
 
 		// 3. Every node as added anew: nothing connected, so every label has the smaller room.

@@ -9,6 +9,8 @@
  * Chromium missing is installed with apt-get (as root or through sudo -n: scripts/lib/debian-package.cjs);
  * when it cannot be, the test fails, it does not skip.
  */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { nodeRequire } from '../helpers/n8nHarness';
 
 interface EditorLib {
@@ -22,6 +24,10 @@ test('the editor shows the package without placeholders, warnings or cut labels,
 	const { problems, checked, notes } = await editor.runEditorChecks({ outDir: null, log: (m) => process.stderr.write(`[editor] ${m}\n`) });
 	for (const n of notes) process.stderr.write(`[editor] ${n}\n`);
 	expect(problems).toEqual([]);
+	// Every example was imported through the editor both ways (file and paste).
+	const examples = readdirSync(path.join(__dirname, '../../workflows')).filter((f) => f.endsWith('.json'));
+	for (const how of ['file', 'paste'])
+		for (const f of examples) expect(checked).toContain(`import by ${how} ${f.replace(/\.json$/, '')}: every credential reference bound to the credential of its name`);
 	// Every kind of check ran (a page that silently did nothing would pass the line above).
 	for (const kind of [
 		/node creator: no unknown-node placeholder/,
@@ -32,6 +38,10 @@ test('the editor shows the package without placeholders, warnings or cut labels,
 		/Reconcile Unknown: .* keeps both connections/,
 		/Operation Ledger Admin: Settle by Hand -> Get -> Settle by Hand keeps Settled and Refused/,
 		/Dequeue panel: Priority Groups is a list/,
+		/import by file priority-consumer: no missing-credential or other issue marker/,
+		/import by paste ledger-review: every credential reference bound to the credential of its name/,
+		/import by file priority-consumer: Do The Work calls the imported priority-worker/,
+		/import by paste agent-policy-ledger: .* calls the imported agent-approval/,
 		/credential ledger-pg: test passes/,
 		/credential ledger-bad: test fails/,
 	])
