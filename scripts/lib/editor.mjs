@@ -323,10 +323,12 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 				await page.waitForURL((u) => /\/workflow\/[^/]+$/.test(u.pathname) && !u.pathname.endsWith('/new'), { timeout: 20_000 }).catch(() => undefined);
 				const id = new URL(page.url()).pathname.split('/').pop();
 				const where = `import by ${how} ${file}`;
-				// The URL names the new id before the save has reached the server: poll (bounded).
+				// The URL names the new id before the save has reached the server: poll (bounded). A
+				// kept-alive socket n8n closed meanwhile fails one request (ECONNRESET): the next one
+				// goes out on a new connection.
 				let r;
 				for (const until = Date.now() + 20_000; ; ) {
-					r = id && id !== 'new' ? await context.request.get(`${n8n.url}/rest/workflows/${id}`) : undefined;
+					r = id && id !== 'new' ? await context.request.get(`${n8n.url}/rest/workflows/${id}`).catch(() => undefined) : undefined;
 					if (r?.ok() || Date.now() > until) break;
 					await page.waitForTimeout(250);
 				}
