@@ -25,15 +25,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
 import { setLedgerClock } from '../helpers/db';
-import { harness, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { exampleWorkflows, harness, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
 import { waitFor } from '../helpers/wait';
 import { ownerSession, type N8nRest } from '../helpers/n8nRest';
 
-const ROOT = path.resolve(__dirname, '../..');
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const RUNS = Number(process.env.CRASH_TEST_RUNS || 10);
 const REDIS_HOST = process.env.REDIS_HOST || '127.0.0.1';
@@ -61,51 +59,12 @@ function redisAnswers(): Promise<boolean> {
 // ---------------------------------------------------------------------------------------------
 // The workflows: the shipped examples, adapted only where a test must (trigger, URLs, timings).
 
-const readWorkflow = (file: string): Json => JSON.parse(readFileSync(path.join(ROOT, 'workflows', file), 'utf8'));
-
-function renameNode(wf: Json, from: string, to: string) {
-	wf.nodes.find((n: Json) => n.name === from).name = to;
-	if (wf.connections[from]) {
-		wf.connections[to] = wf.connections[from];
-		delete wf.connections[from];
-	}
-	for (const src of Object.values<Json>(wf.connections)) {
-		for (const outs of src.main) for (const c of outs ?? []) if (c.node === from) c.node = to;
-	}
-}
-
 /** idempotent-payment.json with a Webhook instead of the Manual Trigger, reading the order from the body. */
-function paymentWorkflow(apiUrl: string, id: string, webhookPath: string): Json {
-	const wf = readWorkflow('idempotent-payment.json');
-	wf.id = id;
-	wf.name = `Crash test: ${id}`;
-	const trigger = wf.nodes.find((n: Json) => n.type === 'n8n-nodes-base.manualTrigger');
-	renameNode(wf, trigger.name, 'Payment Request');
-	Object.assign(trigger, {
-		type: 'n8n-nodes-base.webhook',
-		typeVersion: 2,
-		webhookId: randomUUID(),
-		parameters: { httpMethod: 'POST', path: webhookPath, responseMode: 'onReceived', options: {} },
-	});
-	const input = wf.nodes.find((n: Json) => n.name === 'Business Input');
-	for (const a of input.parameters.assignments.assignments) a.value = `={{ $json.body.${a.name} }}`;
-	const charge = wf.nodes.find((n: Json) => n.type.endsWith('.guardedHttpRequest'));
-	charge.parameters.leaseSeconds = LEASE_SECONDS;
-	charge.parameters.settleSeconds = SETTLE_SECONDS;
-	charge.parameters.url = `${apiUrl}/payments`;
-	charge.parameters.timeoutMs = HTTP_TIMEOUT_MS;
-	return wf;
-}
+const paymentWorkflow = (apiUrl: string, id: string, webhookPath: string): Json =>
+	exampleWorkflows.webhookPaymentWorkflow(apiUrl, { id, webhookPath, leaseSeconds: LEASE_SECONDS, settleSeconds: SETTLE_SECONDS, timeoutMs: HTTP_TIMEOUT_MS });
 
 /** reconcile-payments.json against the fake provider (no extra settle delay: the operations carry theirs). */
-function reconcileWorkflow(apiUrl: string): Json {
-	const wf = readWorkflow('reconcile-payments.json');
-	const claim = wf.nodes.find((n: Json) => n.parameters?.operation === 'claim');
-	claim.parameters.settleSeconds = 0;
-	claim.parameters.claimSeconds = 60;
-	wf.nodes.find((n: Json) => n.name === 'Look Up Payment').parameters.url = `${apiUrl}/payments`;
-	return wf;
-}
+const reconcileWorkflow = (apiUrl: string): Json => exampleWorkflows.reconcileWorkflow(apiUrl, { claimSeconds: 60 });
 
 /**
  * The payment behind a human approval: Webhook → answer with the Wait node's resume URL → Wait
@@ -450,7 +409,8 @@ describe('the crash window in a real n8n', () => {
 			api.setMode('commit-then-hang');
 			const executionsBefore = await finishedCount('crash-payment');
 			await post('/webhook/crash-pay', { orderId: order, customerId: `cus_${order}`, amount: 4200, currency: 'EUR' });
-			await waitFor(async () => paymentsOf(order).length === 1, { what: `the provider to commit ${order}`, timeoutMs: 60_000, intervalMs: 50 });
+			// The barrier: the provider has committed and holds its answer, so Confirm cannot have run.
+			await api.committed((p) => p.customerId === `cus_${order}`, 60_000);
 			const request = api.requests().find((r) => r.method === 'POST' && (r.body as Json)?.customerId === `cus_${order}`);
 			const inode = await waitFor(async () => socketInode(request?.remotePort ?? -1, api.port) ?? false, { what: 'the client socket', timeoutMs: 5000, intervalMs: 20 });
 			const leaders = queueMode ? workers.map((w) => w.proc.pid) : [mainProc.pid];

@@ -9,7 +9,8 @@
  *
  * Fault modes, per request (a queue consumed one POST at a time, then the fixed mode):
  *   'succeed'                default
- *   'commit-then-hang'       records the payment, never answers (the client times out)
+ *   'commit-then-hang'       records the payment, holds the answer until the client goes away (it
+ *                            times out, or its process dies: the crash window)
  *   'commit-then-504'        records the payment, answers 504 as a gateway would
  *   'fail-before-commit-503' records nothing, answers 503
  * Replays of a committed key answer normally whatever the mode.
@@ -50,6 +51,12 @@ export interface FakePaymentsApi {
 	payments(): Payment[];
 	/** Every request received, in order. */
 	requests(): RecordedRequest[];
+	/**
+	 * A barrier on the provider's commit: resolves with the first payment, committed before or
+	 * after this call, for which `match` is true (its answer has not been sent yet when the mode
+	 * holds it); rejects after `timeoutMs` (default 60 000 ms) or when the server closes.
+	 */
+	committed(match: (p: Payment) => boolean, timeoutMs?: number): Promise<Payment>;
 	/** A fixed mode for every following POST, or a queue of modes for the next POSTs (then 'succeed'). */
 	setMode(mode: FaultMode | FaultMode[]): void;
 	close(): Promise<void>;
@@ -85,6 +92,11 @@ export async function startFakePaymentsApi(options: { port?: number } = {}): Pro
 	let fixedMode: FaultMode = 'succeed';
 	let queue: FaultMode[] = [];
 	const hanging = new Set<http.ServerResponse>();
+	/** Callers of committed() still waiting; each is offered every new payment. */
+	const waiters = new Set<{ match: (p: Payment) => boolean; settle: (p: Payment | Error) => void }>();
+	const offer = (p: Payment) => {
+		for (const w of [...waiters]) if (w.match(p)) w.settle({ ...p });
+	};
 
 	const send = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
 		const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -180,6 +192,7 @@ export async function startFakePaymentsApi(options: { port?: number } = {}): Pro
 			payments.push(payment);
 			const responseBody = JSON.stringify({ id: payment.id, status: payment.status, amount: payment.amount, currency: payment.currency });
 			if (idempotencyKey) byKey.set(idempotencyKey, { bodyKey, payment, responseBody });
+			offer(payment);
 			if (mode === 'commit-then-hang') {
 				record({ body, outcome: 'hang', mode, replayed: false });
 				hanging.add(res);
@@ -207,6 +220,23 @@ export async function startFakePaymentsApi(options: { port?: number } = {}): Pro
 		port,
 		payments: () => payments.map((p) => ({ ...p })),
 		requests: () => requests.map((r) => ({ ...r })),
+		committed(match, timeoutMs = 60_000) {
+			const done = payments.find(match);
+			if (done) return Promise.resolve({ ...done });
+			return new Promise<Payment>((resolve, reject) => {
+				const waiter = {
+					match,
+					settle: (p: Payment | Error) => {
+						clearTimeout(timer);
+						waiters.delete(waiter);
+						if (p instanceof Error) reject(p);
+						else resolve(p);
+					},
+				};
+				const timer = setTimeout(() => waiter.settle(new Error(`no matching payment was committed within ${timeoutMs} ms`)), timeoutMs);
+				waiters.add(waiter);
+			});
+		},
 		setMode(mode) {
 			if (Array.isArray(mode)) queue = [...mode];
 			else {
@@ -218,6 +248,7 @@ export async function startFakePaymentsApi(options: { port?: number } = {}): Pro
 			new Promise<void>((resolve) => {
 				for (const res of hanging) res.destroy();
 				hanging.clear();
+				for (const w of [...waiters]) w.settle(new Error('the fake payments API was closed'));
 				server.closeAllConnections();
 				server.close(() => resolve());
 			}),

@@ -103,5 +103,18 @@ export interface EmbeddedPg {
 export const harness = nodeRequire('../../scripts/lib/n8n.mjs') as Harness;
 export const embedded = nodeRequire('../../scripts/lib/embedded-pg.mjs') as EmbeddedPg;
 
+/** The shipped example workflows adapted for a scripted run (scripts/lib/example-workflows.mjs, shared with the demo). */
+export interface ExampleWorkflows {
+	readWorkflow(file: string): Json;
+	renameNode(wf: Json, from: string, to: string): void;
+	manualPaymentWorkflow(apiUrl: string, input?: Json): Json;
+	webhookPaymentWorkflow(
+		apiUrl: string,
+		opts: { id: string; webhookPath: string; leaseSeconds?: number; settleSeconds?: number; timeoutMs?: number },
+	): Json;
+	reconcileWorkflow(apiUrl: string, opts?: { claimSeconds?: number }): Json;
+}
+export const exampleWorkflows = nodeRequire('../../scripts/lib/example-workflows.mjs') as ExampleWorkflows;
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
