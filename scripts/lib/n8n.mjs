@@ -26,7 +26,7 @@
 //                 long-running processes and readiness, webhooks over HTTP (createN8nInstance)
 //   run-data.mjs  reading a printed run (outputItems, outputsTaken, nodesRun, parseRunOutput)
 //   database.mjs  n8n's own database on the test server
-//   process.mjs   process groups, log files, lock folders
+//   process.mjs   process groups, log files, lock folders, bounded polling (pollUntil)
 // This module is the one callers import.
 export {
 	PINNED_N8N_VERSION,
@@ -50,3 +50,4 @@ export {
 export { packPackage } from './n8n/pack.mjs';
 export { createN8nInstance } from './n8n/instance.mjs';
 export { outputItems, outputsTaken, nodesRun, parseRunOutput } from './n8n/run-data.mjs';
+export { pollUntil } from './n8n/process.mjs';

@@ -82,6 +82,23 @@ export async function within(promise, ms) {
 	}
 }
 
+/**
+ * Calls `check` every `intervalMs` (default 250) until it returns a truthy value, and returns that
+ * value: a wait on a state, bounded by `timeoutMs` (default 60 s). Throws "timed out after <ms> ms
+ * waiting for <what>" when the deadline passes (`check` runs once more after it); an error thrown
+ * by `check` ends the wait with that error.
+ */
+export async function pollUntil(check, { what, timeoutMs = 60_000, intervalMs = 250 }) {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const past = Date.now() > deadline;
+		const v = await check();
+		if (v) return v;
+		if (past) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+		await sleep(intervalMs);
+	}
+}
+
 /** The size of `file` in bytes, 0 when it does not exist. */
 export function fileSize(file) {
 	try {
