@@ -24,11 +24,11 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import net from 'node:net';
 import { Client } from 'pg';
 import { startFakePaymentsApi, type FaultMode, type FakePaymentsApi } from '../helpers/fakePaymentsApi';
 import { setLedgerClock } from '../helpers/db';
 import { exampleWorkflows, harness, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { redisAnswers } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
 import { ownerSession, type N8nRest } from '../helpers/n8nRest';
 
@@ -42,19 +42,6 @@ const LEASE_SECONDS = 8;
 const HTTP_TIMEOUT_MS = 2000;
 
 const log = (m: string) => process.stdout.write(`[crash] ${m}\n`);
-function redisAnswers(): Promise<boolean> {
-	return new Promise((resolve) => {
-		const s = net.connect({ host: REDIS_HOST, port: REDIS_PORT });
-		const done = (ok: boolean) => {
-			s.destroy();
-			resolve(ok);
-		};
-		s.setTimeout(2000, () => done(false));
-		s.on('error', () => done(false));
-		s.on('connect', () => s.write('PING\r\n'));
-		s.on('data', (d) => done(d.toString().startsWith('+PONG')));
-	});
-}
 
 // ---------------------------------------------------------------------------------------------
 // The workflows: the shipped examples, adapted only where a test must (trigger, URLs, timings).
@@ -189,7 +176,7 @@ describe('the crash window in a real n8n', () => {
 		api = await startFakePaymentsApi();
 		pg = new Client({ connectionString: DATABASE_URL });
 		await pg.connect();
-		queueMode = await redisAnswers();
+		queueMode = await redisAnswers(REDIS_HOST, REDIS_PORT);
 		log(`deployment: ${queueMode ? `queue mode (main + 2 workers, Redis ${REDIS_HOST}:${REDIS_PORT})` : 'regular mode (Redis not reachable)'}`);
 		const tarball = await harness.packPackage();
 		const queueEnv = queueMode

@@ -16,14 +16,14 @@
  * its own on a free loopback port (Debian's redis-server, installed with apt-get when missing).
  * The test fails, it does not skip, when there is none.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
-import { harness, nodeRequire, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
+import { harness, type Json, type N8nInstance, type N8nProcess } from '../helpers/n8nHarness';
 import { ownerSession } from '../helpers/n8nRest';
+import { testRedis, type TestRedis } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -36,20 +36,6 @@ const PACKAGE_TYPES: string[] = (JSON.parse(readFileSync(path.join(ROOT, 'packag
 	const base = path.basename(f).replace(/\.node\.js$/, '');
 	return `${PKG}.${base[0].toLowerCase()}${base.slice(1)}`;
 });
-
-function redisAnswers(host: string, port: number): Promise<boolean> {
-	return new Promise((resolve) => {
-		const s = net.connect({ host, port });
-		const done = (ok: boolean) => {
-			s.destroy();
-			resolve(ok);
-		};
-		s.setTimeout(2000, () => done(false));
-		s.on('error', () => done(false));
-		s.on('connect', () => s.write('PING\r\n'));
-		s.on('data', (d) => done(d.toString().startsWith('+PONG')));
-	});
-}
 
 /** Every file (not folder) below `dir`, as paths relative to it. */
 function filesBelow(dir: string, rel = ''): string[] {
@@ -84,7 +70,7 @@ function reserveWorkflow(webhookPath: string): Json {
 jest.setTimeout(20 * 60_000);
 
 test('queue mode: the package installed into the main and the worker, each restarted, loads every node and runs on the worker', async () => {
-	let redis: ChildProcess | undefined;
+	let redis: TestRedis | undefined;
 	let main: N8nInstance | undefined;
 	let worker: N8nInstance | undefined;
 	let workerProc: N8nProcess | undefined;
@@ -93,18 +79,8 @@ test('queue mode: the package installed into the main and the worker, each resta
 	const schema = `qinstall_${randomBytes(5).toString('hex')}`;
 	await pg.connect();
 	try {
-		let redisHost = process.env.REDIS_HOST || '127.0.0.1';
-		let redisPort = Number(process.env.REDIS_PORT || 6379);
-		if (!(await redisAnswers(redisHost, redisPort))) {
-			const { ensureDebianProgram } = nodeRequire('../../scripts/lib/debian-package.cjs') as { ensureDebianProgram(o: { name: string; pkg?: string; log?: (m: string) => void }): string };
-			const { freePort } = nodeRequire('../../scripts/lib/embedded-pg.mjs') as { freePort(): Promise<number> };
-			const bin = ensureDebianProgram({ name: 'redis-server', log });
-			redisHost = '127.0.0.1';
-			redisPort = await freePort();
-			redis = spawn(bin, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-			const [h, p] = [redisHost, redisPort];
-			await waitFor(() => redisAnswers(h, p), { what: `redis-server on ${h}:${p}`, timeoutMs: 20_000, intervalMs: 200 });
-		}
+		redis = await testRedis(log);
+		const [redisHost, redisPort] = [redis.host, redis.port];
 		log(`Redis ${redisHost}:${redisPort}`);
 		const queueEnv = {
 			EXECUTIONS_MODE: 'queue',
@@ -209,6 +185,6 @@ test('queue mode: the package installed into the main and the worker, each resta
 		await main?.cleanup().catch(() => undefined);
 		await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
 		await pg.end().catch(() => undefined);
-		redis?.kill('SIGTERM');
+		redis?.stop();
 	}
 });
