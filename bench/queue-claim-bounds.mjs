@@ -47,7 +47,7 @@ for (const B of BATCHES) {
 	const names = Object.keys(variants);
 	// One queue for all variants: they take from the same rows in turn, so queue state (tags, dead
 	// row versions) weighs on each alike. (Separate queues per variant differed by up to 2x at
-	// B = 50 whatever the variant: see BENCHMARKS.md.)
+	// B = 50 whatever the variant: see docs/benchmarks-history.md, "Bounded claims".)
 	const queue = `claims-${B}`;
 	const total = (SAMPLES + WARMUP) * B * names.length;
 	for (let i = 0; i < total; i += 2000) {

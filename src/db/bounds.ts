@@ -399,7 +399,7 @@ function inline(text: string, values: unknown[]): string | undefined {
  * in order and (since PostgreSQL 13) applies statement_timeout to each statement separately, with
  * the value SET LOCAL gave it just before; the first error skips the rest, and the transaction is
  * rolled back. Otherwise (other value types) it is sent in three round trips as in
- * boundedStatements. BENCHMARKS.md ("Bounded claims") has the measured difference.
+ * boundedStatements. docs/benchmarks-history.md ("Bounded claims") has the measured difference.
  * Each round trip is bounded by the client's deadline as well (roundTripDeadlineMs). Throws
  * LedgerBusyError (a server bound fired, nothing recorded), DeadlineError (no answer in time,
  * before the COMMIT was sent), OutcomeUnknownError (the connection was lost with the COMMIT on its

@@ -4,7 +4,7 @@
  * - at most 12 KiB (n8n's community node template is about 1.3 KB; the full reference lives in docs/);
  * - every link into this repository (GitHub blob/raw URLs, `#anchors`) names a file that exists and,
  *   with an anchor, a heading of that file; the same for the relative links of docs/ and
- *   CONTRIBUTING.md/CHANGELOG.md, the codex files' documentation URLs and the credential's;
+ *   CONTRIBUTING.md/CHANGELOG.md/BENCHMARKS.md, the codex files' documentation URLs and the credential's;
  * - every `npm run <script>` it shows is a script of package.json, and the two developer commands
  *   stand as CI (.ci/run) and the guide use them;
  * - every node folder in nodes/ has its reference page docs/nodes/<Node>.md, linked from the README;
@@ -139,13 +139,13 @@ describe('README', () => {
 	});
 });
 
-describe('docs, CONTRIBUTING and CHANGELOG links', () => {
+describe('docs, CONTRIBUTING, CHANGELOG and BENCHMARKS links', () => {
 	const mdFiles = (dir: string): string[] =>
 		readdirSync(path.join(root, dir)).flatMap((f) => {
 			const rel = `${dir}/${f}`;
 			return statSync(path.join(root, rel)).isDirectory() ? mdFiles(rel) : f.endsWith('.md') ? [rel] : [];
 		});
-	const files = [...mdFiles('docs'), 'CONTRIBUTING.md', 'CHANGELOG.md'];
+	const files = [...mdFiles('docs'), 'CONTRIBUTING.md', 'CHANGELOG.md', 'BENCHMARKS.md'];
 
 	it.each(files)('%s: every link into the repository resolves', (file) => {
 		expect(links(read(file)).map((l) => brokenLink(file, l)).filter(Boolean)).toEqual([]);
