@@ -33,6 +33,13 @@ describe('examples import clean', () => {
 		}
 	});
 
+	// n8n 2.33.7's partial execution (the editor's Execute step, n8n-core find-start-nodes) reads
+	// the saved workflow's pinData per node and fails with "Cannot read properties of null" on a
+	// workflow imported without it (the CLI import keeps it null); seen in recovery-paths.
+	it.each(examples.map((e) => [e.file, e.wf] as const))('%s: carries an empty pinData object (Execute step works after a CLI import)', (_f, wf) => {
+		expect(wf.pinData).toEqual({});
+	});
+
 	it('every Execute Workflow node calls another example by its id and shows its name', () => {
 		const byId = new Map(examples.map((e) => [e.wf.id as string, e.wf]));
 		const calls = examples.flatMap((e) => (e.wf.nodes as Json[]).filter((n) => n.type === 'n8n-nodes-base.executeWorkflow').map((n) => ({ file: e.file, n })));
