@@ -5,43 +5,19 @@
  * Priority Dequeue node run as saved (its expressions read from a form submission's item) against
  * Postgres. The real-n8n run of a form is the e2e suite's (not run for this file).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { closeAllPools } from '../../../src/db/pool';
 import { dequeue } from '../../../src/queue';
+import { loadExample, resolveSaved } from '../../helpers/exampleWorkflow';
 import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
 
-interface WfNode {
-	name: string;
-	type: string;
-	typeVersion: number;
-	parameters: Record<string, unknown>;
-}
-const wf = JSON.parse(readFileSync(path.join(__dirname, '../../../workflows/queue-operator-form.json'), 'utf8')) as {
-	nodes: WfNode[];
-	connections: Record<string, { main: { node: string }[][] }>;
-};
-const byName = (n: string) => wf.nodes.find((x) => x.name === n) as WfNode;
-const ours = wf.nodes.filter((n) => n.type === 'n8n-nodes-operation-ledger.priorityDequeue');
-const props = new PriorityDequeue().description.properties;
-
-/** Whether `p` is shown for a node with these parameters (displayOptions.show only, as our nodes use). */
-const shown = (p: INodeProperties, params: Record<string, unknown>) =>
-	Object.entries(p.displayOptions?.show ?? {}).every(([k, vs]) => (vs as unknown[]).includes(params[k] ?? props.find((x) => x.name === k)?.default));
+const { byName, ours, props, shown, targets, connections } = loadExample('queue-operator-form.json');
+const resolve = resolveSaved;
 
 /** A form submission item: the field labels as keys, as n8n's Form Trigger emits them. */
 const submission = (fields: Record<string, string>): INodeExecutionData => ({ json: { submittedAt: new Date().toISOString(), formMode: 'production', ...fields } });
-
-/** The saved parameter, with `={{ $json.X }}` / `={{ $json['X'] }}` read from the item (the only expressions the example uses). */
-function resolve(v: unknown, item: INodeExecutionData): unknown {
-	if (typeof v !== 'string' || !v.startsWith('=')) return v;
-	const m = /^=\{\{ \$json(?:\.(\w+)|\['([^']+)'\]) \}\}$/.exec(v);
-	if (!m) throw new Error(`expression not understood by this test: ${v}`);
-	return item.json[m[1] ?? m[2]] ?? '';
-}
 
 let db: QueueTestDb;
 beforeAll(async () => {
@@ -66,7 +42,7 @@ describe('workflows/queue-operator-form.json', () => {
 		const actions = (fields.find((f) => f.fieldLabel === 'Action')?.fieldOptions?.values ?? []).map((o) => o.option);
 		const rules = (byName('Route by Action').parameters.rules as { values: { outputKey: string }[] }).values.map((r) => r.outputKey);
 		expect(rules).toEqual(actions);
-		const targets = wf.connections['Route by Action'].main.map((out) => out.map((c) => c.node));
+		const targets = connections['Route by Action'].main.map((out) => out.map((c) => c.node));
 		expect(targets.map((t) => byName(t[0]).parameters.operation)).toEqual(['cancel', 'cancel', 'pause', 'resume']);
 		expect(targets.map((t) => byName(t[0]).parameters.cancelBy ?? null)).toEqual(['taskId', 'dedupeKey', null, null]);
 		// Every expression names a field the form has.

@@ -7,42 +7,16 @@
  * at a time in arrival order, other customers beside. The real-n8n run is the e2e suite's (not run
  * for this file).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { IDataObject, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { PriorityDequeue } from '../../../nodes/PriorityDequeue/PriorityDequeue.node';
 import { closeAllPools } from '../../../src/db/pool';
 import { complete } from '../../../src/queue';
+import { loadExample, resolveSaved } from '../../helpers/exampleWorkflow';
 import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { fakeExecute, testCredentials } from '../../helpers/fakeExecute';
 
-interface WfNode {
-	name: string;
-	type: string;
-	typeVersion: number;
-	parameters: Record<string, unknown>;
-}
-const wf = JSON.parse(readFileSync(path.join(__dirname, '../../../workflows/queue-serial-per-customer.json'), 'utf8')) as {
-	nodes: WfNode[];
-	connections: Record<string, { main: { node: string }[][] }>;
-};
-const byName = (n: string) => wf.nodes.find((x) => x.name === n) as WfNode;
-const ours = wf.nodes.filter((n) => n.type === 'n8n-nodes-operation-ledger.priorityDequeue');
-const props = new PriorityDequeue().description.properties;
-const shown = (p: INodeProperties, params: Record<string, unknown>) =>
-	Object.entries(p.displayOptions?.show ?? {}).every(([k, vs]) => (vs as unknown[]).includes(params[k] ?? props.find((x) => x.name === k)?.default));
-const targets = (from: string) => wf.connections[from].main.map((out) => out.map((c) => c.node));
-
-/** The saved parameter with `={{ $json }}` / `={{ $json.X }}` read from the item (the only expressions the Enqueue uses). */
-function resolve(v: unknown, item: INodeExecutionData): unknown {
-	if (Array.isArray(v)) return v.map((x) => resolve(x, item));
-	if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x, item)]));
-	if (typeof v !== 'string' || !v.startsWith('=')) return v;
-	if (v === '={{ $json }}') return item.json;
-	const m = /^=\{\{ \$json\.(\w+) \}\}$/.exec(v);
-	if (!m) throw new Error(`expression not understood by this test: ${v}`);
-	return item.json[m[1]] ?? '';
-}
+const { byName, ours, props, shown, targets, connections } = loadExample('queue-serial-per-customer.json');
+const resolve = resolveSaved;
 
 let db: QueueTestDb;
 beforeAll(async () => {
