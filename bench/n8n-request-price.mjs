@@ -22,7 +22,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { DATABASE_URL, dist, log, now, pool, quick, randomSchema, round, summarize, writeResult, repoRoot } from './lib/common.mjs';
+import { DATABASE_URL, dist, log, now, pool, quick, randomSchema, round, summarize, writeResult } from './lib/common.mjs';
+import { importAndPublish, ledgerCredential, link, postgresCredential, setNode as addedField, workflowBuilder } from './lib/n8n-bench.mjs';
 
 const args = process.argv.slice(2);
 const PROFILE = args.includes('--profile') || process.env.BENCH_PROFILE === '1';
@@ -68,19 +69,16 @@ const targetUrl = `http://127.0.0.1:${target.address().port}/pay`;
 // Workflows
 const { CONFIRM_OUTPUTS, RESERVE_OUTPUTS } = dist('src/ledger/states.js');
 const bodyId = "{{ $('Webhook').item.json.body.id }}";
-let pos = 0;
-const node = (name, type, typeVersion, parameters, extra = {}) => ({ id: randomUUID(), name, type, typeVersion, position: [(pos += 200), 0], parameters, ...extra });
-const link = (...names) => names.slice(0, -1).reduce((c, n, i) => ({ ...c, [n]: { main: [[{ node: names[i + 1], type: 'main', index: 0 }]] } }), {});
+let node;
 const webhook = (v) => node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: `price-${v}`, responseMode: 'responseNode', options: {} }, { webhookId: randomUUID() });
 const httpNode = () => node('Call Target', 'n8n-nodes-base.httpRequest', 4.2, { method: 'POST', url: `=${targetUrl}?id=${bodyId}`, options: {} });
 const respond = () => node('Respond', 'n8n-nodes-base.respondToWebhook', 1.1, { respondWith: 'firstIncomingItem', options: {} });
-const setNode = (name) =>
-	node(name, 'n8n-nodes-base.set', 3.4, { mode: 'manual', assignments: { assignments: [{ id: randomUUID(), name: 'step', value: name, type: 'string' }] }, includeOtherFields: true, options: {} });
+const setNode = (name) => addedField(node, name, { step: ['string', name] });
 const ledgerCred = { operationLedgerPostgresApi: { id: 'ledger-pg', name: 'Ledger' } };
 const pgCred = { postgres: { id: 'plain-pg', name: 'Plain Postgres' } };
 
 function workflow(v) {
-	pos = 0;
+	({ node } = workflowBuilder());
 	let nodes;
 	let connections;
 	if (v === 'bare') {
@@ -132,7 +130,6 @@ const pgTable = `${schema}_plain.intents`;
 const db = pool(2);
 await db.query(`CREATE SCHEMA "${schema}_plain"`);
 await db.query(`CREATE TABLE ${pgTable} (key text PRIMARY KEY, status text NOT NULL, ref text, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz)`);
-const dbUrl = new URL(DATABASE_URL);
 
 let rt;
 try {
@@ -155,35 +152,9 @@ async function cleanupDb() {
 
 let variants = [...VARIANTS];
 try {
-	await n8n.importCredentials([
-		{
-			id: 'ledger-pg',
-			name: 'Ledger',
-			type: 'operationLedgerPostgresApi',
-			data: { connectionType: 'connectionString', connectionString: DATABASE_URL, ssl: 'disable', schema, autoApplySchema: true, maxConnections: 5 },
-		},
-		{
-			id: 'plain-pg',
-			name: 'Plain Postgres',
-			type: 'postgres',
-			data: { host: dbUrl.hostname, port: Number(dbUrl.port || 5432), database: dbUrl.pathname.slice(1), user: decodeURIComponent(dbUrl.username || 'postgres'), password: decodeURIComponent(dbUrl.password), ssl: 'disable' },
-		},
-	]);
-	// One import for all (each n8n CLI call starts n8n: seconds); one by one only when that fails.
-	const together = await n8n.importWorkflow(variants.map(workflow)).then(
-		() => true,
-		() => false,
-	);
-	for (const v of variants) {
-		try {
-			if (!together) await n8n.importWorkflow(workflow(v));
-			await n8n.publishWorkflow(`price-${v}`);
-		} catch (e) {
-			skipped.push({ part: v, reason: `import/publish failed: ${String(e.message).split('\n')[0]}` });
-			log(`SKIPPED variant ${v}: ${e.message.split('\n')[0]}`);
-		}
-	}
-	variants = variants.filter((v) => !skipped.some((s) => s.part === v));
+	await n8n.importCredentials([ledgerCredential(DATABASE_URL, schema), postgresCredential(DATABASE_URL)]);
+	const published = await importAndPublish(n8n, variants.map(workflow), skipped, log, (wf) => wf.id.replace(/^price-/, ''));
+	variants = variants.filter((v) => published.includes(`price-${v}`));
 
 	const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 	let seq = 0;
