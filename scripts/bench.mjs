@@ -20,7 +20,7 @@ const resultsDir = path.join(root, 'bench', 'results');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'queue-drain', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab', 'n8n-request-price'];
+const SUITES = ['ledger-throughput', 'ledger-scale', 'queue-throughput', 'pickup-latency', 'queue-scale', 'queue-aged-backlog', 'queue-drain', 'batch-scale', 'queue-notify', 'queue-long-txn', 'memory', 'ledger-retention', 'queue-fair-cost', 'queue-claim-bounds', 'queue-revision-ab', 'n8n-request-price', 'n8n-drain'];
 const PEERS = { 'graphile-worker': '0.17.3', 'pg-boss': '10.4.2' };
 const LOCAL_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -224,6 +224,23 @@ function printTables(latest) {
 		if (rows.length) out.push(table(['workflow', 'C = 1', 'extra', 'C = 4', 'extra'], rows));
 	}
 	for (const x of rp?.skipped ?? []) out.push(`n8n-request-price: skipped ${x.part}: ${x.reason}`);
+	const dr = s['n8n-drain'];
+	const drRows = Object.entries(dr?.modes ?? {}).flatMap(([mode, m]) =>
+		Object.entries(m.variants).map(([v, x]) => [
+			mode,
+			v,
+			fmt(x.drain.tasksPerSecond),
+			`${fmt(x.paced.pickupMs.median)} / ${fmt(x.paced.pickupMs.p99)}`,
+			fmt(x.drain.cpuMsPerTask.n8n),
+			fmt(x.drain.cpuMsPerTask.postgres),
+			fmt(x.drain.cpuMsPerTask.rabbitmq),
+		]),
+	);
+	if (drRows.length) {
+		out.push(`\nDraining ${dr.n} tasks through a real n8n (tasks/s; pickup of ${dr.pacedN} tasks sent ${dr.pacedRate}/s, ms p50 / p99; CPU ms per task)`);
+		out.push(table(['mode', 'consumer', 'tasks/s', 'pickup', 'n8n CPU', 'Postgres CPU', 'RabbitMQ CPU'], drRows));
+	}
+	for (const x of dr?.skipped ?? []) out.push(`n8n-drain: skipped ${x.part}: ${x.reason}`);
 	out.push('\nTargets');
 	out.push(table(['target', 'value', 'limit', 'met'], latest.targets.map((t) => [t.what, fmt(t.value), t.limit, t.met ? 'met' : 'MISSED'])));
 	return out.join('\n');
