@@ -34,7 +34,6 @@
 // DRAIN_TIMEOUT_MS, DRAIN_RABBITMQ_PORT (5672), DRAIN_REDIS_PORT (6379).
 // Run time on 2 cores (with other work on them): --quick about 6 minutes, full about 11 minutes.
 import http from 'node:http';
-import net from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -100,53 +99,50 @@ if (VARIANTS.includes('rabbitmq')) {
 	}
 }
 
-/** Whether a Redis server answers PING at host:port within 5 s. */
-function redisAnswers({ host, port }) {
-	return new Promise((resolve) => {
-		const s = net.connect({ host, port });
-		const done = (ok) => {
-			s.destroy();
-			resolve(ok);
-		};
-		s.setTimeout(5000, () => done(false));
-		s.on('error', () => done(false));
-		s.on('connect', () => s.write('PING\r\n'));
-		s.on('data', (d) => done(d.toString().startsWith('+PONG')));
-	});
+/**
+ * Runs fn(redis) on a connection to REDIS through the ioredis of n8n's runtime (connect and each
+ * command 5 s at most) and closes it; resolves fn's answer, rejects when Redis does not answer.
+ */
+async function withRedis(fn) {
+	const Redis = createRequire(path.join(rt.dir, 'node_modules', 'noop.js'))('ioredis');
+	const redis = new Redis({ ...REDIS, connectTimeout: 5000, commandTimeout: 5000, maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true });
+	redis.on('error', () => undefined);
+	try {
+		await redis.connect();
+		return await fn(redis);
+	} finally {
+		redis.disconnect();
+	}
 }
 
-/**
- * Deletes the keys a queue-mode run left in Redis (Bull's `prefix:*` and n8n's `n8n_prefix:*`),
- * through the ioredis of n8n's runtime; each command waits 5 s at most. Failures are logged, not thrown.
- */
+/** Whether Redis answers PING. */
+const redisAnswers = () => withRedis((r) => r.ping()).then((a) => a === 'PONG', () => false);
+
+/** Deletes the keys a queue-mode run left in Redis (Bull's `prefix:*` and n8n's `n8n_prefix:*`); failures are logged, not thrown. */
 async function deleteRedisKeys(prefix) {
-	let redis;
 	try {
-		const Redis = createRequire(path.join(rt.dir, 'node_modules', 'noop.js'))('ioredis');
-		redis = new Redis({ ...REDIS, connectTimeout: 5000, commandTimeout: 5000, maxRetriesPerRequest: 1, lazyConnect: true });
-		redis.on('error', () => undefined);
-		await redis.connect();
-		let deleted = 0;
-		for (const match of [`${prefix}:*`, `n8n_${prefix}:*`]) {
-			let cursor = '0';
-			do {
-				const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-				if (keys.length) deleted += await redis.del(...keys);
-				cursor = next;
-			} while (cursor !== '0');
-		}
+		const deleted = await withRedis(async (redis) => {
+			let n = 0;
+			for (const match of [`${prefix}:*`, `n8n_${prefix}:*`]) {
+				let cursor = '0';
+				do {
+					const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+					if (keys.length) n += await redis.del(...keys);
+					cursor = next;
+				} while (cursor !== '0');
+			}
+			return n;
+		});
 		log(`deleted ${deleted} Redis keys of ${prefix}`);
 	} catch (e) {
 		log(`could not delete the Redis keys of ${prefix}: ${e.message}`);
-	} finally {
-		redis?.disconnect();
 	}
 }
 
 const variants = VARIANTS.filter((v) => !skipped.some((s) => s.part === v));
 const modes = [];
 for (const m of MODES) {
-	if (m === 'queue' && !(await redisAnswers(REDIS))) skip('queue mode', `Redis does not answer at ${REDIS.host}:${REDIS.port}`);
+	if (m === 'queue' && !(await redisAnswers())) skip('queue mode', `Redis does not answer at ${REDIS.host}:${REDIS.port}`);
 	else modes.push(m);
 }
 
