@@ -32,7 +32,7 @@
 //
 // Settings: DRAIN_N, DRAIN_PACED_N, DRAIN_MODES (regular,queue), DRAIN_VARIANTS, DRAIN_NO_BUILD=1,
 // DRAIN_TIMEOUT_MS, DRAIN_RABBITMQ_PORT (5672), DRAIN_REDIS_PORT (6379).
-// Run time on 2 cores (with other work on them): --quick about 6 minutes, full about 11 minutes.
+// Run time on 2 cores (seen at load 2 to 9): --quick 3 to 7 minutes, full about 11 minutes.
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
