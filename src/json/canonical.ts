@@ -12,7 +12,7 @@
  * FINGERPRINT_ALGORITHM. It is computed in Node, never from Postgres jsonb text (jsonb reorders
  * keys and rewrites numbers).
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash as cryptoHash } from 'node:crypto';
 import { canonicalize } from '../vendor';
 import { CoreError } from '../errors';
 
@@ -127,15 +127,98 @@ export function assertJson(value: unknown, options: JsonCheckOptions = {}, path 
 	walk(value, 0);
 }
 
-/** RFC 8785 canonical JSON text of `value`. Throws NotJsonError for non-JSON input. */
+/** Deepest nesting the one-pass writer follows before it leaves the value to the two-pass path (which also names a cycle as such). */
+const ONE_PASS_MAX_DEPTH = 100;
+/** A NUL or any surrogate: the one-pass writer looks closer (checkText) only when a string holds one. */
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
+const NUL_OR_SURROGATE = /[\u0000\uD800-\uDFFF]/;
+/** Thrown inside canonicalText when the value needs the two-pass path (never leaves this module). */
+const NOT_PLAIN = Symbol('not plain');
+
+/**
+ * The canonical text in one walk, checking what assertJson checks as it writes: the member order
+ * of RFC 8785 (keys sorted by UTF-16 code units, the default sort of JavaScript strings), strings
+ * and numbers as JSON.stringify writes them (ECMAScript's shortest round-trip numbers, which RFC
+ * 8785 section 3.2.2.3 takes over; -0 as 0), members with an undefined value left out. On
+ * anything assertJson might refuse (or nesting past ONE_PASS_MAX_DEPTH, which a cycle reaches) it
+ * throws NOT_PLAIN, and canonicalJson takes the two-pass path, which finds and names the problem.
+ */
+function canonicalText(v: unknown, depth: number, rejectNul: boolean, rejectUnsafe: boolean, maxDepth: number): string {
+	switch (typeof v) {
+		case 'string':
+			if (NUL_OR_SURROGATE.test(v) && ((rejectNul && v.includes('\u0000')) || LONE_SURROGATE.test(v))) throw NOT_PLAIN;
+			return JSON.stringify(v);
+		case 'number':
+			if (!Number.isFinite(v) || (rejectUnsafe && Number.isInteger(v) && !Number.isSafeInteger(v))) throw NOT_PLAIN;
+			return JSON.stringify(v);
+		case 'boolean':
+			return v ? 'true' : 'false';
+		case 'object':
+			break;
+		default:
+			throw NOT_PLAIN;
+	}
+	if (v === null) return 'null';
+	if (depth >= maxDepth) throw NOT_PLAIN;
+	if (Array.isArray(v)) {
+		let out = '[';
+		for (let i = 0; i < v.length; i++) {
+			const el: unknown = v[i];
+			// An undefined element (or a hole) is refused by assertJson.
+			if (el === undefined) throw NOT_PLAIN;
+			out += (i === 0 ? '' : ',') + canonicalText(el, depth + 1, rejectNul, rejectUnsafe, maxDepth);
+		}
+		return `${out}]`;
+	}
+	const proto = Object.getPrototypeOf(v);
+	if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
+	const obj = v as Record<string, unknown>;
+	const keys = Object.keys(obj).sort();
+	let out = '{';
+	let first = true;
+	for (const key of keys) {
+		// The key is checked even when its member is left out, as assertJson does.
+		const name = canonicalText(key, depth, rejectNul, false, maxDepth);
+		const child = obj[key];
+		if (child === undefined) continue;
+		out += `${first ? '' : ','}${name}:${canonicalText(child, depth + 1, rejectNul, rejectUnsafe, maxDepth)}`;
+		first = false;
+	}
+	return `${out}}`;
+}
+
+/**
+ * RFC 8785 canonical JSON text of `value`. Throws NotJsonError for non-JSON input.
+ * Plain values (every ordinary request and response) are checked and written in one walk
+ * (canonicalText); anything else goes the two-pass way, assertJson then the `canonicalize`
+ * library, so a refusal names the same member with the same reason as before.
+ */
 export function canonicalJson(value: unknown, options: JsonCheckOptions = {}): string {
-	assertJson(value, { ...options, rejectUnsafeIntegers: options.rejectUnsafeIntegers !== false });
+	const checks = { ...options, rejectUnsafeIntegers: options.rejectUnsafeIntegers !== false };
+	try {
+		return canonicalText(
+			value,
+			0,
+			checks.rejectNul !== false,
+			checks.rejectUnsafeIntegers,
+			Math.min(checks.maxDepth ?? ONE_PASS_MAX_DEPTH, ONE_PASS_MAX_DEPTH),
+		);
+	} catch (e) {
+		if (e !== NOT_PLAIN) throw e;
+	}
+	assertJson(value, checks);
 	const text = canonicalize(value);
 	if (text === undefined) throw new NotJsonError('$', 'has no JSON form');
 	return text;
 }
 
+/** SHA-256 (hex) of UTF-8 `text`: one call (crypto.hash where Node has it, Node 20.12+), no Hash object per item. */
+export const sha256Hex: (text: string) => string =
+	typeof (cryptoHash as unknown) === 'function'
+		? (text) => cryptoHash('sha256', text, 'hex')
+		: (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+
 /** SHA-256 (hex) of the canonical JSON of `value`. Throws NotJsonError for non-JSON input. */
 export function fingerprint(value: unknown, options?: JsonCheckOptions): string {
-	return createHash('sha256').update(canonicalJson(value, options), 'utf8').digest('hex');
+	return sha256Hex(canonicalJson(value, options));
 }

@@ -8,8 +8,7 @@ import { InputError } from '../errors';
 import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
 import { queryChunked } from '../db/batch';
-import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError } from '../json/canonical';
-import { createHash } from 'node:crypto';
+import { canonicalJson, FINGERPRINT_ALGORITHM, NotJsonError, sha256Hex } from '../json/canonical';
 import { eventContextJson, iso, type EventContext, type OperationStatus, type ReserveOutcome } from './states';
 import { TEXT_LIMITS } from '../limits';
 import { DEFAULT_SETTLE_SECONDS, checkLeaseSeconds, checkOperationKey, checkOptionalKeyText, checkSettleSeconds } from './validate';
@@ -94,7 +93,7 @@ export function prepareReserveItem(
 			throw new InputError(`The request is ${bytes} bytes as canonical JSON; at most ${TEXT_LIMITS.maxRequestBytes} are allowed. Fingerprint a smaller business identity (ids and amounts), not whole documents.`);
 		}
 	}
-	const fp = createHash('sha256').update(canonicalRequest, 'utf8').digest('hex');
+	const fp = sha256Hex(canonicalRequest);
 	return { index, operationKey, fingerprint: fp, canonicalRequest, target, leaseSeconds, settleSeconds };
 }
 

@@ -89,3 +89,83 @@ describe('canonical JSON (RFC 8785)', () => {
 		expect(() => canonicalJson(deep)).toThrow(/deeper than 100/);
 	});
 });
+
+describe('canonical JSON in one walk', () => {
+	// A small deterministic generator (mulberry32), so a failure names a reproducible case.
+	function rng(seed: number) {
+		let a = seed >>> 0;
+		return () => {
+			a = (a + 0x6d2b79f5) >>> 0;
+			let t = a;
+			t = Math.imul(t ^ (t >>> 15), t | 1);
+			t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+			return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+		};
+	}
+	const STRINGS = ['', 'a', 'B', 'é', '\u{1F600}', '\uFB01', 'quote"back\\slash', 'line\nbreak', '\u2028', '10', '2', '__proto__x', 'ünïcödé'];
+	const NUMBERS = [0, -0, 1, -1, 1.5, 0.1, 1e21, 1e-7, 123456789.125, 9007199254740991, -9007199254740991, 5e-324, 1.7976931348623157e308];
+	function value(r: () => number, depth: number): unknown {
+		const pick = <T,>(xs: T[]): T => xs[Math.floor(r() * xs.length)];
+		const k = depth > 4 ? Math.floor(r() * 4) : Math.floor(r() * 6);
+		switch (k) {
+			case 0:
+				return pick(STRINGS) + (r() < 0.5 ? '' : pick(STRINGS));
+			case 1:
+				return pick(NUMBERS);
+			case 2:
+				return pick([true, false, null]);
+			case 3:
+				return r() < 0.5 ? pick(STRINGS) : Math.round(r() * 1e6) / 100;
+			case 4:
+				return Array.from({ length: Math.floor(r() * 5) }, () => value(r, depth + 1));
+			default: {
+				const o: Record<string, unknown> = r() < 0.1 ? Object.create(null) : {};
+				const n = Math.floor(r() * 6);
+				for (let i = 0; i < n; i++) o[pick(STRINGS) + pick(STRINGS)] = r() < 0.1 ? undefined : value(r, depth + 1);
+				return o;
+			}
+		}
+	}
+
+	it('writes exactly what the canonicalize library writes after the check, and refuses what the check refuses, for 3,000 generated values', () => {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const { canonicalize } = require('../../../src/vendor') as { canonicalize: (v: unknown) => string };
+		const r = rng(8785);
+		let refused = 0;
+		for (let n = 0; n < 3000; n++) {
+			const v = value(r, 0);
+			// Without the integer check every generated value is plain JSON.
+			expect(canonicalJson(v, { rejectUnsafeIntegers: false })).toBe(canonicalize(v));
+			let reason: string | undefined;
+			try {
+				assertJson(v, { rejectUnsafeIntegers: true });
+			} catch (e) {
+				reason = (e as Error).message;
+			}
+			if (reason === undefined) expect(canonicalJson(v)).toBe(canonicalize(v));
+			else {
+				refused++;
+				expect(() => canonicalJson(v)).toThrow(reason);
+			}
+		}
+		// Both paths were taken (1e21 and the largest double are integers beyond 2^53).
+		expect(refused).toBeGreaterThan(50);
+		expect(refused).toBeLessThan(2950);
+	});
+
+	it('refuses with the message the check gives, naming the first problem in member order', () => {
+		// Two problems: the check walks members in their own order, so "z" (first) is named, not "a".
+		const two = { z: NaN, a: 'x\u0000' };
+		expect(() => assertJson(two)).toThrow('$.z: NaN is not a JSON number');
+		expect(() => canonicalJson(two)).toThrow('$.z: NaN is not a JSON number');
+		// A refused key is refused even when its member has no value (and is left out).
+		expect(() => canonicalJson({ ok: 1, ['bad\u0000']: undefined })).toThrow(/NUL character/);
+		// Nesting within a smaller limit of the caller's.
+		expect(() => canonicalJson([[[1]]], { maxDepth: 2 })).toThrow(/deeper than 2/);
+		expect(canonicalJson([[[1]]], { maxDepth: 3 })).toBe('[[[1]]]');
+		// NUL allowed when the caller allows it, lone surrogates never.
+		expect(canonicalJson({ s: 'a\u0000b' }, { rejectNul: false })).toBe('{"s":"a\\u0000b"}');
+		expect(() => canonicalJson({ s: '\uDC00' }, { rejectNul: false })).toThrow(/lone UTF-16 surrogate/);
+		expect(canonicalJson({ s: '\u{1F600}' })).toBe('{"s":"\u{1F600}"}');
+	});
+});
