@@ -23,13 +23,14 @@ export const MAX_STATEMENT_BYTES = 64 * 1024 * 1024;
 /**
  * Largest single-chunk JSON (bytes, UTF-8) sent in ONE round trip with the transaction around it
  * (boundedQuery: `BEGIN; SET LOCAL …; <statement with literals>; COMMIT`). Larger batches go in
- * three or more round trips with the JSON as a parameter: quoting a large literal in JavaScript
- * costs more than the two round trips it saves, and its cost grows faster than its size (measured
- * with pg's escapeLiteral on Reserve documents, Node 20, loaded 2-core machine: 25 KiB 0.14 ms,
- * 63 KiB 1.3 ms, 127 KiB 3.4 ms, 253 KiB 27 ms, against 0.28 ms for one loopback round trip and
- * more across a network). 64 KiB keeps batches of up to about 250 ordinary items in one round trip.
+ * three or more round trips with the JSON as a parameter. The literal is quoted in time that grows
+ * with its size alone (quoteLiteral, src/db/bounds.ts: well under 1 ms for 256 KiB; pg's
+ * escapeLiteral, used before, took 27 ms for 253 KiB, which is why this bound was 64 KiB). 1 MiB
+ * keeps batches of about 4,000 ordinary items in one round trip; a larger batch's own work (parse,
+ * rows, JSON) outweighs the two round trips, and a failed statement's text, which the server may
+ * log with log_min_error_statement, stays bounded.
  */
-export const ONE_TRIP_MAX_BYTES = 64 * 1024;
+export const ONE_TRIP_MAX_BYTES = 1024 * 1024;
 /** Items per call. */
 export const MAX_BATCH_ITEMS = 1_000_000;
 /** Bytes of JSON per call, over all chunks. */

