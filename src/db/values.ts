@@ -10,10 +10,21 @@ import type { Pool, PoolClient } from 'pg';
 /** Anything with pg's `query`: a Pool or a PoolClient. */
 export type Queryable = Pick<Pool | PoolClient, 'query'>;
 
+/** The last Date iso() formatted (its time in ms) and its text: the rows of one batch share a few timestamps (the transaction's now(), a lease end). */
+let lastMs = Number.NaN;
+let lastText = '';
+
 /** Date or timestamp text (or null) → ISO-8601 string (or null). */
 export function iso(value: Date | string | null | undefined): string | null {
 	if (value === null || value === undefined) return null;
-	return (value instanceof Date ? value : new Date(value)).toISOString();
+	const date = value instanceof Date ? value : new Date(value);
+	const ms = date.getTime();
+	// Same instant, same text (toISOString depends on the time value alone); an invalid date throws below as before.
+	if (ms === lastMs) return lastText;
+	const text = date.toISOString();
+	lastMs = ms;
+	lastText = text;
+	return text;
 }
 
 /** int8 / numeric text (or null) → string (or null). */
