@@ -10,20 +10,28 @@ import type { Pool, PoolClient } from 'pg';
 /** Anything with pg's `query`: a Pool or a PoolClient. */
 export type Queryable = Pick<Pool | PoolClient, 'query'>;
 
-/** The last Date iso() formatted (its time in ms) and its text: the rows of one batch share a few timestamps (the transaction's now(), a lease end). */
-let lastMs = Number.NaN;
-let lastText = '';
+/**
+ * The last ISO_CACHE_SIZE instants iso() formatted (their times in ms) and their texts, replaced in
+ * turn: the rows of one batch share a few timestamps (the transaction's now() as created and
+ * updated, the lease end), so most rows find theirs here.
+ */
+const ISO_CACHE_SIZE = 4;
+const cachedMs: number[] = new Array<number>(ISO_CACHE_SIZE).fill(Number.NaN);
+const cachedText: string[] = new Array<string>(ISO_CACHE_SIZE).fill('');
+let nextSlot = 0;
 
 /** Date or timestamp text (or null) → ISO-8601 string (or null). */
 export function iso(value: Date | string | null | undefined): string | null {
 	if (value === null || value === undefined) return null;
 	const date = value instanceof Date ? value : new Date(value);
 	const ms = date.getTime();
-	// Same instant, same text (toISOString depends on the time value alone); an invalid date throws below as before.
-	if (ms === lastMs) return lastText;
+	// Same instant, same text (toISOString depends on the time value alone); NaN never matches, so
+	// an invalid date throws below as before.
+	for (let k = 0; k < ISO_CACHE_SIZE; k++) if (cachedMs[k] === ms) return cachedText[k];
 	const text = date.toISOString();
-	lastMs = ms;
-	lastText = text;
+	cachedMs[nextSlot] = ms;
+	cachedText[nextSlot] = text;
+	nextSlot = (nextSlot + 1) % ISO_CACHE_SIZE;
 	return text;
 }
 

@@ -57,7 +57,7 @@ describe('one plumbing', () => {
 		expect(ledgerIso).toBe(iso);
 		expect(iso(new Date(0))).toBe('1970-01-01T00:00:00.000Z');
 		expect(iso(null)).toBeNull();
-		// The last instant's text is reused only for the same instant.
+		// A remembered instant's text is reused only for the same instant.
 		const a = new Date('2026-12-03T06:00:00.123Z');
 		const b = new Date('2026-12-03T06:05:00.001Z');
 		expect([iso(a), iso(new Date(a.getTime())), iso(b), iso(a), iso('2026-12-03 06:05:00.001+00'), iso(b)]).toEqual([
@@ -68,6 +68,9 @@ describe('one plumbing', () => {
 			'2026-12-03T06:05:00.001Z',
 			'2026-12-03T06:05:00.001Z',
 		]);
+		// More instants than it remembers, in turn: each still gets its own text.
+		const many = Array.from({ length: 9 }, (_, k) => new Date(Date.UTC(2026, 11, 3, 6, k)));
+		for (let round = 0; round < 3; round++) expect(many.map((d) => iso(d))).toEqual(many.map((d) => d.toISOString()));
 		expect(() => iso('not a time')).toThrow(RangeError);
 		expect(() => iso(new Date(Number.NaN))).toThrow(RangeError);
 	});
