@@ -5,6 +5,10 @@ import { checkKeyText } from '../keyText';
 import { InputError } from '../errors';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** Non-empty printable ASCII (U+0020..U+007E). */
+const PRINTABLE_ASCII_KEY = /^[\x20-\x7e]+$/;
+/** A space at the start or end of the text or next to a ':' separator. */
+const SPACE_AT_EDGE = /^ | $| :|: /;
 
 /**
  * Validates an operation key and returns it in its one stored form. The rule, the same for "Build
@@ -21,6 +25,10 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  *   - at most 512 bytes of UTF-8 after normalisation.
  */
 export function checkOperationKey(key: unknown): string {
+	// Printable ASCII with no space at an end or next to a ':' passes every rule below as it is (no
+	// control character, nothing to trim, already NFC, one byte per character): most keys are such
+	// text, and this costs a fraction of the full checks (per item of every batch).
+	if (typeof key === 'string' && key.length <= TEXT_LIMITS.maxKeyBytes && PRINTABLE_ASCII_KEY.test(key) && !SPACE_AT_EDGE.test(key)) return key;
 	if (key === undefined || key === null || (typeof key === 'string' && key.trim() === '')) {
 		throw new InputError('The operation key is empty. Every write needs a business operation key such as "invoice:create:customer-42:v3"; there is no way to skip the ledger.');
 	}

@@ -29,6 +29,22 @@ describe('operation keys', () => {
 		expect(() => checkOperationKey(key)).toThrow(msg);
 	});
 
+	it.each([
+		['trailing space', 'a ', /leading or trailing white space/],
+		['a space before a separator', 'a :b', /next to a ":"/],
+		['a space after a separator', 'a: b', /next to a ":"/],
+		['a tab', 'a\tb', /control character/],
+		['DEL', 'a\u007fb', /control character/],
+	])('rejects a printable-looking key with %s', (_n, key, msg) => {
+		expect(() => checkOperationKey(key)).toThrow(msg);
+	});
+
+	it('takes plain ASCII keys as they are, spaces inside segments included, up to 512 bytes', () => {
+		for (const key of ['a', 'payment:charge:order 7:v1', '~!@#$%^&*()_+{}|"<>?`-=[]\\;\',./', 'x'.repeat(512), ':', 'a::b']) {
+			expect(checkOperationKey(key)).toBe(key);
+		}
+	});
+
 	it('counts bytes, not characters', () => {
 		expect(() => checkOperationKey('é'.repeat(256))).not.toThrow();
 		expect(() => checkOperationKey('é'.repeat(257))).toThrow(/514 bytes/);
