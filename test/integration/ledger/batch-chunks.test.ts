@@ -3,7 +3,8 @@
  * one transaction: every item is answered, in-batch duplicates keep their meaning across the
  * chunk boundary, and a failing chunk leaves nothing of the batch behind.
  */
-import { MAX_STATEMENT_ITEMS } from '../../../src/db/batch';
+import { MAX_STATEMENT_ITEMS, ONE_TRIP_MAX_BYTES } from '../../../src/db/batch';
+import { encodeReserveBatch } from '../../../src/ledger/reserve';
 import { prepareReserveItem, reserveOperations } from '../../../src/ledger/reserve';
 import { enqueue } from '../../../src/queue';
 import { testDatabase } from '../../helpers/db';
@@ -15,6 +16,28 @@ beforeAll(async () => {
 });
 afterAll(async () => {
 	await db.drop();
+});
+
+describe('one round trip up to ONE_TRIP_MAX_BYTES', () => {
+	it('a 1,000-item Reserve near the bound, with quotes, backslashes, dollars and non-ASCII in its requests, is stored exactly as sent', async () => {
+		// Text a literal must carry unchanged: quotes, backslashes (the E'' form), what looks like a
+		// placeholder or a dollar quote, and characters beyond ASCII.
+		const odd = (i: number) => `it's \\ \\' $1 $$ E'x' -- /* ${i} */ ; é\u{1F600}`;
+		const items = Array.from({ length: 1000 }, (_, i) =>
+			prepareReserveItem(i, { operationKey: `one-trip:${i}`, request: { i, note: odd(i), pad: 'p'.repeat(700) }, target: 'payments-api', leaseSeconds: 60 }),
+		);
+		const bytes = Buffer.byteLength(encodeReserveBatch(items), 'utf8');
+		// Over the former 64 KiB bound, within the one-trip bound.
+		expect(bytes).toBeGreaterThan(ONE_TRIP_MAX_BYTES / 2);
+		expect(bytes).toBeLessThanOrEqual(ONE_TRIP_MAX_BYTES);
+		const out = await reserveOperations(db.pool, db.ledgerSchema, items);
+		expect(out.map((r) => r.outcome)).toEqual(items.map(() => 'proceed'));
+		const { rows } = await db.pool.query(
+			`SELECT operation_key, fingerprint, request->>'note' AS note FROM ${db.schemaSql}.operations WHERE operation_key LIKE 'one-trip:%' ORDER BY (split_part(operation_key, ':', 2))::int`,
+		);
+		expect(rows.map((r) => r.note)).toEqual(items.map((_, i) => odd(i)));
+		expect(rows.map((r) => r.fingerprint)).toEqual(items.map((it) => it.fingerprint));
+	});
 });
 
 describe('chunked batches', () => {
