@@ -78,31 +78,40 @@ BEGIN
             FROM jsonb_array_elements(p_items) AS e
             ORDER BY e->>'k', (e->>'i')::integer
         ), locked AS (
-            SELECT o.operation_key FROM operations o JOIN items ON items.k = o.operation_key
-             WHERE o.status = 'reserved' AND o.lease_token_hash = items.th AND o.lease_expires_at > v_now
-               -- A report from another execution than the lease's goes through phase 2.
-               AND NOT (o.lease_execution_id IS NOT NULL AND p_ctx->>'executionId' IS NOT NULL
-                        AND o.lease_execution_id <> p_ctx->>'executionId')
-             ORDER BY o.operation_key
-             FOR UPDATE OF o
+            -- Driven from the items: each one looks its row up by primary key (LIMIT 1 keeps the
+            -- lookup a per-item index scan the planner cannot flatten into a join, so statistics
+            -- taken when few rows were reserved cannot turn it into a scan of the reserved rows
+            -- joined to every item). items is in key order, so rows are locked in key order.
+            SELECT items.*, l.operation_key
+              FROM items
+             CROSS JOIN LATERAL (
+                SELECT o.operation_key FROM operations o
+                 WHERE o.operation_key = items.k
+                   AND o.status = 'reserved' AND o.lease_token_hash = items.th AND o.lease_expires_at > v_now
+                   -- A report from another execution than the lease's goes through phase 2.
+                   AND NOT (o.lease_execution_id IS NOT NULL AND p_ctx->>'executionId' IS NOT NULL
+                            AND o.lease_execution_id <> p_ctx->>'executionId')
+                 LIMIT 1
+                 FOR UPDATE OF o
+             ) l
         ), upd AS (
             UPDATE operations o
-               SET status = items.o,
-                   external_ref = CASE WHEN items.o = 'succeeded' THEN items.ref ELSE o.external_ref END,
-                   response = CASE WHEN items.o = 'unknown' THEN o.response ELSE items.resp END,
-                   response_truncated = CASE WHEN items.o = 'unknown' THEN o.response_truncated ELSE items.trunc END,
-                   reason = CASE WHEN items.o = 'succeeded' THEN NULL ELSE items.why END,
-                   retryable = CASE WHEN items.o = 'failed' THEN items.retry END,
-                   unknown_since = CASE WHEN items.o = 'unknown' THEN v_now ELSE o.unknown_since END,
-                   settle_until = CASE WHEN items.o = 'unknown' THEN v_now + make_interval(secs => o.settle_seconds) ELSE o.settle_until END,
-                   next_check_at = CASE WHEN items.o = 'unknown' THEN v_now END,
-                   settled_at = CASE WHEN items.o = 'unknown' THEN NULL ELSE v_now END,
+               SET status = locked.o,
+                   external_ref = CASE WHEN locked.o = 'succeeded' THEN locked.ref ELSE o.external_ref END,
+                   response = CASE WHEN locked.o = 'unknown' THEN o.response ELSE locked.resp END,
+                   response_truncated = CASE WHEN locked.o = 'unknown' THEN o.response_truncated ELSE locked.trunc END,
+                   reason = CASE WHEN locked.o = 'succeeded' THEN NULL ELSE locked.why END,
+                   retryable = CASE WHEN locked.o = 'failed' THEN locked.retry END,
+                   unknown_since = CASE WHEN locked.o = 'unknown' THEN v_now ELSE o.unknown_since END,
+                   settle_until = CASE WHEN locked.o = 'unknown' THEN v_now + make_interval(secs => o.settle_seconds) ELSE o.settle_until END,
+                   next_check_at = CASE WHEN locked.o = 'unknown' THEN v_now END,
+                   settled_at = CASE WHEN locked.o = 'unknown' THEN NULL ELSE v_now END,
                    updated_at = v_now
-              FROM items, locked
-             WHERE o.operation_key = locked.operation_key AND items.k = locked.operation_key
-            RETURNING items.i AS item, o.operation_key AS okey, o.status AS st, o.attempt AS att,
-                      o.external_ref AS ref, o.updated_at AS updated, items.th AS th, items.ref AS iref,
-                      items.why AS why, items.retry AS retry, items.trunc AS trunc, o.settle_until AS su
+              FROM locked
+             WHERE o.operation_key = locked.operation_key
+            RETURNING locked.i AS item, o.operation_key AS okey, o.status AS st, o.attempt AS att,
+                      o.external_ref AS ref, o.updated_at AS updated, locked.th AS th, locked.ref AS iref,
+                      locked.why AS why, locked.retry AS retry, locked.trunc AS trunc, o.settle_until AS su
         ), ev AS (
             INSERT INTO operation_events (operation_key, event, from_status, to_status, attempt, lease_token_hash,
                                           execution_id, workflow_id, node_name, item_index, detail)

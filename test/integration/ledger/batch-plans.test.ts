@@ -1,0 +1,92 @@
+/**
+ * A big Confirm looks each item's row up by primary key whatever the table's statistics say.
+ * Reserved rows are transient: statistics taken when few rows were reserved, then a batch that
+ * has just reserved 1,000 and confirms them, is the production pattern. The executed plan of the
+ * batch's phase 1 is read from auto_explain (the test role is superuser on the local server), and
+ * no plan node may join the items to the reserved rows by comparing every pair.
+ */
+import { Client } from 'pg';
+import { DATABASE_URL, testDatabase } from '../../helpers/db';
+
+jest.setTimeout(120_000);
+
+let db: Awaited<ReturnType<typeof testDatabase>>;
+beforeAll(async () => {
+	db = await testDatabase({ prefix: 'ol_bplan' });
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+const FP = 'a'.repeat(64);
+const reserveItems = (prefix: string, n: number) =>
+	Array.from({ length: n }, (_, i) => ({ i, k: `${prefix}:${String(i).padStart(6, '0')}`, f: FP, a: 'sha256', t: null, r: { i }, l: 600 }));
+
+async function reserve(c: Client, items: ReturnType<typeof reserveItems>) {
+	const { rows } = await c.query(
+		`SELECT idx, outcome, lease_token FROM ${db.schemaSql}.reserve_operations($1::jsonb, '{}'::jsonb) ORDER BY idx`,
+		[JSON.stringify(items)],
+	);
+	return rows as { idx: number; outcome: string; lease_token: string }[];
+}
+
+async function confirm(c: Client, items: ReturnType<typeof reserveItems>, reserved: { idx: number; lease_token: string }[]) {
+	const conf = reserved.map((r) => ({ i: r.idx, k: items[r.idx].k, tok: r.lease_token, o: 'succeeded', ref: `ref-${r.idx}`, resp: {} }));
+	const { rows } = await c.query(
+		`SELECT idx, result, status FROM ${db.schemaSql}.confirm_operations($1::jsonb, '{}'::jsonb) ORDER BY idx`,
+		[JSON.stringify(conf)],
+	);
+	return rows as { idx: number; result: string; status: string }[];
+}
+
+describe('confirm_operations under stale statistics', () => {
+	it('locks and updates a 1,000-item batch by primary-key lookups, with no join filter over all rows', async () => {
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		try {
+			// History: 3,000 settled operations and 25 reserved ones, then statistics.
+			for (let b = 0; b < 3; b++) {
+				const items = reserveItems(`old${b}`, 1000);
+				const done = await confirm(c, items, await reserve(c, items));
+				expect(done.every((r) => r.result === 'recorded')).toBe(true);
+			}
+			await reserve(c, reserveItems('few', 25));
+			await c.query(`ANALYZE ${db.schemaSql}.operations`);
+
+			const logs: string[] = [];
+			c.on('notice', (n) => {
+				if (n.severity === 'LOG') logs.push(n.message ?? '');
+			});
+			await c.query("LOAD 'auto_explain'");
+			await c.query(
+				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
+					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
+			);
+			const items = reserveItems('big', 1000);
+			const reserved = await reserve(c, items);
+			expect(reserved.filter((r) => r.outcome === 'proceed')).toHaveLength(1000);
+			logs.length = 0;
+			const results = await confirm(c, items, reserved);
+			expect(results).toHaveLength(1000);
+			expect(results.every((r) => r.result === 'recorded' && r.status === 'succeeded')).toBe(true);
+
+			// Phase 1 is the statement with the `locked` step.
+			const phase1 = logs.filter((m) => m.includes('locked AS'));
+			expect(phase1).toHaveLength(1);
+			const plan = phase1[0];
+			const removed = [...plan.matchAll(/Rows Removed by Join Filter: (\d+)/g)].map((m) => Number(m[1]));
+			expect(removed.reduce((a, b) => a + b, 0)).toBeLessThan(1000);
+			// The rows are found by primary-key lookups, one per item (the `locked` step), never by a
+			// scan of the reserved rows joined to the items. (The update may hash the locked rows
+			// against the table where the table is small: that compares no pairs.)
+			expect(plan).not.toMatch(/operations_reserved_lease_idx/);
+			const pkeyLoops = plan
+				.split('\n')
+				.filter((l) => /Index Scan (using|on) operations_pkey/.test(l))
+				.map((l) => Number(/loops=(\d+)/.exec(l)?.[1]));
+			expect(pkeyLoops).toContain(1000);
+		} finally {
+			await c.end();
+		}
+	});
+});
