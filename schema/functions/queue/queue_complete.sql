@@ -102,14 +102,19 @@ BEGIN
     -- does not match the lease index's predicate (status = 'processing'): with statistics taken while
     -- few tasks were processing, the planner read that whole index (every processing task of every
     -- queue, 4,000 rows for a batch of 1 in one measurement) rather than the primary key.
-    WITH gone AS (
+    -- The locked ids are taken once, as an array, and the delete looks them up by primary key: no
+    -- join for the planner to get wrong. Written as a semi join (x.id IN (locking subquery)) with
+    -- the same stale estimate (one row), the locking scan ran again for every deleted row (1.1 s
+    -- for a batch of 1,000 in one measurement); joined to the locked rows, it compared every pair.
+    WITH lk AS MATERIALIZED (
+        SELECT y.id FROM queue_tasks y
+         WHERE y.id = ANY (v_ids) AND y.status || '' = 'processing'
+           AND y.lease_token = (v_map->(y.id::text)->>'tok')::uuid
+           AND y.lease_expires_at - queue_now() > interval '0'
+         ORDER BY y.id FOR UPDATE
+    ), gone AS (
         DELETE FROM queue_tasks x
-         WHERE x.id = ANY (v_ids)
-           AND x.id IN (SELECT y.id FROM queue_tasks y
-                         WHERE y.id = ANY (v_ids) AND y.status || '' = 'processing'
-                           AND y.lease_token = (v_map->(y.id::text)->>'tok')::uuid
-                           AND y.lease_expires_at - queue_now() > interval '0'
-                         ORDER BY y.id FOR UPDATE)
+         WHERE x.id = ANY (ARRAY(SELECT lk.id FROM lk))
            AND x.status || '' = 'processing'
            AND x.lease_token = (v_map->(x.id::text)->>'tok')::uuid
            AND x.lease_expires_at - queue_now() > interval '0'

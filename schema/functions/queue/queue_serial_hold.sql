@@ -15,9 +15,16 @@ DECLARE
 BEGIN
     SELECT count(*) INTO v_n
       FROM (SELECT pg_advisory_xact_lock(k.lk)
+              -- Each id is looked up by primary key alone (LIMIT 1: a per-id lookup the planner
+              -- cannot flatten; the key test stays outside it, so the partial serial-key index,
+              -- whose leading columns are not the id, never qualifies). Written as one scan with
+              -- t.id = ANY (p_ids), statistics taken when few tasks had a key made the planner
+              -- read the whole serial-key index and test every entry against every id.
               FROM (SELECT DISTINCT queue_serial_lock(t.queue, t.serial_key) AS lk
-                      FROM queue_tasks t
-                     WHERE t.id = ANY (p_ids) AND t.serial_key IS NOT NULL) k
+                      FROM unnest(p_ids) AS u(id)
+                     CROSS JOIN LATERAL (SELECT x.queue, x.serial_key FROM queue_tasks x
+                                          WHERE x.id = u.id LIMIT 1) t
+                     WHERE t.serial_key IS NOT NULL) k
              ORDER BY k.lk) l;
     RETURN v_n > 0;
 END $$;

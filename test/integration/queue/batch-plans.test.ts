@@ -1,0 +1,102 @@
+/**
+ * A big complete finds and deletes its tasks by primary key whatever the table's statistics say.
+ * Processing tasks are transient: statistics taken when none were processing, then a worker that
+ * has just claimed 1,000 and completes them. The executed plan is read from auto_explain (the test
+ * role is superuser on the local server): no scan may run once per task over many rows, and no
+ * join may compare every task with every other.
+ */
+import { Client } from 'pg';
+import { complete, dequeue, enqueue } from '../../../src/queue';
+import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
+
+jest.setTimeout(120_000);
+
+let db: QueueTestDb;
+beforeAll(async () => {
+	db = await queueTestDb(2);
+});
+afterAll(async () => {
+	await db.drop();
+});
+
+/** Rows an executed plan node produced in all (rows per loop times loops), for each scan node. */
+function scanRows(plan: string): { line: string; total: number }[] {
+	return plan
+		.split('\n')
+		.filter((l) => /Scan/.test(l) && /actual time=/.test(l))
+		.map((l) => {
+			const m = /rows=(\d+) loops=(\d+)\)/.exec(l);
+			return { line: l.trim(), total: m ? Number(m[1]) * Number(m[2]) : 0 };
+		});
+}
+
+describe('queue_complete under stale statistics', () => {
+	it('completes a 1,000-task batch by primary-key lookups, with no per-task rescans or join filter over all rows', async () => {
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		try {
+			const queue = db.queueName('plans');
+			const groups = [{ name: 'g', weight: 1 }];
+			const batch = (p: string, q = queue, serial = false) =>
+				Array.from({ length: 1000 }, (_, i) => ({ queue: q, group: 'g', payload: { p, i }, ...(serial ? { serialKey: `${p}-${i}` } : {}) }));
+			const claimAndComplete = async () => {
+				const tasks = await dequeue(c, db.ledgerSchema, { queue, limit: 1000, leaseSeconds: 600, groups });
+				expect(tasks).toHaveLength(1000);
+				return complete(c, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+			};
+			// History: 3,000 tasks done; 1,000 pending and none processing when statistics are taken.
+			for (let b = 0; b < 3; b++) {
+				await enqueue(c, db.ledgerSchema, batch(`old${b}`));
+				await claimAndComplete();
+			}
+			// Statistics taken when no task had a serial key; then 2,000 waiting serial tasks of
+			// another queue, and the batch itself serial.
+			await enqueue(c, db.ledgerSchema, batch('new'));
+			await c.query(`ANALYZE ${db.schema}.queue_tasks`);
+			const other = db.queueName('other');
+			await enqueue(c, db.ledgerSchema, batch('o1', other, true));
+			await enqueue(c, db.ledgerSchema, batch('o2', other, true));
+			const done = await claimAndComplete();
+			expect(done.every((r) => r.outcome === 'completed')).toBe(true);
+			await enqueue(c, db.ledgerSchema, batch('serial', queue, true));
+
+			const logs: string[] = [];
+			c.on('notice', (n) => {
+				if (n.severity === 'LOG') logs.push(n.message ?? '');
+			});
+			await c.query("LOAD 'auto_explain'");
+			await c.query(
+				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
+					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
+			);
+			const tasks = await dequeue(c, db.ledgerSchema, { queue, limit: 1000, leaseSeconds: 600, groups });
+			expect(tasks).toHaveLength(1000);
+			logs.length = 0;
+			const results = await complete(c, db.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+			expect(results).toHaveLength(1000);
+			expect(results.every((r) => r.outcome === 'completed')).toBe(true);
+
+			// The statement that locks and deletes the batch.
+			const del = logs.filter((m) => /DELETE FROM queue_tasks x/.test(m));
+			expect(del).toHaveLength(1);
+			// The serial-key locks of the batch's tasks, taken before the delete.
+			const hold = logs.filter((m) => /Query Text: SELECT count\(\*\)\s+FROM \(SELECT pg_advisory_xact_lock/.test(m));
+			expect(hold).toHaveLength(1);
+			for (const s of scanRows(hold[0]).filter((x) => / on queue_tasks /.test(x.line))) {
+				expect(s.line).toMatch(/queue_tasks_pkey/);
+				expect(s.total).toBeLessThanOrEqual(1000);
+			}
+			const plan = del[0];
+			const removed = [...plan.matchAll(/Rows Removed by Join Filter: (\d+)/g)].map((m) => Number(m[1]));
+			expect(removed.reduce((a, b) => a + b, 0)).toBeLessThan(1000);
+			const scans = scanRows(plan).filter((s) => / on queue_tasks /.test(s.line));
+			expect(scans.length).toBeGreaterThanOrEqual(2);
+			for (const s of scans) {
+				expect(s.line).toMatch(/queue_tasks_pkey/);
+				expect(s.total).toBeLessThanOrEqual(1000);
+			}
+		} finally {
+			await c.end();
+		}
+	});
+});
