@@ -7,7 +7,13 @@
  *   at once, without the due check first (one round trip less). A notification with an empty
  *   payload (only delayed tasks were added) only makes it re-read the due time.
  * - `claimFirst` (claim mode): every wake-up claims at once, and the due check runs only when the
- *   claim comes back empty, to learn when the next task is due.
+ *   claim comes back empty, to learn when the next task is due. After a claim that started an
+ *   execution, with slots still free, it checks before claiming again (one round trip, the due
+ *   check, when the queue has nothing more ready, instead of an empty claim and the check).
+ * - Claim mode: when an execution finishes it claims at once only when the last check ended with
+ *   every slot taken (work may have been left waiting for a slot), a hold or an outage; otherwise
+ *   the queue had nothing more ready then, so it runs the due check first and claims only when work
+ *   is due (a task the execution released or failed back to the queue sends no notification).
  * - On start and on every (re)connect of the LISTEN connection it checks once, so a notification
  *   sent while it was not listening is never lost.
  * - At most `maxInFlight` executions it started may be running; a wake-up that arrives while all
@@ -62,8 +68,9 @@ export interface WatcherDeps {
 	fire(reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined>;
 	/**
 	 * Claim mode: fire() claims, so call it first on every wake-up and check() only when it started
-	 * nothing (to learn the next due time). Default false: check first, except on a notification of
-	 * ready work.
+	 * nothing (to learn the next due time) or, with slots left, before claiming again; a finished
+	 * execution checks first unless the last check ended with every slot taken. Default false: check
+	 * first, except on a notification of ready work.
 	 */
 	claimFirst?: boolean;
 	/**
@@ -99,6 +106,8 @@ export class QueueWatcher {
 	private inFlight = 0;
 	private checking = false;
 	private again: WakeReason | undefined;
+	/** The last check ended with every slot taken (or failed): a finishing execution must check again. */
+	private slotsWanted = true;
 	private againDirect = false;
 	private pollTimer: NodeJS.Timeout | undefined;
 	private reconnectTimer: NodeJS.Timeout | undefined;
@@ -128,14 +137,14 @@ export class QueueWatcher {
 	 * Asks for a check now (coalesced with a check already running). `direct`: work is known to be
 	 * ready (a notification said so), so start an execution without the due check first.
 	 */
-	wake(reason: WakeReason, direct = false): void {
+	wake(reason: WakeReason, direct = false, checkFirst = false): void {
 		if (this.closed) return;
 		if (this.checking) {
 			this.again = reason;
 			this.againDirect = this.againDirect || direct;
 			return;
 		}
-		void this.runCheck(reason, direct);
+		void this.runCheck(reason, direct, checkFirst);
 	}
 
 	get executionsInFlight(): number {
@@ -156,15 +165,18 @@ export class QueueWatcher {
 		if (c) await c.close().catch(() => undefined);
 	}
 
-	private async runCheck(reason: WakeReason, direct: boolean): Promise<void> {
+	/** `checkFirst` (claim mode): run the due check before the first claim. */
+	private async runCheck(reason: WakeReason, direct: boolean, checkFirst = false): Promise<void> {
 		this.checking = true;
 		let nextMs = this.deps.pollMs;
 		const claimFirst = this.deps.claimFirst === true;
-		let skipCheck = direct || claimFirst;
+		let skipCheck = direct || (claimFirst && !checkFirst);
 		let retried = false;
 		let reached = false;
+		let wanted = true;
 		try {
-			while (!this.closed && this.inFlight < this.deps.maxInFlight) {
+			while (!this.closed) {
+				if (this.inFlight >= this.deps.maxInFlight) break;
 				let hold = this.holdMs();
 				if (hold > 0) {
 					nextMs = Math.min(nextMs, hold);
@@ -178,6 +190,7 @@ export class QueueWatcher {
 					this.judgeProgress(due);
 					if (!due.due) {
 						if (due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
+						wanted = false;
 						break;
 					}
 					hold = this.holdMs();
@@ -187,7 +200,7 @@ export class QueueWatcher {
 					}
 					marker = due.claims;
 				}
-				skipCheck = claimFirst;
+				skipCheck = true;
 				const started = await this.deps.fire(reason);
 				reached = this.reached(reached);
 				if (!started) {
@@ -204,16 +217,23 @@ export class QueueWatcher {
 						}
 						if (!due.due && due.inMs !== null) nextMs = Math.min(nextMs, Math.max(due.inMs, 50));
 					}
+					wanted = false;
 					break;
 				}
 				this.counters.fired++;
 				this.fireTimes.push(Date.now());
 				this.track(started.finished, marker);
+				// Claim mode with slots left: the due check tells whether to claim again (an empty
+				// claim would cost a round trip and then the check anyway). Wake-up mode checks first
+				// always (the consumer claims, not this loop).
+				skipCheck = false;
 			}
 		} catch (e) {
 			nextMs = Math.min(nextMs, this.outage(e as Error));
 		} finally {
 			this.checking = false;
+			// Left at true when the loop ended on a full set of slots, a hold, an outage or close.
+			this.slotsWanted = wanted;
 		}
 		if (this.closed) return;
 		this.schedulePoll(nextMs);
@@ -318,8 +338,9 @@ export class QueueWatcher {
 				}
 			}
 			// Through the event loop: an execution that finishes at once must not turn check → fire →
-			// finish into a chain of microtasks that starves timers and I/O.
-			setImmediate(() => this.wake('finished'));
+			// finish into a chain of microtasks that starves timers and I/O. Claim mode, when the last
+			// check found nothing more ready: check first (one round trip when the queue is still empty).
+			setImmediate(() => this.wake('finished', false, this.deps.claimFirst === true && !this.slotsWanted));
 		};
 		const timer = setTimeout(() => free(undefined), this.deps.inFlightTimeoutMs);
 		timer.unref?.();

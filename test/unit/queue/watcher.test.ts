@@ -205,16 +205,17 @@ describe('QueueWatcher', () => {
 		expect(watcher.counters.checks).toBe(checksBefore + 1);
 	});
 
-	test('claim mode: every wake-up claims first; the due check runs only when the claim comes back empty', async () => {
+	test('claim mode: a wake-up claims first; with slots left the due check decides whether to claim again', async () => {
 		const calls: string[] = [];
 		let ready = 0;
+		let unlisted = false; // due work the claim does not take (a group it does not list)
 		const { state, watcher } = track(
 			setup({
 				claimFirst: true,
 				maxInFlight: 3,
 				check: async () => {
 					calls.push('check');
-					return { due: false, inMs: null };
+					return ready > 0 || unlisted ? { due: true, inMs: 0 } : { due: false, inMs: null };
 				},
 				fire: async (reason) => {
 					calls.push(`claim:${reason}`);
@@ -232,8 +233,9 @@ describe('QueueWatcher', () => {
 		ready = 2;
 		state.conns[0].notify?.('q');
 		await tick();
-		// Claims until the claim comes back empty, then one check to learn the next due time.
-		expect(calls).toEqual(['claim:notify', 'claim:notify', 'claim:notify', 'check']);
+		// Claims at once; after each claim that started an execution, the due check says whether
+		// to claim again; the last check (nothing due) ends it without an empty claim.
+		expect(calls).toEqual(['claim:notify', 'check', 'claim:notify', 'check']);
 		expect(watcher.executionsInFlight).toBe(2);
 		calls.length = 0;
 		ready = 5;
@@ -242,6 +244,70 @@ describe('QueueWatcher', () => {
 		// Only one slot left: one claim, no check.
 		expect(calls).toEqual(['claim:notify']);
 		expect(watcher.executionsInFlight).toBe(3);
+		// Due work the claim does not take: claimed once more after the check, then left to the poll.
+		calls.length = 0;
+		ready = 0;
+		unlisted = true;
+		state.finishers.shift()!();
+		await tick();
+		expect(calls).toEqual(['claim:finished', 'check', 'claim:finished', 'check']);
+	});
+
+	test('claim mode: a finished execution claims at once only when the slots were all taken, else checks first', async () => {
+		const calls: string[] = [];
+		let ready = 0;
+		const { state, watcher } = track(
+			setup({
+				claimFirst: true,
+				maxInFlight: 2,
+				check: async () => {
+					calls.push('check');
+					return ready > 0 ? { due: true, inMs: 0 } : { due: false, inMs: null };
+				},
+				fire: async (reason) => {
+					calls.push(`claim:${reason}`);
+					if (ready === 0) return undefined;
+					ready--;
+					return { finished: new Promise<void>((r) => state.finishers.push(r)) };
+				},
+			}),
+		);
+		await watcher.start();
+		await tick();
+		// Three ready, two slots: the third waits for a slot, so a finish claims at once.
+		ready = 3;
+		state.conns[0].notify?.('q');
+		await tick();
+		expect(watcher.executionsInFlight).toBe(2);
+		calls.length = 0;
+		state.finishers.shift()!();
+		await tick();
+		expect(calls).toEqual(['claim:finished']);
+		expect(watcher.executionsInFlight).toBe(2);
+		// The queue is empty now, but the last check ended with both slots taken: claim at once.
+		calls.length = 0;
+		state.finishers.shift()!();
+		await tick();
+		expect(calls).toEqual(['claim:finished', 'check']);
+		expect(watcher.executionsInFlight).toBe(1);
+		// Nothing was ready when that check ran: the next finish checks first and claims nothing.
+		calls.length = 0;
+		state.finishers.shift()!();
+		await tick();
+		expect(calls).toEqual(['check']);
+		expect(watcher.executionsInFlight).toBe(0);
+		// A task put back without a notification (a release, a retry) while one runs: the check after
+		// its finish sees it due and claims it.
+		ready = 1;
+		watcher.wake('manual');
+		await tick();
+		expect(watcher.executionsInFlight).toBe(1);
+		ready = 1; // the execution released its task
+		calls.length = 0;
+		state.finishers.shift()!();
+		await tick();
+		expect(calls).toEqual(['check', 'claim:finished', 'check']);
+		expect(watcher.executionsInFlight).toBe(1);
 	});
 
 	test('claim mode: an empty claim learns the next due time and polls then', async () => {
