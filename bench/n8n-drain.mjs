@@ -31,7 +31,9 @@
 // rabbitmq when RabbitMQ does not answer at 127.0.0.1:5672; queue mode when Redis does not answer.
 //
 // Settings: DRAIN_N, DRAIN_PACED_N, DRAIN_MODES (regular,queue), DRAIN_VARIANTS, DRAIN_NO_BUILD=1,
-// DRAIN_TIMEOUT_MS, DRAIN_RABBITMQ_PORT (5672), DRAIN_REDIS_PORT (6379).
+// DRAIN_TIMEOUT_MS, DRAIN_RABBITMQ_PORT (5672), DRAIN_REDIS_PORT (6379), DRAIN_N8N_NODE_OPTIONS
+// (NODE_OPTIONS of the n8n main process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: the
+// profile is written when the harness stops it).
 // Run time on 2 cores (seen at load 2 to 9): --quick 3 to 7 minutes, full about 11 minutes.
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -377,7 +379,8 @@ async function runMode(mode) {
 	const queueEnv = mode === 'queue' ? { EXECUTIONS_MODE: 'queue', QUEUE_BULL_REDIS_HOST: REDIS.host, QUEUE_BULL_REDIS_PORT: String(REDIS.port), QUEUE_BULL_PREFIX: prefix } : {};
 	const extraEnv = { ...queueEnv, EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'all', EXECUTIONS_DATA_SAVE_ON_ERROR: 'all', N8N_LOG_LEVEL: 'warn' };
 	tarball ??= await harness.packPackage({ build: process.env.DRAIN_NO_BUILD !== '1' });
-	const n8n = await harness.createN8nInstance({ databaseUrl: DATABASE_URL, tarball, extraEnv });
+	const mainEnv = process.env.DRAIN_N8N_NODE_OPTIONS ? { ...extraEnv, NODE_OPTIONS: process.env.DRAIN_N8N_NODE_OPTIONS } : extraEnv;
+	const n8n = await harness.createN8nInstance({ databaseUrl: DATABASE_URL, tarball, extraEnv: mainEnv });
 	const workers = [];
 	const procs = [];
 	let n8nDb;
