@@ -66,8 +66,11 @@ describe('Priority Dequeue Trigger: Priority Groups', () => {
 		await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'vip', payload: { n: 'vip2' } }]);
 		await waitFor(() => t.emitted.length > 1, { what: 'the claim of the second vip task', timeoutMs: 10_000 });
 		expect(t.emitted.flat().map((i) => (i.json.payload as { n: string }).n)).toEqual(['vip', 'vip2']);
-		const left = await db.pool.query(`SELECT priority_group AS group, status FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue]);
-		expect(left.rows).toEqual([{ group: 'normal', status: 'pending' }]);
+		// The emit is recorded before the consumer's Complete ends: wait until both vip tasks have
+		// left the table, then the normal task must still be there, never claimed.
+		const rows = async () => (await db.pool.query(`SELECT priority_group AS group, status FROM "${db.schema}".queue_tasks WHERE queue = $1`, [queue])).rows;
+		await waitFor(async () => (await rows()).every((r) => r.group !== 'vip'), { what: 'the completes of both vip tasks', timeoutMs: 10_000 });
+		expect(await rows()).toEqual([{ group: 'normal', status: 'pending' }]);
 	});
 
 	test('Wake Up starts an execution only for due work of the listed groups', async () => {
