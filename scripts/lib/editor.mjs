@@ -383,10 +383,16 @@ export async function runEditorChecks({ outDir = null, log = () => {} } = {}) {
 				await page.waitForTimeout(500);
 				await closePanel();
 				await page.keyboard.press('Control+s');
-				await page.waitForTimeout(1500);
-				const r = await context.request.get(`${n8n.url}/rest/workflows/${callerId}`);
-				const saved = r.ok() ? (await r.json()).data : undefined;
-				const ref = saved?.nodes.find((n) => n.name === execNode.name)?.parameters?.workflowId;
+				// The save is asynchronous: read the saved workflow until it names the picked id, at
+				// most 20 s (on a loaded machine a fixed 1.5 s was sometimes read before the save).
+				let ref;
+				for (const until = Date.now() + 20_000; ; ) {
+					const r = await context.request.get(`${n8n.url}/rest/workflows/${callerId}`).catch(() => undefined);
+					const saved = r?.ok() ? (await r.json()).data : undefined;
+					ref = saved?.nodes.find((n) => n.name === execNode.name)?.parameters?.workflowId;
+					if (ref?.value === calledId || Date.now() > until) break;
+					await page.waitForTimeout(250);
+				}
 				check(where, ref?.value === calledId ? '' : `${picked ? `${picked}; ` : ''}saved reference ${JSON.stringify(ref)}, the imported ${called} is ${calledId}`);
 			}
 			for (const file of calledFirst) if (importedIds.get(`${file}/${how}`)) await rename(importedIds.get(`${file}/${how}`), `${how} import`);
