@@ -21,12 +21,14 @@ import {
 	prepareDequeueOptions,
 	queueChannel,
 	QueueWatcher,
+	type ClaimedTask,
 	type WakeReason,
 } from '../../src/queue';
 import { ledgerConnectionTest, openLedgerConnection, toConnectionConfig } from '../shared/connection';
 import { CREDENTIAL_NAME, loadLedgerCredential } from '../shared/credential';
 import { priorityGroupsProperty } from '../shared/groups';
 import { LIMITS, numberRange } from '../shared/limits';
+import { settleClaimed } from './settleOnFinish';
 
 /** The Options entries. */
 const AGING_OPTION: INodeProperties = {
@@ -121,6 +123,27 @@ export class PriorityDequeueTrigger implements INodeType {
 				displayOptions: { show: { mode: ['claim'] } },
 			},
 			{
+				displayName: 'Settle Tasks',
+				name: 'settleTasks',
+				type: 'options',
+				options: [
+					{
+						name: 'By a Priority Dequeue Node in the Workflow',
+						value: 'byNode',
+						description: 'A Priority Dequeue node (Complete, Fail, Release) settles each task; a task left unsettled is claimable again when its lease expires',
+					},
+					{
+						name: 'When the Execution Finishes',
+						value: 'onFinish',
+						description: 'The trigger settles the tasks it claimed when n8n reports the execution finished: completed on success, failed on error',
+					},
+				],
+				default: 'byNode',
+				description:
+					'When the Execution Finishes: once n8n reports the execution\'s run, the trigger settles its claimed tasks in one call (bounded by the credential\'s statement timeout): status success → completed; error, crashed or canceled → failed with the run\'s error message (retried after the backoff, 5 s doubling up to 1 h, or dead at Max Attempts); waiting (a Wait node), running, unknown or no run at all → left as claimed, and the lease (Lease (Seconds)) decides. A task a node already settled stays as it is. In queue mode the run arrives from the worker too.',
+				displayOptions: { show: { mode: ['claim'] } },
+			},
+			{
 				displayName: 'Use LISTEN/NOTIFY',
 				name: 'useListen',
 				type: 'boolean',
@@ -196,18 +219,42 @@ export class PriorityDequeueTrigger implements INodeType {
 		// timeouts, which bound every claim and due check (src/db/bounds.ts).
 		const { pool, schema, bounds } = await openLedgerConnection(config);
 
+		const settleOnFinish = claim !== undefined && this.getNodeParameter('settleTasks', 'byNode') === 'onFinish';
+		const log = (level: 'debug' | 'info' | 'warn', message: string) => this.logger[level](message);
+
 		const manual = this.getMode() === 'manual';
-		const emitAndWait = (items: INodeExecutionData[]): { finished: Promise<unknown> } => {
+		/**
+		 * `tasks`: with Settle Tasks "When the Execution Finishes", the claimed tasks to settle by the
+		 * run (settleOnFinish.ts) before `finished` resolves, so the watcher's slot (Max Parallel
+		 * Executions) is freed only after the settle call, which is bounded like the claim.
+		 */
+		const emitAndWait = (items: INodeExecutionData[], tasks?: ClaimedTask[]): { finished: Promise<unknown> } => {
 			const done = this.helpers.createDeferredPromise<IRun>();
 			this.emit([items], undefined, done);
 			// The execution's result tells the watcher whether to back off (a failed run).
-			return { finished: done.promise.then((run) => ({ failed: runFailed(run) })) };
+			if (!tasks) return { finished: done.promise.then((run) => ({ failed: runFailed(run) })) };
+			return {
+				finished: done.promise.then(
+					async (run) => {
+						await settleClaimed(pool, schema, bounds, tasks, run, log);
+						return { failed: runFailed(run) };
+					},
+					async (e: unknown) => {
+						// n8n gave no run: nothing is settled, the lease decides.
+						log('info', `Priority Dequeue Trigger: n8n reported no run for the execution (${(e as Error)?.message ?? String(e)}); ${tasks.length} task(s) left as claimed, their lease decides`);
+						return { failed: true };
+					},
+				),
+			};
 		};
 		const fire = async (reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined> => {
 			if (claim) {
 				const tasks = await dequeue(pool, schema, claim, bounds);
 				if (tasks.length === 0) return undefined;
-				return emitAndWait(tasks.map((t) => ({ json: JSON.parse(JSON.stringify(t)) as IDataObject })));
+				return emitAndWait(
+					tasks.map((t) => ({ json: JSON.parse(JSON.stringify(t)) as IDataObject })),
+					settleOnFinish ? tasks : undefined,
+				);
 			}
 			return emitAndWait([{ json: { queue, reason, wokeAt: new Date().toISOString() } }]);
 		};
@@ -227,7 +274,7 @@ export class PriorityDequeueTrigger implements INodeType {
 			connect: this.getNodeParameter('useListen', true) ? () => connectListener(config) : undefined,
 			// The LISTEN connection is probed as often as the queue is polled, at least every 30 s.
 			probeMs: Math.min(pollMs, 30_000),
-			log: (level, message) => this.logger[level](message),
+			log,
 		});
 		await watcher.start();
 		return {

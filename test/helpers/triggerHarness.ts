@@ -3,14 +3,15 @@
  * watcher alone) against real Postgres with a minimal ITriggerFunctions stand-in: credentials and
  * parameters from plain objects (a parameter not given has its default from the node's
  * description, as n8n fills it in for a saved node), emit() hands the items to a test "consumer" and resolves the
- * done promise with an IRun-shaped result ({status: 'success' | 'error'}), as n8n does when the
- * execution ends. Unit-of-integration only: the real-engine runs are in test/e2e.
+ * done promise with an IRun-shaped result ({status, finished}: finished true for 'success', as
+ * n8n's engine sets it), as n8n does when the execution ends; a consumer may instead return
+ * `{ run }`, the exact run (or undefined: no run object) the done promise resolves with. Unit-of-integration only: the real-engine runs are in test/e2e.
  */
 import type { IDataObject, INodeExecutionData, IRun, ITriggerFunctions, ITriggerResponse } from 'n8n-workflow';
 import { PriorityDequeueTrigger } from '../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
 import { QUEUE_DATABASE_URL } from './db';
 
-export type Consumer = (items: INodeExecutionData[]) => Promise<'success' | 'error'>;
+export type Consumer = (items: INodeExecutionData[]) => Promise<'success' | 'error' | { run: IRun | undefined }>;
 
 /** The trigger's credential for the test database and `schema` (connection string, 5 connections). */
 export function triggerCredentials(schema: string): IDataObject {
@@ -26,6 +27,7 @@ export interface ActiveTrigger {
 	warnings: string[];
 	/** Messages logged at info level (e.g. the recovery after an outage). */
 	infos: string[];
+	debugs: string[];
 	close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function activateTrigger(opts: {
 	const emitted: INodeExecutionData[][] = [];
 	const warnings: string[] = [];
 	const infos: string[] = [];
+	const debugs: string[] = [];
 	const log = (m: string) => warnings.push(m);
 	const node = new PriorityDequeueTrigger();
 	const defaults: Record<string, unknown> = Object.fromEntries(node.description.properties.map((p) => [p.name, p.default]));
@@ -47,7 +50,7 @@ export async function activateTrigger(opts: {
 		getNodeParameter: (name: string, fallback?: unknown) => (name in opts.parameters ? opts.parameters[name] : name in defaults ? defaults[name] : fallback),
 		getNode: () => ({ name: 'Priority Dequeue Trigger', typeVersion: 1, type: 'priorityDequeueTrigger', parameters: opts.parameters }),
 		getMode: () => opts.mode ?? 'trigger',
-		logger: { debug: () => undefined, info: (m: string) => infos.push(m), warn: log, error: log },
+		logger: { debug: (m: string) => debugs.push(m), info: (m: string) => infos.push(m), warn: log, error: log },
 		helpers: {
 			createDeferredPromise: <T>() => {
 				let resolve!: (v: T) => void;
@@ -65,7 +68,7 @@ export async function activateTrigger(opts: {
 			void opts
 				.consumer(data[0])
 				.catch(() => 'error' as const)
-				.then((status) => done?.resolve({ status, data: { resultData: { runData: {} } } } as unknown as IRun));
+				.then((r) => done?.resolve(typeof r === 'object' ? (r.run as IRun) : ({ status: r, finished: r === 'success', data: { resultData: { runData: {} } } } as unknown as IRun)));
 		},
 	} as unknown as ITriggerFunctions;
 	const response = await node.trigger.call(fns);
@@ -75,6 +78,7 @@ export async function activateTrigger(opts: {
 		emitted,
 		warnings,
 		infos,
+		debugs,
 		close: async () => {
 			await response.closeFunction?.();
 		},

@@ -1,0 +1,205 @@
+/**
+ * Priority Dequeue Trigger, Claim Tasks with Settle Tasks "When the Execution Finishes" (the node's
+ * own trigger() against real Postgres; the done promise resolves with the run objects n8n hands
+ * back): a succeeding run completes the claimed tasks in one call, a failing one fails them (an
+ * attempt counted, retried, or dead at max attempts), a waiting run or no run leaves them
+ * processing, a task the workflow completed itself stays completed, and the watcher's slot is freed
+ * only after the settle call has finished. The default ("By a Priority Dequeue node") settles
+ * nothing. Real n8n runs: test/e2e/trigger-settle.test.ts.
+ */
+import type { IDataObject, IRun } from 'n8n-workflow';
+import { closeAllPools } from '../../../src/db/pool';
+import { complete, enqueue } from '../../../src/queue';
+import { activateTrigger, triggerCredentials, type ActiveTrigger, type Consumer } from '../../helpers/triggerHarness';
+import { queueTestDb, sleep, type QueueTestDb } from '../../helpers/db';
+import { waitFor } from '../../helpers/wait';
+
+jest.setTimeout(60_000);
+
+let db: QueueTestDb;
+const active: ActiveTrigger[] = [];
+beforeAll(async () => {
+	db = await queueTestDb();
+});
+afterEach(async () => {
+	await Promise.all(active.splice(0).map((t) => t.close()));
+});
+afterAll(async () => {
+	await closeAllPools();
+	await db.drop();
+});
+
+const params = (queue: string, over: IDataObject = {}): IDataObject => ({
+	queue,
+	mode: 'claim',
+	batchSize: 10,
+	leaseSeconds: 300,
+	useListen: false,
+	pollSeconds: 1,
+	maxInFlight: 1,
+	settleTasks: 'onFinish',
+	options: {},
+	...over,
+});
+
+async function start(queue: string, consumer: Consumer, over: IDataObject = {}, credentials: IDataObject = {}): Promise<ActiveTrigger> {
+	const t = await activateTrigger({ credentials: { ...triggerCredentials(db.schema), ...credentials }, parameters: params(queue, over), consumer });
+	active.push(t);
+	return t;
+}
+
+interface TaskRow {
+	status: string;
+	attempts: number;
+	last_error: string | null;
+}
+/** The task's row: in queue_tasks while live, else in the archive. */
+async function row(id: string): Promise<TaskRow & { where: string }> {
+	const live = await db.pool.query<TaskRow>(`SELECT status, attempts, last_error FROM "${db.schema}".queue_tasks WHERE id = $1`, [id]);
+	if (live.rows[0]) return { ...live.rows[0], where: 'queue' };
+	const done = await db.pool.query<TaskRow>(`SELECT status, attempts, last_error FROM "${db.schema}".queue_tasks_archive WHERE id = $1`, [id]);
+	return { ...done.rows[0], where: 'archive' };
+}
+
+const run = (status: string, extra: Partial<IRun> = {}): { run: IRun } => ({
+	run: { status, finished: status === 'success', mode: 'trigger', startedAt: new Date(), data: { resultData: { runData: {} } }, ...extra } as unknown as IRun,
+});
+
+describe('Priority Dequeue Trigger: Settle Tasks When the Execution Finishes', () => {
+	test('a succeeding run completes every claimed task of its execution', async () => {
+		const queue = db.queueName('settle-ok');
+		const ids = await db.fill(queue, 'normal', 3);
+		const t = await start(queue, async () => 'success');
+		await waitFor(async () => (await Promise.all(ids.map(row))).every((r) => r.where === 'archive'), { what: 'the three tasks archived' });
+		for (const id of ids) expect(await row(id)).toMatchObject({ where: 'archive', status: 'succeeded', attempts: 1 });
+		expect(t.emitted).toHaveLength(1);
+		expect(t.emitted[0]).toHaveLength(3);
+		expect(t.warnings).toEqual([]);
+	});
+
+	test('a failing run fails them with its error: retried while attempts remain, dead at max attempts', async () => {
+		const queue = db.queueName('settle-err');
+		const [retried] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', maxAttempts: 3 }]);
+		const [dead] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', maxAttempts: 1 }]);
+		await start(queue, async () => run('error', { data: { resultData: { runData: {}, error: { message: 'Work broke: boom' } } } } as unknown as Partial<IRun>));
+		await waitFor(async () => (await row(retried.taskId)).status === 'pending' && (await row(dead.taskId)).status === 'dead', { what: 'the failed tasks settled' });
+		expect(await row(retried.taskId)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'Work broke: boom' });
+		expect(await row(dead.taskId)).toMatchObject({ status: 'dead', attempts: 1, last_error: 'Work broke: boom' });
+	});
+
+	test('crashed and canceled runs fail the task too (their status as the error when the run has none)', async () => {
+		for (const status of ['crashed', 'canceled']) {
+			const queue = db.queueName(`settle-${status}`);
+			const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', maxAttempts: 1 }]);
+			const t = await start(queue, async () => run(status));
+			await waitFor(async () => (await row(task.taskId)).status === 'dead', { what: `the ${status} run's task dead` });
+			expect((await row(task.taskId)).last_error).toBe(`the execution ended with status ${status}`);
+			await t.close();
+		}
+	});
+
+	test('a waiting run, a running one and no run object leave the tasks processing (the lease decides), logged once each', async () => {
+		const cases: Array<[string, () => Promise<{ run: IRun | undefined }>]> = [
+			['waiting', async () => run('waiting', { waitTill: new Date(Date.now() + 3_600_000) })],
+			['running', async () => run('running')],
+			['no run', async () => ({ run: undefined })],
+		];
+		for (const [name, consumer] of cases) {
+			const queue = db.queueName('settle-none');
+			const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
+			const t = await start(queue, consumer);
+			// The log line is written after the decision, before the slot is freed.
+			await waitFor(() => t.infos.some((m) => m.includes('left as claimed')), { what: `the ${name} case logged` });
+			expect(t.infos.filter((m) => m.includes('left as claimed'))).toHaveLength(1);
+			expect(await row(task.taskId)).toMatchObject({ where: 'queue', status: 'processing', attempts: 1 });
+			await t.close();
+		}
+	});
+
+	test('a task the workflow completed itself answers already_settled: left completed, logged at debug, no warning', async () => {
+		const queue = db.queueName('settle-self');
+		const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
+		const t = await start(queue, async (items) => {
+			await complete(db.pool, db.ledgerSchema, items.map((i) => ({ taskId: String(i.json.taskId), leaseToken: String(i.json.leaseToken) })));
+			return 'success';
+		});
+		await waitFor(() => t.debugs.some((m) => m.includes('1 already_settled')), { what: 'the settle call' });
+		expect(await row(task.taskId)).toMatchObject({ where: 'archive', status: 'succeeded' });
+		expect(t.warnings).toEqual([]);
+	});
+
+	test('the slot is freed only after the settle call: with one slot, no second execution while the complete waits on a lock', async () => {
+		const queue = db.queueName('settle-slot');
+		const ids = await db.fill(queue, 'normal', 2);
+		const holder = await db.client();
+		// Claims skip locked rows, so the consumer takes the row lock after the claim (the oldest
+		// task first): the settle's complete then waits for it (lock timeout raised to 60 s).
+		let claimedFirst: (() => void) | undefined;
+		const firstClaimed = new Promise<void>((r) => (claimedFirst = r));
+		const t = await start(
+			queue,
+			async (items) => {
+				if (items[0].json.taskId === ids[0]) {
+					await holder.query('BEGIN');
+					await holder.query(`SELECT id FROM "${db.schema}".queue_tasks WHERE id = $1 FOR UPDATE`, [ids[0]]);
+					claimedFirst?.();
+				}
+				return 'success';
+			},
+			{ batchSize: 1, maxPerMinute: 6000 },
+			{ lockTimeoutMs: 60_000 },
+		);
+		await firstClaimed;
+		// The trigger's complete is waiting for the holder's lock.
+		await waitFor(
+			async () =>
+				(
+					await db.pool.query(
+						`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%queue_complete%'`,
+					)
+				).rows[0].n === 1,
+			{ what: 'the settle call waiting on the lock' },
+		);
+		// real time on purpose: a slot freed before the settle would claim the second task at once
+		// (one round trip); give it well over that, then look at the row.
+		await sleep(1500);
+		expect(t.emitted).toHaveLength(1);
+		expect(await row(ids[1])).toMatchObject({ status: 'pending', attempts: 0 });
+		await holder.query('COMMIT');
+		await waitFor(async () => (await row(ids[1])).where === 'archive', { what: 'the second task completed after the slot was freed' });
+		expect(await row(ids[0])).toMatchObject({ where: 'archive', status: 'succeeded' });
+		expect(t.emitted.map((e) => e[0].json.taskId)).toEqual(ids);
+	});
+
+	test('a settle call that fails is a warning, not an error thrown into n8n; the tasks keep their lease', async () => {
+		const queue = db.queueName('settle-broken');
+		const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
+		// A lock timeout of 200 ms on the credential: the settle's complete, blocked by the row lock, gives up.
+		const holder = await db.client();
+		const t = await activateTrigger({
+			credentials: { ...triggerCredentials(db.schema), lockTimeoutMs: 200 },
+			parameters: params(queue),
+			consumer: async (items) => {
+				await holder.query('BEGIN');
+				await holder.query(`SELECT id FROM "${db.schema}".queue_tasks WHERE id = $1 FOR UPDATE`, [String(items[0].json.taskId)]);
+				return 'success';
+			},
+		});
+		active.push(t);
+		await waitFor(() => t.warnings.some((m) => m.includes('settling task') && m.includes('failed')), { what: 'the settle warning' });
+		await holder.query('ROLLBACK');
+		expect(await row(task.taskId)).toMatchObject({ where: 'queue', status: 'processing' });
+	});
+
+	test('default (By a Priority Dequeue node): a succeeding run settles nothing', async () => {
+		const queue = db.queueName('settle-default');
+		const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
+		const t = await start(queue, async () => 'success', { settleTasks: undefined });
+		await waitFor(() => t.emitted.length === 1, { what: 'the execution' });
+		// Drained: after the execution's finish the watcher checks the queue (claims nothing more).
+		await waitFor(async () => (await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%queue_wake_state%' AND state = 'idle'`)).rows[0].n >= 1, {
+			what: 'the due check after the execution',
+		});
+		expect(await row(task.taskId)).toMatchObject({ where: 'queue', status: 'processing' });
+	});
+});
