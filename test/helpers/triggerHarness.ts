@@ -5,13 +5,14 @@
  * description, as n8n fills it in for a saved node), emit() hands the items to a test "consumer" and resolves the
  * done promise with an IRun-shaped result ({status, finished}: finished true for 'success', as
  * n8n's engine sets it), as n8n does when the execution ends; a consumer may instead return
- * `{ run }`, the exact run (or undefined: no run object) the done promise resolves with. Unit-of-integration only: the real-engine runs are in test/e2e.
+ * `{ run }`, the exact run (or undefined: no run object) the done promise resolves with, or
+ * `{ reject }`, an error the done promise rejects with (n8n lost track of the execution). Unit-of-integration only: the real-engine runs are in test/e2e.
  */
 import type { IDataObject, INodeExecutionData, IRun, ITriggerFunctions, ITriggerResponse } from 'n8n-workflow';
 import { PriorityDequeueTrigger } from '../../nodes/PriorityDequeueTrigger/PriorityDequeueTrigger.node';
 import { QUEUE_DATABASE_URL } from './db';
 
-export type Consumer = (items: INodeExecutionData[]) => Promise<'success' | 'error' | { run: IRun | undefined }>;
+export type Consumer = (items: INodeExecutionData[]) => Promise<'success' | 'error' | { run: IRun | undefined } | { reject: Error }>;
 
 /** The trigger's credential for the test database and `schema` (connection string, 5 connections). */
 export function triggerCredentials(schema: string): IDataObject {
@@ -62,13 +63,16 @@ export async function activateTrigger(opts: {
 				return { promise, resolve, reject };
 			},
 		},
-		emit: (data: INodeExecutionData[][], _response?: unknown, done?: { resolve: (r: IRun) => void }) => {
+		emit: (data: INodeExecutionData[][], _response?: unknown, done?: { resolve: (r: IRun) => void; reject: (e: Error) => void }) => {
 			executions.push(Date.now());
 			emitted.push(data[0]);
 			void opts
 				.consumer(data[0])
 				.catch(() => 'error' as const)
-				.then((r) => done?.resolve(typeof r === 'object' ? (r.run as IRun) : ({ status: r, finished: r === 'success', data: { resultData: { runData: {} } } } as unknown as IRun)));
+				.then((r) => {
+					if (typeof r === 'object' && 'reject' in r) done?.reject(r.reject);
+					else done?.resolve(typeof r === 'object' ? (r.run as IRun) : ({ status: r, finished: r === 'success', data: { resultData: { runData: {} } } } as unknown as IRun));
+				});
 		},
 	} as unknown as ITriggerFunctions;
 	const response = await node.trigger.call(fns);

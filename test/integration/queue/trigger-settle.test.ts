@@ -116,6 +116,16 @@ describe('Priority Dequeue Trigger: Settle Tasks When the Execution Finishes', (
 		}
 	});
 
+	test('a done promise that rejects (n8n lost track of the execution) leaves the tasks processing, with a warning', async () => {
+		const queue = db.queueName('settle-reject');
+		const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
+		const t = await start(queue, async () => ({ reject: new Error('The execution with the ID "7" does not exist.') }));
+		await waitFor(() => t.warnings.some((m) => m.includes('n8n reported no run')), { what: 'the warning' });
+		expect(t.warnings.filter((m) => m.includes('n8n reported no run'))).toHaveLength(1);
+		expect(t.warnings[0]).toMatch(/does not exist.*1 task\(s\) left as claimed: their lease decides/);
+		expect(await row(task.taskId)).toMatchObject({ where: 'queue', status: 'processing', attempts: 1 });
+	});
+
 	test('a task the workflow completed itself answers already_settled: left completed, logged at debug, no warning', async () => {
 		const queue = db.queueName('settle-self');
 		const [task] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal' }]);
