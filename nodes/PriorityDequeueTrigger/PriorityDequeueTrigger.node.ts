@@ -140,7 +140,7 @@ export class PriorityDequeueTrigger implements INodeType {
 				],
 				default: 'byNode',
 				description:
-					'When the Execution Finishes: once n8n reports the execution\'s run, the trigger settles its claimed tasks in one call (bounded by the credential\'s statement timeout): status success → completed; error, crashed or canceled → failed with the run\'s error message (retried after the backoff, 5 s doubling up to 1 h, or dead at Max Attempts); waiting (a Wait node), running, unknown or no run at all → left as claimed, and the lease (Lease (Seconds)) decides. A task a node already settled stays as it is. In queue mode the run arrives from the worker too, but n8n may give none for a very fast execution: its tasks then run again after the lease.',
+					'When the Execution Finishes: once n8n reports the execution\'s run, the trigger settles its claimed tasks in one call (bounded by the credential\'s statement timeout): status success → completed; error, crashed or canceled → failed with the run\'s error message (retried after the backoff, 5 s doubling up to 1 h, or dead at Max Attempts); waiting (a Wait node), running, unknown or no run at all → left as claimed, and the lease (Lease (Seconds)) decides. A task a node already settled stays as it is. In queue mode the run arrives from the worker too, but n8n gave none for a few very fast executions: their tasks run again after the lease.',
 				displayOptions: { show: { mode: ['claim'] } },
 			},
 			{
@@ -240,9 +240,8 @@ export class PriorityDequeueTrigger implements INodeType {
 						return { failed: runFailed(run) };
 					},
 					async (e: unknown) => {
-						// n8n gave no run (in queue mode n8n 2.33.7 does so for an execution that finished
-						// before the trigger's wait for it began): nothing is settled, the lease decides,
-						// and the tasks run again after it. A warning: the work may be done twice.
+						// n8n gave no run: nothing is settled, the lease decides, and the tasks run again
+						// after it. A warning: the work may be done twice.
 						log(
 							'warn',
 							`Priority Dequeue Trigger: n8n reported no run for the execution (${(e as Error)?.message ?? String(e)}); ${tasks.length} task(s) left as claimed: their lease decides, and they run again after it expires`,
