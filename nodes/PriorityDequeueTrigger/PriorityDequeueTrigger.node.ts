@@ -15,7 +15,6 @@ import {
 	checkQueueName,
 	checkSeconds,
 	connectListener,
-	dequeue,
 	groupsFromRows,
 	nextDueFor,
 	prepareDequeueOptions,
@@ -28,7 +27,7 @@ import { ledgerConnectionTest, openLedgerConnection, toConnectionConfig } from '
 import { CREDENTIAL_NAME, loadLedgerCredential } from '../shared/credential';
 import { priorityGroupsProperty } from '../shared/groups';
 import { LIMITS, numberRange } from '../shared/limits';
-import { settleClaimed } from './settleOnFinish';
+import { claimWithSettles, settleCarried, type CarriedSettle } from './settleOnFinish';
 
 /** The Options entries. */
 const AGING_OPTION: INodeProperties = {
@@ -140,7 +139,7 @@ export class PriorityDequeueTrigger implements INodeType {
 				],
 				default: 'byNode',
 				description:
-					'When the Execution Finishes: once n8n reports the execution\'s run, the trigger settles its claimed tasks in one call (bounded by the credential\'s statement timeout): status success → completed; error, crashed or canceled → failed with the run\'s error message (retried after the backoff, 5 s doubling up to 1 h, or dead at Max Attempts); waiting (a Wait node), running, unknown or no run at all → left as claimed, and the lease (Lease (Seconds)) decides. A task a node already settled stays as it is. In queue mode the run arrives from the worker too, but n8n gave none for a few very fast executions: their tasks run again after the lease.',
+					'When the Execution Finishes: once n8n reports the execution\'s run, the trigger settles its claimed tasks in one call (bounded by the credential\'s timeouts): status success → completed, in the same transaction as the next claim; error, crashed or canceled → failed with the run\'s error message (retried after the backoff, 5 s doubling up to 1 h, or dead at Max Attempts); waiting (a Wait node), running, unknown or no run at all → left as claimed, and the lease (Lease (Seconds)) decides. A task a node already settled stays as it is. In queue mode the run arrives from the worker too, but n8n gave none for a few very fast executions: their tasks run again after the lease.',
 				displayOptions: { show: { mode: ['claim'] } },
 			},
 			{
@@ -225,8 +224,10 @@ export class PriorityDequeueTrigger implements INodeType {
 		const manual = this.getMode() === 'manual';
 		/**
 		 * `tasks`: with Settle Tasks "When the Execution Finishes", the claimed tasks to settle by the
-		 * run (settleOnFinish.ts) before `finished` resolves, so the watcher's slot (Max Parallel
-		 * Executions) is freed only after the settle call, which is bounded like the claim.
+		 * run (settleOnFinish.ts): `finished` resolves with them and the run as `settle`, which the
+		 * watcher hands to the next claim (completed in the claim's own transaction) or, when no
+		 * claim follows, to settleCarried alone (src/queue/watcher.ts). No execution starts in the
+		 * freed slot before that settle was sent: it rides on the claim that starts it.
 		 */
 		const emitAndWait = (items: INodeExecutionData[], tasks?: ClaimedTask[]): { finished: Promise<unknown> } => {
 			const done = this.helpers.createDeferredPromise<IRun>();
@@ -235,10 +236,7 @@ export class PriorityDequeueTrigger implements INodeType {
 			if (!tasks) return { finished: done.promise.then((run) => ({ failed: runFailed(run) })) };
 			return {
 				finished: done.promise.then(
-					async (run) => {
-						await settleClaimed(pool, schema, bounds, tasks, run, log);
-						return { failed: runFailed(run) };
-					},
+					(run) => ({ failed: runFailed(run), settle: { tasks, run } satisfies CarriedSettle }),
 					async (e: unknown) => {
 						// n8n gave no run: nothing is settled, the lease decides, and the tasks run again
 						// after it. A warning: the work may be done twice.
@@ -251,9 +249,9 @@ export class PriorityDequeueTrigger implements INodeType {
 				),
 			};
 		};
-		const fire = async (reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined> => {
+		const fire = async (reason: WakeReason, settles?: unknown[]): Promise<{ finished: Promise<unknown> } | undefined> => {
 			if (claim) {
-				const tasks = await dequeue(pool, schema, claim, bounds);
+				const tasks = await claimWithSettles(pool, schema, bounds, claim, settles, log);
 				if (tasks.length === 0) return undefined;
 				return emitAndWait(
 					tasks.map((t) => ({ json: JSON.parse(JSON.stringify(t)) as IDataObject })),
@@ -273,6 +271,7 @@ export class PriorityDequeueTrigger implements INodeType {
 			directOnNotify: claim !== undefined,
 			maxPerMinute: manual ? undefined : maxPerMinute,
 			fire,
+			settle: (settles) => settleCarried(pool, schema, bounds, settles, log),
 			// Claim mode: claim at once on every wake-up; read the due time only when nothing was claimed.
 			claimFirst: claim !== undefined,
 			connect: this.getNodeParameter('useListen', true) ? () => connectListener(config) : undefined,

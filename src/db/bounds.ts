@@ -432,6 +432,47 @@ export async function boundedQuery<R extends object>(db: Runner, text: string, v
 }
 
 /**
+ * Like boundedQuery, for several statements that belong in one transaction (the trigger's settle
+ * of a finished execution together with its next claim, src/queue/completeAndDequeue.ts): with a
+ * pool, ONE round trip `BEGIN; SET LOCAL …; <statement 1>; <statement 2>; …; COMMIT` when every
+ * statement can be inlined (see inline()), else one round trip per statement inside one bounded
+ * transaction. Returns each statement's rows, in order. statement_timeout applies to each
+ * statement separately; the first error rolls back all of them (nothing recorded) and is thrown as
+ * boundedQuery throws it. With a client, the statements run in order in the caller's transaction.
+ */
+export async function boundedQueries<R extends object = Record<string, unknown>>(
+	db: Runner,
+	statements: ReadonlyArray<{ text: string; values: unknown[] }>,
+	bounds: Bounds = toBounds(),
+	options: CallOptions = {},
+): Promise<R[][]> {
+	if (!isPool(db)) {
+		const out: R[][] = [];
+		for (const st of statements) out.push((await (db as Pick<Pool, 'query'>).query<R>(st.text, st.values)).rows);
+		return out;
+	}
+	const sqls = statements.map((st) => inline(st.text, st.values));
+	if (sqls.some((s) => s === undefined)) {
+		return boundedTransaction(
+			db,
+			bounds,
+			async (q) => {
+				const out: R[][] = [];
+				for (const st of statements) out.push((await (q as Pick<Pool, 'query'>).query<R>(st.text, st.values)).rows);
+				return out;
+			},
+			options,
+		);
+	}
+	const b = toBounds(bounds);
+	return inTransaction(db as unknown as Pool, b, options, async (client, committing) => {
+		committing(3 + sqls.length);
+		const results = (await client.query(`${beginSql(b)}; ${sqls.join('; ')}; COMMIT`)) as unknown as Array<{ rows: R[] }>;
+		return sqls.map((_, i) => results[3 + i].rows);
+	});
+}
+
+/**
  * Like boundedQuery, for one statement text run once per parameter set (the chunks of a large
  * batch, src/db/batch.ts): all of them in ONE bounded transaction, rows concatenated in order
  * (round trips: BEGIN with the SET LOCALs, one per parameter set, COMMIT).

@@ -53,15 +53,27 @@ export function prepareCompleteInput(it: CompleteInput): CompleteInput {
  */
 export async function complete(db: Queryable, schema: LedgerSchema, items: CompleteInput[], bounds?: Bounds): Promise<CompleteResult[]> {
 	if (items.length === 0) return [];
+	const st = completeStatement(schema, items);
+	// Settling again with the same lease token answers already_settled or lease_lost.
+	const rows = await boundedQuery<Row>(db, st.text, st.values, bounds, { repeatSafe: true });
+	return completeResults(rows as unknown[], items.length);
+}
+
+/**
+ * The Complete statement for `items` (checked and prepared: throws InputError as complete() does),
+ * for complete() and for a Complete sent together with the next claim (completeAndDequeue.ts).
+ */
+export function completeStatement(schema: LedgerSchema, items: CompleteInput[]): { text: string; values: unknown[] } {
 	const payload = items
 		.map((it) => prepareOnce(it, prepareCompleteInput))
 		.map((it, i) => ({ i, ...settleKey(it), res: it.result === undefined ? null : it.result }));
-	const rows = await boundedQuery<Row>(db, `SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, [JSON.stringify(payload)], bounds, {
-		// Settling again with the same lease token answers already_settled or lease_lost.
-		repeatSafe: true,
-	});
+	return { text: `SELECT * FROM ${fn(schema, 'queue_complete')}($1::jsonb)`, values: [JSON.stringify(payload)] };
+}
+
+/** queue_complete's rows as results in input order (`count` = the number of items sent). */
+export function completeResults(rows: unknown[], count: number): CompleteResult[] {
 	return inInputOrder(
-		rows.map((r) => ({ ...baseResult(r), attempts: r.attempts, finishedAt: iso(r.finished_at) })),
-		items.length,
+		(rows as Row[]).map((r) => ({ ...baseResult(r), attempts: r.attempts, finishedAt: iso(r.finished_at) })),
+		count,
 	);
 }

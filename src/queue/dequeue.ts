@@ -117,16 +117,22 @@ export function prepareDequeueOptions(options: DequeueOptions): DequeueOptions {
  * its COMMIT may have handed tasks out (they come back when their lease ends).
  */
 export async function dequeue(db: Queryable, schema: LedgerSchema, options: DequeueOptions, bounds?: Bounds): Promise<ClaimedTask[]> {
-	const { queue, limit, leaseSeconds: lease, agingSeconds: aging, groups } = prepareOnce(options, prepareDequeueOptions) as Required<DequeueOptions>;
-	const rows = await boundedQuery<Row>(
-		db,
-		`SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6, $7::text[])`,
-		[queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging, strictNames(groups)],
-		bounds,
-		// Claiming again hands out other tasks; tasks a lost claim took come back when their lease ends.
-		{ repeatSafe: true },
-	);
+	const st = claimStatement(schema, options);
+	// Claiming again hands out other tasks; tasks a lost claim took come back when their lease ends.
+	const rows = await boundedQuery<Row>(db, st.text, st.values, bounds, { repeatSafe: true });
 	return rows.map(toClaimedTask);
+}
+
+/**
+ * The claim statement for `options` (checked once and prepared: throws InputError as dequeue()
+ * does), for dequeue() and for a claim sent together with a Complete (completeAndDequeue.ts).
+ */
+export function claimStatement(schema: LedgerSchema, options: DequeueOptions): { text: string; values: unknown[] } {
+	const { queue, limit, leaseSeconds: lease, agingSeconds: aging, groups } = prepareOnce(options, prepareDequeueOptions) as Required<DequeueOptions>;
+	return {
+		text: `SELECT * FROM ${fn(schema, 'queue_claim')}($1, $2::text[], $3::integer[], $4, $5, $6, $7::text[])`,
+		values: [queue, groups.map((g) => g.name), groups.map((g) => g.weight), limit, lease, aging, strictNames(groups)],
+	};
 }
 
 /** The strict groups' names in list (rank) order, or null when no group is strict (the claim's fast path unchanged). */

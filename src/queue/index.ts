@@ -11,6 +11,7 @@ export { enqueue, prepareEnqueueInput, checkDedupeKey, checkSerialKey, NOTIFY_MO
 export { dequeue, checkGroups, prepareDequeueOptions, type DequeueOptions, type ClaimedTask } from './dequeue';
 export type { SettleTarget, SettleResult } from './settle';
 export { complete, prepareCompleteInput, type CompleteInput, type CompleteResult } from './complete';
+export { completeAndDequeue, type CompleteAndDequeueResult } from './completeAndDequeue';
 export { fail, backoffSeconds, RETRY_DELAYS, type RetryDelay, prepareBackoff, prepareFailInput, type FailInput, type FailResult, type BackoffOptions } from './fail';
 export { extendLease, prepareExtendLeaseInput, type ExtendLeaseInput, type ExtendLeaseResult } from './extendLease';
 export { release, prepareReleaseInput, type ReleaseInput, type ReleaseResult } from './release';

@@ -14,6 +14,14 @@
  *   every slot taken (work may have been left waiting for a slot), a hold or an outage; otherwise
  *   the queue had nothing more ready then, so it runs the due check first and claims only when work
  *   is due (a task the execution released or failed back to the queue sends no notification).
+ * - Settles carried to the next claim (claim mode, `settle`): an execution's `finished` may resolve
+ *   with `settle` (the trigger's Settle Tasks "When the Execution Finishes": its tasks and run).
+ *   The watcher keeps it and hands every kept settle to the next fire(), which records them in the
+ *   claim's own transaction (one round trip and one commit for both); with settles kept, a wake-up
+ *   claims at once instead of checking first (the claim answers whether work is ready). When no
+ *   claim follows (no slot, a hold, nothing due, an outage, close) they go to deps.settle() alone,
+ *   at the end of that check; one that arrives after close or after its slot timed out goes there
+ *   at once. close() waits for those calls.
  * - On start and on every (re)connect of the LISTEN connection it checks once, so a notification
  *   sent while it was not listening is never lost.
  * - At most `maxInFlight` executions it started may be running; a wake-up that arrives while all
@@ -65,7 +73,13 @@ export interface WatcherDeps {
 	 * (claim mode found no task). Called only when work is due. `finished` rejecting or resolving
 	 * to `{ failed: true }` means the execution failed (the watcher then backs off).
 	 */
-	fire(reason: WakeReason): Promise<{ finished: Promise<unknown> } | undefined>;
+	fire(reason: WakeReason, settles?: unknown[]): Promise<{ finished: Promise<unknown> } | undefined>;
+	/**
+	 * Records settles kept for a claim that did not follow (see the header). Needed when `finished`
+	 * may resolve with `settle`; fire() gets them otherwise and must record them whatever happens
+	 * (also when it claims nothing or throws). Should not reject (a rejection is ignored).
+	 */
+	settle?: (settles: unknown[]) => Promise<void>;
 	/**
 	 * Claim mode: fire() claims, so call it first on every wake-up and check() only when it started
 	 * nothing (to learn the next due time) or, with slots left, before claiming again; a finished
@@ -121,6 +135,10 @@ export class QueueWatcher {
 	private backoffLevel = 0;
 	private backoffUntil = 0;
 	private readonly fireTimes: number[] = [];
+	/** Settles kept for the next claim (finished executions' `settle` values), oldest first. */
+	private readonly pendingSettles: unknown[] = [];
+	/** deps.settle() calls not yet returned (close() waits for them). */
+	private readonly settling = new Set<Promise<void>>();
 	/** Claim counter at the start of the last finished, not failed, wake-up execution; judged by the next check. */
 	private judge: string | undefined;
 	/** Counters for tests and diagnostics. */
@@ -163,6 +181,18 @@ export class QueueWatcher {
 		const c = this.conn;
 		this.conn = undefined;
 		if (c) await c.close().catch(() => undefined);
+		if (!this.checking) this.flushSettles();
+		while (this.settling.size > 0) await Promise.all([...this.settling]);
+	}
+
+	/** Kept settles to deps.settle() now (fire and forget; close() waits for them). */
+	private flushSettles(settles: unknown[] = this.pendingSettles.splice(0)): void {
+		if (settles.length === 0 || !this.deps.settle) return;
+		const p: Promise<void> = this.deps
+			.settle(settles)
+			.catch(() => undefined)
+			.finally(() => this.settling.delete(p));
+		this.settling.add(p);
 	}
 
 	/** `checkFirst` (claim mode): run the due check before the first claim. */
@@ -183,7 +213,8 @@ export class QueueWatcher {
 					break;
 				}
 				let marker: string | undefined;
-				if (!skipCheck) {
+				// Settles kept for a claim: claim now, with them (the claim tells whether work is ready).
+				if (!skipCheck && !(claimFirst && this.pendingSettles.length > 0)) {
 					this.counters.checks++;
 					const due = await this.deps.check();
 					reached = this.reached(reached);
@@ -201,7 +232,8 @@ export class QueueWatcher {
 					marker = due.claims;
 				}
 				skipCheck = true;
-				const started = await this.deps.fire(reason);
+				const settles = claimFirst ? this.pendingSettles.splice(0) : [];
+				const started = await this.deps.fire(reason, settles.length > 0 ? settles : undefined);
 				reached = this.reached(reached);
 				if (!started) {
 					if (claimFirst) {
@@ -235,6 +267,8 @@ export class QueueWatcher {
 			// Left at true when the loop ended on a full set of slots, a hold, an outage or close.
 			this.slotsWanted = wanted;
 		}
+		// Settles no claim took: alone now, unless a wake-up waiting to run claims next.
+		if (this.closed || this.again === undefined) this.flushSettles();
 		if (this.closed) return;
 		this.schedulePoll(nextMs);
 		if (this.again) {
@@ -345,7 +379,15 @@ export class QueueWatcher {
 		const timer = setTimeout(() => free(undefined), this.deps.inFlightTimeoutMs);
 		timer.unref?.();
 		finished.then(
-			(v) => free((v as { failed?: unknown } | undefined)?.failed === true),
+			(v) => {
+				const settle = (v as { settle?: unknown } | undefined)?.settle;
+				if (settle !== undefined) {
+					// Its slot timed out already, or the watcher closed: no claim will carry it.
+					if (freed || this.closed) this.flushSettles([settle]);
+					else this.pendingSettles.push(settle);
+				}
+				free((v as { failed?: unknown } | undefined)?.failed === true);
+			},
 			() => free(true),
 		);
 	}

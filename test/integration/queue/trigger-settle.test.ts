@@ -3,9 +3,10 @@
  * own trigger() against real Postgres; the done promise resolves with the run objects n8n hands
  * back): a succeeding run completes the claimed tasks in one call, a failing one fails them (an
  * attempt counted, retried, or dead at max attempts), a waiting run or no run leaves them
- * processing, a task the workflow completed itself stays completed, and the watcher's slot is freed
- * only after the settle call has returned (the next execution sees the failed settle's warning). The default ("By a Priority Dequeue node") settles
- * nothing. Real n8n runs: test/e2e/trigger-settle.test.ts.
+ * processing, a task the workflow completed itself stays completed, a succeeding run's tasks are
+ * completed in the transaction of the next claim, and no execution starts in a freed slot before the
+ * settle was sent and answered (the next execution sees the failed settle's warning). The default
+ * ("By a Priority Dequeue node") settles nothing. Real n8n runs: test/e2e/trigger-settle.test.ts.
  */
 import type { IDataObject, IRun } from 'n8n-workflow';
 import { closeAllPools } from '../../../src/db/pool';
@@ -77,6 +78,38 @@ describe('Priority Dequeue Trigger: Settle Tasks When the Execution Finishes', (
 		expect(t.warnings).toEqual([]);
 	});
 
+	test('a succeeding run\'s tasks are completed in the transaction that claims the next execution\'s tasks; the last ones alone', async () => {
+		const queue = db.queueName('settle-carried');
+		const ids = await db.fill(queue, 'normal', 3);
+		// While its execution runs, a task's row version is the one its claim wrote: its xmin is the
+		// claim's transaction.
+		const claimedBy = new Map<string, string>();
+		const t = await start(
+			queue,
+			async (items) => {
+				const id = String(items[0].json.taskId);
+				const { rows } = await db.pool.query(`SELECT xmin::text AS xid FROM "${db.schema}".queue_tasks WHERE id = $1`, [id]);
+				claimedBy.set(id, rows[0].xid);
+				return 'success';
+			},
+			{ batchSize: 1, maxPerMinute: 6000 },
+		);
+		await waitFor(async () => (await Promise.all(ids.map(row))).every((r) => r.where === 'archive'), { what: 'the three tasks archived' });
+		expect(t.emitted.map((e) => e[0].json.taskId)).toEqual(ids);
+		expect(t.warnings).toEqual([]);
+		// The archive row of each task was written by the transaction that claimed the next task.
+		const { rows } = await db.pool.query<{ id: string; archived_by: string }>(
+			`SELECT id::text, xmin::text AS archived_by FROM "${db.schema}".queue_tasks_archive WHERE id = ANY ($1::bigint[]) ORDER BY id`,
+			[ids],
+		);
+		expect(rows.map((r) => r.id)).toEqual(ids);
+		expect(rows[0].archived_by).toBe(claimedBy.get(ids[1]));
+		expect(rows[1].archived_by).toBe(claimedBy.get(ids[2]));
+		// The last one rode on a claim that found nothing: a transaction of its own.
+		expect(rows[2].archived_by).not.toBe(rows[1].archived_by);
+		expect([...claimedBy.values()]).not.toContain(rows[2].archived_by);
+	});
+
 	test('a failing run fails them with its error: retried while attempts remain, dead at max attempts', async () => {
 		const queue = db.queueName('settle-err');
 		const [retried] = await enqueue(db.pool, db.ledgerSchema, [{ queue, group: 'normal', maxAttempts: 3 }]);
@@ -138,14 +171,14 @@ describe('Priority Dequeue Trigger: Settle Tasks When the Execution Finishes', (
 		expect(t.warnings).toEqual([]);
 	});
 
-	test('the slot is freed only after the settle call: with one slot, the next execution starts only after the settle returned', async () => {
+	test('with one slot, the next execution starts only after the settle was answered (it rides on that execution\'s claim)', async () => {
 		const queue = db.queueName('settle-slot');
 		const ids = await db.fill(queue, 'normal', 2);
 		const holder = await db.client();
 		// Claims skip locked rows, so the consumer takes the row lock after the claim (the oldest task
-		// first): the settle's complete waits for it until the Lock Timeout (300 ms) fails the call,
-		// which is logged as a warning. A slot freed before the settle returned would start the second
-		// execution while the complete still waits: that execution would see no warning yet.
+		// first): the settle's complete (in the next claim's transaction, then alone) waits for it
+		// until the Lock Timeout (300 ms) fails it, which is logged as a warning, and the claim goes
+		// on alone. An execution started before the settle was answered would see no warning yet.
 		let t: ActiveTrigger | undefined;
 		const warningsSeenBySecond: string[][] = [];
 		t = await start(

@@ -310,6 +310,109 @@ describe('QueueWatcher', () => {
 		expect(watcher.executionsInFlight).toBe(1);
 	});
 
+	test('claim mode: a finished execution\'s settle rides on the next claim; with none to follow it is sent alone', async () => {
+		const calls: string[] = [];
+		const settledAlone: unknown[][] = [];
+		let ready = 0;
+		type Finish = (v: unknown) => void;
+		const finishers: Finish[] = [];
+		const { state, watcher } = track(
+			setup({
+				claimFirst: true,
+				maxInFlight: 1,
+				check: async () => {
+					calls.push('check');
+					return ready > 0 ? { due: true, inMs: 0 } : { due: false, inMs: null };
+				},
+				fire: async (reason, settles) => {
+					calls.push(`claim:${reason}${settles ? `+${settles.join(',')}` : ''}`);
+					if (ready === 0) return undefined;
+					ready--;
+					return { finished: new Promise<unknown>((r) => finishers.push(r)) };
+				},
+				settle: async (settles) => {
+					calls.push(`settle:${settles.join(',')}`);
+					settledAlone.push(settles);
+				},
+			}),
+		);
+		await watcher.start();
+		await tick();
+		ready = 2;
+		state.conns[0].notify?.('q');
+		await tick();
+		expect(watcher.executionsInFlight).toBe(1);
+		// Work left waiting for the slot: the finish claims at once, with the settle.
+		calls.length = 0;
+		finishers.shift()!({ failed: false, settle: 'A' });
+		await tick();
+		expect(calls).toEqual(['claim:finished+A']);
+		// The queue is empty now; the last check was skipped (slot full), so it claims at once: with
+		// the settle, and an empty claim then checks. Nothing is settled twice.
+		calls.length = 0;
+		finishers.shift()!({ failed: false, settle: 'B' });
+		await tick();
+		expect(calls).toEqual(['claim:finished+B', 'check']);
+		expect(settledAlone).toEqual([]);
+		// Even when the last check found nothing ready (it would check first), a kept settle makes
+		// it claim at once: the claim answers for the check.
+		ready = 1;
+		watcher.wake('manual');
+		await tick();
+		calls.length = 0;
+		finishers.shift()!({ failed: false, settle: 'C' });
+		await tick();
+		expect(calls).toEqual(['claim:finished+C', 'check']);
+		// A failed execution backs off: no claim follows, so its settle goes alone at once.
+		ready = 1;
+		watcher.wake('manual');
+		await tick();
+		calls.length = 0;
+		finishers.shift()!({ failed: true, settle: 'D' });
+		await tick();
+		expect(calls).toEqual(['settle:D']);
+		expect(settledAlone).toEqual([['D']]);
+	});
+
+	test('claim mode: a settle that arrives after its slot timed out, or after close, is sent alone; close waits for it', async () => {
+		let release!: () => void;
+		const settled: unknown[][] = [];
+		let ready = 1;
+		let finish!: (v: unknown) => void;
+		const { watcher } = track(
+			setup({
+				claimFirst: true,
+				connect: undefined,
+				inFlightTimeoutMs: 1000,
+				check: async () => ({ due: false, inMs: null }),
+				fire: async () => {
+					if (ready === 0) return undefined;
+					ready--;
+					return { finished: new Promise<unknown>((r) => (finish = r)) };
+				},
+				settle: async (settles) => {
+					await new Promise<void>((r) => (release = r));
+					settled.push(settles);
+				},
+			}),
+		);
+		await watcher.start();
+		await tick();
+		expect(watcher.executionsInFlight).toBe(1);
+		await tick(1100); // the slot's timeout: freed without a run
+		expect(watcher.executionsInFlight).toBe(0);
+		finish({ failed: false, settle: 'late' });
+		await tick();
+		expect(settled).toEqual([]); // sent, waiting for the database
+		let closed = false;
+		const closing = watcher.close().then(() => (closed = true));
+		await tick();
+		expect(closed).toBe(false); // close waits for the settle call
+		release();
+		await closing;
+		expect(settled).toEqual([['late']]);
+	});
+
 	test('claim mode: an empty claim learns the next due time and polls then', async () => {
 		let due = false;
 		let claims = 0;
