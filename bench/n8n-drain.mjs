@@ -36,7 +36,8 @@
 // DRAIN_TIMEOUT_MS, DRAIN_RABBITMQ_PORT (5672), DRAIN_REDIS_PORT (6379), DRAIN_N8N_NODE_OPTIONS
 // (NODE_OPTIONS of the n8n main process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: the
 // profile is written when the harness stops it).
-// Run time on 2 cores (seen at load 2 to 9): --quick 3 to 7 minutes, full about 11 minutes.
+// Run time on 2 cores (seen at load 2 to 9): --quick 3 to 7 minutes, full about 11 minutes with five
+// consumers (pdq-b1-auto, a default since 2026-12-03, about 40 s more per mode).
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -52,7 +53,8 @@ const PARALLEL = 4;
 const PG_POLL_BATCH = 50;
 const DRAIN_TIMEOUT_MS = Number(process.env.DRAIN_TIMEOUT_MS ?? Math.max(60_000, N * 100));
 const MODES = (process.env.DRAIN_MODES ?? 'regular,queue').split(',');
-const VARIANTS = (process.env.DRAIN_VARIANTS ?? 'pdq-b1,pdq-b50,rabbitmq,webhook,pg-poll').split(',');
+// pdq-b1-auto by default too: the trigger's fastest batch-1 way (it settles with its next claim).
+const VARIANTS = (process.env.DRAIN_VARIANTS ?? 'pdq-b1,pdq-b1-auto,pdq-b50,rabbitmq,webhook,pg-poll').split(',');
 const REDIS = { host: '127.0.0.1', port: Number(process.env.DRAIN_REDIS_PORT ?? 6379) };
 const AMQP_PORT = Number(process.env.DRAIN_RABBITMQ_PORT ?? 5672);
 const AMQP_URL = `amqp://guest:guest@127.0.0.1:${AMQP_PORT}`;
