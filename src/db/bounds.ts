@@ -446,24 +446,15 @@ export async function boundedQueries<R extends object = Record<string, unknown>>
 	bounds: Bounds = toBounds(),
 	options: CallOptions = {},
 ): Promise<R[][]> {
-	if (!isPool(db)) {
+	// One statement after the other: in the caller's transaction (a client), or in one bounded one.
+	const each = async (q: Pick<Pool, 'query'>): Promise<R[][]> => {
 		const out: R[][] = [];
-		for (const st of statements) out.push((await (db as Pick<Pool, 'query'>).query<R>(st.text, st.values)).rows);
+		for (const st of statements) out.push((await q.query<R>(st.text, st.values)).rows);
 		return out;
-	}
+	};
+	if (!isPool(db)) return each(db as Pick<Pool, 'query'>);
 	const sqls = statements.map((st) => inline(st.text, st.values));
-	if (sqls.some((s) => s === undefined)) {
-		return boundedTransaction(
-			db,
-			bounds,
-			async (q) => {
-				const out: R[][] = [];
-				for (const st of statements) out.push((await (q as Pick<Pool, 'query'>).query<R>(st.text, st.values)).rows);
-				return out;
-			},
-			options,
-		);
-	}
+	if (sqls.some((s) => s === undefined)) return boundedTransaction(db, bounds, each, options);
 	const b = toBounds(bounds);
 	return inTransaction(db as unknown as Pool, b, options, async (client, committing) => {
 		committing(3 + sqls.length);

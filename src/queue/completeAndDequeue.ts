@@ -5,9 +5,8 @@
  * Finishes" (a finished execution's tasks ride on the claim of the next one); the two statements
  * and their answers are exactly complete()'s and dequeue()'s.
  */
-import { claimStatement, toClaimedTask, type ClaimedTask, type DequeueOptions } from './dequeue';
+import { claimStatement, dequeue, toClaimedTask, type ClaimedTask, type DequeueOptions } from './dequeue';
 import { complete, completeResults, completeStatement, type CompleteInput, type CompleteResult } from './complete';
-import { dequeue } from './dequeue';
 import type { LedgerSchema, Queryable } from './types';
 import { boundedQueries, isLostConnection, OutcomeUnknownError, type Bounds } from '../db/bounds';
 import { ReplicationUnconfirmedError } from '../db/syncRep';

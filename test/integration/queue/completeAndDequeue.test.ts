@@ -6,7 +6,7 @@
  * connection is thrown as it is, with nothing sent again.
  */
 import { complete, completeAndDequeue, dequeue, type ClaimedTask } from '../../../src/queue';
-import { LedgerBusyError } from '../../../src/db/bounds';
+import { boundedQueries, LedgerBusyError } from '../../../src/db/bounds';
 import { queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { waitFor } from '../../helpers/wait';
 
@@ -136,5 +136,18 @@ describe('completeAndDequeue', () => {
 		// Not sent again alone: the complete was rolled back with the transaction.
 		expect(await where(ids[0])).toMatchObject({ where: 'queue', status: 'processing' });
 		expect(await where(ids[1])).toMatchObject({ where: 'queue', status: 'pending' });
+	});
+
+	test('boundedQueries with a value that has no text form (a Buffer) runs the statements one by one, still in one transaction', async () => {
+		const [a, b] = await boundedQueries<{ x: string; len?: number }>(
+			db.pool,
+			[
+				{ text: 'SELECT txid_current()::text AS x, length($1::bytea) AS len', values: [Buffer.from([0, 1, 2])] },
+				{ text: 'SELECT txid_current()::text AS x', values: [] },
+			],
+			bounds,
+		);
+		expect(a[0].len).toBe(3);
+		expect(b[0].x).toBe(a[0].x);
 	});
 });
