@@ -11,7 +11,7 @@ AS $$
 DECLARE
     v_paused text[];
 BEGIN
-    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]+$' OR length(p_queue) > 200 OR p_queue !~ '[^ ]' THEN
         PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
     END IF;
     v_paused := queue_paused_groups(p_queue);

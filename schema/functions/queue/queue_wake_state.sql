@@ -24,10 +24,10 @@ AS $$
 DECLARE
     v_paused text[];
 BEGIN
-    IF p_queue IS NULL OR p_queue !~ '^[ -~]{1,200}$' OR p_queue !~ '[^ ]' THEN
+    IF p_queue IS NULL OR p_queue !~ '^[ -~]+$' OR length(p_queue) > 200 OR p_queue !~ '[^ ]' THEN
         PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200);
     END IF;
-    IF p_groups IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_groups) AS g(n) WHERE g.n IS NULL OR g.n !~ '^[ -~]{1,100}$' OR g.n !~ '[^ ]') THEN
+    IF p_groups IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_groups) AS g(n) WHERE g.n IS NULL OR g.n !~ '^[ -~]+$' OR length(g.n) > 100 OR g.n !~ '[^ ]') THEN
         PERFORM ol_check_texts('priority group', NULL, p_groups, 'name', 100);
     END IF;
     v_paused := queue_paused_groups(p_queue);

@@ -337,6 +337,26 @@ describe('the texts Settle by ID cuts, queue_settle_by_id takes and stores; beyo
 	});
 });
 
+describe('the shape tests the functions make before the full rules (length apart from the pattern)', () => {
+	const reserve = (over: Record<string, unknown>) => pool.query(`SELECT * FROM ${q}.reserve_operations($1::jsonb, '{}')`, [JSON.stringify([reserveItem({ k: `b:shape:${Math.random()}`, ...over })])]);
+	it('reserve_operations: a fingerprint of exactly 64 lowercase hex digits and an algorithm of 1 to 100 characters pass; anything else is refused', async () => {
+		await expect(reserve({ f: 'a'.repeat(64), a: 'x'.repeat(100) })).resolves.toMatchObject({ rows: [{ outcome: 'proceed' }] });
+		for (const bad of [{ f: 'a'.repeat(63) }, { f: 'a'.repeat(65) }, { f: 'A'.repeat(64) }, { f: `${'a'.repeat(63)}g` }, { f: '' }, { f: null }, { a: 'x'.repeat(101) }, { a: '' }, { a: 'X' }, { a: null }]) {
+			await expect(reserve(bad)).rejects.toMatchObject({ code: '22023' });
+		}
+	});
+	it.each([
+		['queue_claim, queue name', 200, `SELECT * FROM @.queue_claim($1, '{g}', '{1}', 1, 60, 0)`],
+		['queue_claim, group name', 100, `SELECT * FROM @.queue_claim('shape', ARRAY[$1::text], '{1}', 1, 60, 0)`],
+		['queue_stats', 200, `SELECT * FROM @.queue_stats($1)`],
+		['queue_next_due', 200, `SELECT @.queue_next_due($1)`],
+	] as const)('%s: a plain name at the limit passes; one character more, an empty or a blank name is refused', async (_what, max, sqlText) => {
+		const sql = sqlText.replace('@.', `${q}.`); // q is known only once beforeAll ran
+		await expect(pool.query(sql, ['n'.repeat(max)])).resolves.toBeDefined();
+		for (const bad of ['n'.repeat(max + 1), '', '   ']) await expect(pool.query(sql, [bad])).rejects.toMatchObject({ code: '22023' });
+	});
+});
+
 describe('the refused characters are the same code points in SQL and in src/keyText.ts', () => {
 	it('ol_refused_chars() matches exactly REFUSED_RANGES over every code point', async () => {
 		const { rows } = await pool.query<{ c: number[] }>(
