@@ -297,6 +297,22 @@ describe('inlined literals mean what the parameters mean', () => {
 	});
 });
 
+describe('the inlining plan kept per statement text', () => {
+	it('the same text again with other values: each call returns its own values (the plan holds none); a repeated and a two-digit placeholder are each filled', async () => {
+		const text =
+			'SELECT $1::text AS a, $2::int AS b, $1::text AS again, $10::text AS ten, $3::text AS c, $4::text AS d, $5::text AS e, $6::text AS f, $7::text AS g, $8::text AS h, $9::text AS i';
+		for (const n of [1, 2, 3]) {
+			const values = [`v'${n}`, n, 'c', 'd', 'e', 'f', 'g', 'h', `i${n}`, `ten${n}`];
+			const got = await boundedQuery(db.pool, text, values);
+			expect(got).toEqual([{ a: `v'${n}`, b: n, again: `v'${n}`, ten: `ten${n}`, c: 'c', d: 'd', e: 'e', f: 'f', g: 'g', h: 'h', i: `i${n}` }]);
+		}
+	});
+
+	it('a text that may not be inlined (a quote in it) goes the parameterised way every time, with its own values', async () => {
+		for (const n of [1, 2]) expect(await boundedQuery(db.pool, "SELECT $1::text || ';x' AS s", [`${n}`])).toEqual([{ s: `${n};x` }]);
+	});
+});
+
 describe('the credential\'s bounds reach the nodes', () => {
 	it('Priority Dequeue Complete on a locked task: an item error on Unrecorded within the credential\'s Lock Timeout', async () => {
 		const t = await claimOne('node-locked');
