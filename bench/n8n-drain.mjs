@@ -334,12 +334,7 @@ async function unreported(ctx, v, wf, fromId, n) {
 	const count = (await db.query(`SELECT count(*)::int AS total, count(*) FILTER (WHERE status <> 'processing')::int AS other FROM "${schema}".queue_tasks WHERE queue = $1`, [q])).rows[0];
 	if (count.total === 0) return [];
 	if (count.other > 0 || count.total > Math.max(5, Math.ceil(n / 100))) return undefined;
-	const { rows } = await db.query(
-		`SELECT id::text AS id, status, lease_token, (payload->>'i')::int AS i FROM "${schema}".queue_tasks WHERE queue = $1`,
-		[q],
-	);
-	if (rows.length === 0) return [];
-	if (rows.some((r) => r.status !== 'processing')) return undefined;
+	const { rows } = await db.query(`SELECT id::text AS id, lease_token, (payload->>'i')::int AS i FROM "${schema}".queue_tasks WHERE queue = $1`, [q]);
 	const seen = await workItems(ctx, v, wf, fromId);
 	const done = new Set(seen.items.map((x) => x.i));
 	return rows.every((r) => done.has(r.i)) ? rows : undefined;
@@ -363,9 +358,18 @@ async function leftOver(ctx, v, wf, fromId) {
 	return parts.join('; ');
 }
 
-/** What says the n tasks sent since `fromId` are through (besides no unfinished execution). */
-function doneCheck(ctx, v, wf, fromId, n) {
-	if (isAuto(v)) return async () => (await unreported(ctx, v, wf, fromId, n)) !== undefined;
+/**
+ * What says the n tasks sent since `fromId` are through (besides no unfinished execution). For the
+ * trigger-settled consumers, `lost.tasks` is left holding the last answer of unreported().
+ */
+function doneCheck(ctx, v, wf, fromId, n, lost) {
+	if (isAuto(v))
+		return async () => {
+			const left = await unreported(ctx, v, wf, fromId, n);
+			if (left === undefined) return false;
+			lost.tasks = left;
+			return true;
+		};
 	if (isPdq(v)) return async () => (await db.query(`SELECT count(*)::int AS n FROM "${schema}".queue_tasks WHERE queue = $1`, [pdqQueue(ctx.mode, v)])).rows[0].n === 0;
 	if (v === 'pg-poll') return async () => (await db.query(`SELECT count(*)::int AS n FROM ${pgTable(ctx.mode)} WHERE status = 'pending'`)).rows[0].n === 0;
 	// One execution per task.
@@ -407,15 +411,15 @@ async function phase(ctx, v, prod, { from, n, gapMs }) {
 	const before = await cpuSnapshot(ctx);
 	const deadline = Date.now() + DRAIN_TIMEOUT_MS;
 	const start = await within(send(prod, from, n, gapMs), DRAIN_TIMEOUT_MS, 'sending');
-	const ok = await waitDrained(ctx, wf, fromId, doneCheck(ctx, v, wf, fromId, n), deadline);
+	const lost = { tasks: [] };
+	const ok = await waitDrained(ctx, wf, fromId, doneCheck(ctx, v, wf, fromId, n, lost), deadline);
 	const after = await cpuSnapshot(ctx);
 	if (!ok) throw new Error(`${n} tasks not drained within ${DRAIN_TIMEOUT_MS} ms (${await leftOver(ctx, v, wf, fromId)})`);
 	// Tasks whose finished execution n8n never reported to the trigger: completed here with their
 	// lease tokens, as the trigger would have done (else they wait for their lease and run again).
-	const lost = isAuto(v) ? ((await unreported(ctx, v, wf, fromId, n)) ?? []) : [];
-	if (lost.length > 0) {
-		await Q.complete(db, ledgerSchemaOf(schema), lost.map((r) => ({ taskId: r.id, leaseToken: r.lease_token })));
-		log(`${ctx.mode} ${v}: n8n handed back no run for ${lost.length} finished execution(s); their tasks were completed by the benchmark (in use they run again after their lease)`);
+	if (lost.tasks.length > 0) {
+		await Q.complete(db, ledgerSchemaOf(schema), lost.tasks.map((r) => ({ taskId: r.id, leaseToken: r.lease_token })));
+		log(`${ctx.mode} ${v}: n8n handed back no run for ${lost.tasks.length} finished execution(s); their tasks were completed by the benchmark (in use they run again after their lease)`);
 	}
 	const seen = await workItems(ctx, v, wf, fromId);
 	const ids = new Set(seen.items.map((x) => x.i));
@@ -426,7 +430,7 @@ async function phase(ctx, v, prod, { from, n, gapMs }) {
 		seconds: round((seen.lastStop - start) / 1000, 2),
 		tasksPerSecond: round(n / ((seen.lastStop - start) / 1000), 1),
 		executions: seen.count,
-		unreportedRuns: lost.length,
+		unreportedRuns: lost.tasks.length,
 		pickupMs: summarize(seen.items.map((x) => x.t0 - x.sentAt)),
 		cpuMsPerTask: { n8n: cpu('n8n'), postgres: cpu('postgres'), rabbitmq: cpu('rabbitmq') },
 	};
