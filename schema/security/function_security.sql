@@ -49,7 +49,7 @@ $$;
 DO $$
 DECLARE
     -- INLINED (see the header): no SET clause, so the planner inlines them.
-    inlined constant text[] := ARRAY['ol_refused_chars', 'queue_now'];
+    inlined constant text[] := ARRAY['ol_refused_chars', 'queue_now', 'ledger_token_hash', 'downstream_idempotency_key'];
     v_ns oid := (SELECT oid FROM pg_namespace WHERE nspname = current_schema());
     f record;
     v_missing text;

@@ -47,7 +47,11 @@ DECLARE
     v_other boolean;
     v_exec text := p_ctx->>'executionId';
     v_done integer[] := '{}';
-    v_first jsonb := '[]';
+    -- Phase 1's answers, one array per column (unnested into the result in one statement).
+    v_sts text[];
+    v_atts integer[];
+    v_refs text[];
+    v_updated timestamptz[];
     v_lock_timeout text := current_setting('lock_timeout');
     v_deadline timestamptz := ol_lock_deadline();
 BEGIN
@@ -122,22 +126,24 @@ BEGIN
                                                 'late', false, 'responseTruncated', upd.trunc) END
             FROM upd
         )
-        SELECT coalesce(jsonb_agg(jsonb_build_object('i', upd.item, 'st', upd.st, 'att', upd.att, 'ref', upd.ref, 'u', upd.updated)), '[]')
-          INTO v_first
+        SELECT coalesce(array_agg(upd.item), '{}'), array_agg(upd.st), array_agg(upd.att), array_agg(upd.ref),
+               array_agg(upd.updated)
+          INTO v_done, v_sts, v_atts, v_refs, v_updated
           FROM upd;
     EXCEPTION WHEN lock_not_available THEN
-        v_first := '[]';
+        -- Undone as a whole: nothing of phase 1 is answered, every item goes through phase 2.
+        v_done := '{}';
     END;
-    FOR it IN
-        SELECT (e->>'i')::integer AS item, e->>'st' AS st, (e->>'att')::integer AS att, e->>'ref' AS ref,
-               (e->>'u')::timestamptz AS updated
-        FROM jsonb_array_elements(v_first) AS e
-    LOOP
-        idx := it.item; result := 'recorded'; status := it.st; attempt := it.att;
-        external_ref := it.ref; late := false; possible_duplicate := false; updated_at := it.updated;
-        v_done := v_done || it.item;
-        RETURN NEXT;
-    END LOOP;
+    IF cardinality(v_done) > 0 THEN
+        RETURN QUERY
+            SELECT f.i, 'recorded'::text, f.st, f.att, f.ref, false, false, f.updated
+              FROM unnest(v_done, v_sts, v_atts, v_refs, v_updated) AS f(i, st, att, ref, updated);
+    END IF;
+    -- Every item answered by phase 1 (the common case): no second pass over the batch.
+    IF cardinality(v_done) = jsonb_array_length(p_items) THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+        RETURN;
+    END IF;
 
     -- Phase 2: everything else (late, repeated, stale, unknown keys, repeats within the batch), one
     -- item at a time in key order.

@@ -34,7 +34,7 @@ let asRole: Pool;
 let ENTRY_POINTS: string[] = [];
 let ADMIN_ENTRY_POINTS: string[] = [];
 /** Functions left without a SET clause so that the planner inlines them (function_security.sql, INLINED). */
-const INLINED = ['ol_refused_chars', 'queue_now'];
+const INLINED = ['ol_refused_chars', 'queue_now', 'ledger_token_hash', 'downstream_idempotency_key'];
 
 function runRoleScript(extra: string[] = []): void {
 	execFileSync(

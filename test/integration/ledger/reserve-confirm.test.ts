@@ -163,6 +163,99 @@ describe('Reserve', () => {
 		]);
 	});
 
+	it('a batch of new keys, known keys and repeats answers every item once, phase 1 and phase 2 alike', async () => {
+		// Known keys first: 30 succeeded, 20 still reserved by another holder.
+		const known = Array.from({ length: 50 }, (_, n) => reserve(`mix:known:${n}`, { n }, 60, n));
+		const held = await reserveOperations(db.pool, db.ledgerSchema, known);
+		await confirmOperations(
+			db.pool,
+			db.ledgerSchema,
+			held.slice(0, 30).map((r, n) => prepareConfirmItem(n, { operationKey: known[n].operationKey, leaseToken: r.leaseToken, outcome: 'succeeded', externalRef: `ref-${n}` })),
+		);
+		// One batch: 100 new keys (phase 1), the 50 known keys and 25 repeats of new keys (phase 2), shuffled.
+		const specs: Array<{ key: string; request: unknown; expect: string }> = [];
+		for (let n = 0; n < 100; n++) specs.push({ key: `mix:new:${n}`, request: { n }, expect: 'proceed' });
+		for (let n = 0; n < 50; n++) specs.push({ key: `mix:known:${n}`, request: { n }, expect: n < 30 ? 'already_succeeded' : 'in_progress' });
+		for (let n = 0; n < 25; n++) specs.push({ key: `mix:new:${n * 4}`, request: { n: n * 4 }, expect: 'in_progress' });
+		const order = specs.map((_, n) => n).sort((a, b) => ((a * 7919) % 175) - ((b * 7919) % 175));
+		const items = order.map((n, i) => reserve(specs[n].key, specs[n].request, 60, i));
+		const out = await reserveOperations(db.pool, db.ledgerSchema, items);
+		expect(out.map((o) => o.index)).toEqual(items.map((it) => it.index));
+		// The first item of a new key proceeds, any later one is a repeat of it.
+		const firstOf = new Map<string, number>();
+		out.forEach((o, i) => {
+			const spec = specs[order[i]];
+			const isRepeat = spec.key.startsWith('mix:new:') && firstOf.has(spec.key);
+			if (spec.key.startsWith('mix:new:') && !isRepeat) firstOf.set(spec.key, i);
+			expect([spec.key, o.outcome]).toEqual([spec.key, spec.key.startsWith('mix:new:') ? (isRepeat ? 'in_progress' : 'proceed') : spec.expect]);
+			if (o.outcome === 'proceed') {
+				expect(o).toMatchObject({ status: 'reserved', attempt: 1, repeatOfItem: null, externalRef: null, reason: null });
+				expect(o.leaseToken).toMatch(/^[0-9a-f-]{36}$/);
+				expect(Date.parse(o.leaseExpiresAt ?? '')).toBeGreaterThan(Date.now());
+			} else {
+				expect(o.leaseToken).toBeNull();
+			}
+			if (isRepeat) expect(o.repeatOfItem).toBe(firstOf.get(spec.key));
+		});
+		expect(out.filter((o) => o.outcome === 'proceed')).toHaveLength(100);
+		// Every granted lease is the one stored (its hash), and only those 100 reserved events were added.
+		const granted = out.filter((o) => o.outcome === 'proceed');
+		const { rows } = await db.pool.query(
+			`SELECT count(*)::int AS n FROM ${db.schemaSql}.operations o JOIN unnest($1::text[], $2::uuid[]) AS g(k, t)
+			    ON o.operation_key = g.k AND o.lease_token_hash = sha256(uuid_send(g.t))`,
+			[granted.map((o) => items[o.index].operationKey), granted.map((o) => o.leaseToken)],
+		);
+		expect(rows[0].n).toBe(100);
+		// Confirm in one batch: the 100 holders (phase 1), a wrong token for a known key and an unknown key (phase 2).
+		const confirms = [
+			...granted.map((o, n) => prepareConfirmItem(n, { operationKey: items[o.index].operationKey, leaseToken: o.leaseToken, outcome: 'succeeded', externalRef: `pay-${n}` })),
+			prepareConfirmItem(100, { operationKey: 'mix:known:40', leaseToken: '00000000-0000-4000-8000-000000000000', outcome: 'succeeded', externalRef: 'x' }),
+			prepareConfirmItem(101, { operationKey: 'mix:never', leaseToken: '00000000-0000-4000-8000-000000000000', outcome: 'failed' }),
+		];
+		const done = await confirmOperations(db.pool, db.ledgerSchema, confirms);
+		expect(done.map((d) => d.index)).toEqual(confirms.map((c) => c.index));
+		expect(done.slice(0, 100).every((d, n) => d.result === 'recorded' && d.status === 'succeeded' && d.externalRef === `pay-${n}` && d.attempt === 1)).toBe(true);
+		expect(done.slice(100).map((d) => [d.result, d.possibleDuplicate])).toEqual([
+			['stale', true],
+			['not_found', false],
+		]);
+	});
+
+	it('the downstream idempotency key is SHA-256 of "key#attempt" as an RFC 9562 version 8 UUID, the same when recomputed outside', async () => {
+		// The rule an operator recomputes it by (docs/high-availability.md): the first 32 hex digits of
+		// SHA-256(UTF-8 of key + "#" + attempt), digit 13 set to 8 (version) and digit 17 to 8 (variant).
+		const expected = (key: string, attempt: number): string => {
+			const h = createHash('sha256').update(`${key}#${attempt}`, 'utf8').digest('hex');
+			const u = `${h.slice(0, 12)}8${h.slice(13, 16)}8${h.slice(17, 32)}`;
+			return `${u.slice(0, 8)}-${u.slice(8, 12)}-${u.slice(12, 16)}-${u.slice(16, 20)}-${u.slice(20)}`;
+		};
+		const keys = Array.from({ length: 2000 }, (_, n) => `order:${n}:${['', 'é', '日本', '😀', ' x'][n % 5]}:v${n % 3}`);
+		const attempts = keys.map((_, n) => 1 + (n % 7) * 13);
+		const { rows } = await db.pool.query<{ k: string }>(
+			`SELECT ${db.schemaSql}.downstream_idempotency_key(k, a) AS k FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS x(k, a, n) ORDER BY n`,
+			[keys, attempts],
+		);
+		expect(rows.map((r) => r.k)).toEqual(keys.map((k, n) => expected(k, attempts[n])));
+		// What Reserve hands out is that key, for the first attempt and for the next one.
+		const [r1] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:dik:é', { a: 1 })]);
+		expect(r1.idempotencyKey).toBe(expected('k:dik:é', 1));
+		await confirmOperations(db.pool, db.ledgerSchema, [prepareConfirmItem(0, { operationKey: 'k:dik:é', leaseToken: r1.leaseToken, outcome: 'failed', retryable: true })]);
+		const [r2] = await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:dik:é', { a: 1 })]);
+		expect(r2.idempotencyKey).toBe(expected('k:dik:é', 2));
+	});
+
+	it('the hashing helpers of the batch statements are inlined by the planner (no function call per item)', async () => {
+		// A SET clause, or a volatility stricter than the body's, would make each a function call per row.
+		const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(
+			`EXPLAIN (VERBOSE) SELECT ${db.schemaSql}.downstream_idempotency_key(k, 1), ${db.schemaSql}.ledger_token_hash(gen_random_uuid())
+			   FROM unnest(ARRAY['a', 'b']) AS k`,
+		);
+		const output = rows.map((r) => r['QUERY PLAN']).find((l) => l.trim().startsWith('Output:'));
+		expect(output).toMatch(/sha256\(convert_to/);
+		expect(output).toMatch(/sha256\(uuid_send/);
+		expect(output).not.toMatch(/downstream_idempotency_key|ledger_token_hash/);
+	});
+
 	it('records who caused each event', async () => {
 		await reserveOperations(db.pool, db.ledgerSchema, [reserve('k:ctx', {}, 60, 7)], { executionId: '123', workflowId: 'wf', nodeName: 'Reserve' });
 		const { rows } = await db.pool.query(`SELECT execution_id, workflow_id, node_name, item_index, created_at FROM ${db.schemaSql}.operation_events WHERE operation_key = 'k:ctx'`);
