@@ -11,7 +11,7 @@ import { cutAny, cutText, storableText } from '../text';
 import { queryChunked } from '../db/batch';
 import type { Queryable } from '../db/values';
 import { type Bounds } from '../db/bounds';
-import { CONFIRM_OUTCOMES, eventContextJson, isConfirmOutcome, iso, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
+import { CONFIRM_OUTCOMES, eventContextJson, isConfirmOutcome, type ConfirmOutcome, type ConfirmResult, type EventContext, type OperationStatus } from './states';
 import { TEXT_LIMITS } from '../limits';
 import { checkOperationKey, checkOptionalText } from './validate';
 
@@ -132,7 +132,6 @@ export interface ConfirmResultRow {
 	late: boolean;
 	/** A stale report of success the ledger does not hold: the write may have happened twice. */
 	possibleDuplicate: boolean;
-	updatedAt: string | null;
 }
 
 export function encodeConfirmBatch(items: ConfirmItem[]): string {
@@ -149,8 +148,13 @@ export function encodeConfirmItems(items: ConfirmItem[]): string[] {
 	);
 }
 
+/**
+ * The SQL text Confirm sends (one statement). It names the columns it reads: the function also
+ * returns updated_at, which no node shows, and parsing a date per item was a measurable part of a
+ * 1,000-item Confirm's client time.
+ */
 export function confirmSql(schema: LedgerSchema): string {
-	return `SELECT * FROM ${sqlFunction(schema, 'confirm_operations')}($1::jsonb, $2::jsonb)`;
+	return `SELECT idx, result, status, attempt, external_ref, late, possible_duplicate FROM ${sqlFunction(schema, 'confirm_operations')}($1::jsonb, $2::jsonb)`;
 }
 
 interface ConfirmRow {
@@ -161,7 +165,6 @@ interface ConfirmRow {
 	external_ref: string | null;
 	late: boolean;
 	possible_duplicate: boolean;
-	updated_at: Date | null;
 }
 
 /** Confirms a batch in one round trip and one transaction; one result per item, in order. */
@@ -181,7 +184,6 @@ export async function confirmOperations(
 	return resultsByItem('confirm_operations', items, rows, (r) => ({
 		late: r.late,
 		possibleDuplicate: r.possible_duplicate,
-		updatedAt: iso(r.updated_at),
 	}));
 }
 

@@ -64,8 +64,6 @@ export interface ReserveResult {
 	/** The stored reason; for `conflict`, why the request was refused (the key was used with a different request). */
 	reason: string | null;
 	retryable: boolean | null;
-	createdAt: string | null;
-	updatedAt: string | null;
 }
 
 /**
@@ -110,8 +108,6 @@ interface ReserveRow {
 	response_truncated: boolean | null;
 	reason: string | null;
 	retryable: boolean | null;
-	created_at: Date | null;
-	updated_at: Date | null;
 }
 
 /** The reason given to an item that repeats the key of an earlier item of its batch. */
@@ -131,9 +127,16 @@ export function encodeReserveItems(items: ReserveItem[]): string[] {
 	);
 }
 
-/** The SQL text Reserve sends (one statement). */
+/**
+ * The SQL text Reserve sends (one statement). It names the columns it reads: the function also
+ * returns created_at and updated_at, which no node shows, and parsing two dates per item was a
+ * measurable part of a 1,000-item Reserve's client time.
+ */
 export function reserveSql(schema: LedgerSchema): string {
-	return `SELECT * FROM ${sqlFunction(schema, 'reserve_operations')}($1::jsonb, $2::jsonb)`;
+	return (
+		'SELECT idx, outcome, status, attempt, lease_token, lease_expires_at, idempotency_key, external_ref, response, ' +
+		`response_truncated, reason, retryable FROM ${sqlFunction(schema, 'reserve_operations')}($1::jsonb, $2::jsonb)`
+	);
 }
 
 /**
@@ -185,8 +188,6 @@ export async function reserveOperations(
 			responseTruncated: row.response_truncated === true,
 			reason: repeatOfItem !== null ? REPEAT_IN_BATCH : row.reason,
 			retryable: row.retryable,
-			createdAt: iso(row.created_at),
-			updatedAt: iso(row.updated_at),
 		};
 	});
 }
