@@ -53,10 +53,18 @@ type Queryable = Pick<PoolClient, 'query'>;
  * with the same key (keys[i], null for none) in one chunk. Returns arrays of item positions.
  */
 export function planChunks(parts: readonly string[], keys: ReadonlyArray<string | null>, limits = { items: MAX_STATEMENT_ITEMS, bytes: MAX_STATEMENT_BYTES }): number[][] {
+	if (parts.length > MAX_BATCH_ITEMS) throw new BatchTooLargeError(`The batch has ${parts.length} items; at most ${MAX_BATCH_ITEMS} are sent in one call. Split it into smaller batches.`);
+	// The common case without a byte count per item: UTF-8 takes at most 3 bytes per UTF-16 code
+	// unit, so when 3 × the characters (plus a comma each) fit the statement's byte cap, every
+	// item fits one chunk, which is what the loop below would plan too (all in order, keys together).
+	if (parts.length <= limits.items) {
+		let units = 0;
+		for (const p of parts) units += p.length;
+		if (3 * units + parts.length <= Math.min(limits.bytes, MAX_BATCH_BYTES)) return parts.length === 0 ? [] : [parts.map((_, i) => i)];
+	}
 	let total = 0;
 	const sizes = parts.map((p) => Buffer.byteLength(p, 'utf8') + 1);
 	for (const s of sizes) total += s;
-	if (parts.length > MAX_BATCH_ITEMS) throw new BatchTooLargeError(`The batch has ${parts.length} items; at most ${MAX_BATCH_ITEMS} are sent in one call. Split it into smaller batches.`);
 	if (total > MAX_BATCH_BYTES) throw new BatchTooLargeError(`The batch is ${total} bytes as JSON; at most ${MAX_BATCH_BYTES} are sent in one call. Split it into smaller batches.`);
 	const chunks: Array<{ items: number[]; bytes: number }> = [];
 	const chunkOfKey = new Map<string, number>();
@@ -100,9 +108,11 @@ export async function queryChunked<R extends QueryResultRow>(
 	options: CallOptions = {},
 ): Promise<R[]> {
 	const chunks = planChunks(parts, keys);
-	const json = (c: number[]) => `[${c.map((i) => parts[i]).join(',')}]`;
+	// One chunk of every item is always in item order (planChunks): join the parts as they are.
+	const json = (c: number[]) => `[${(c.length === parts.length ? parts : c.map((i) => parts[i])).join(',')}]`;
 	const valueSets = (chunks.length === 0 ? [[]] : chunks).map((c) => [json(c), ...rest]);
-	if (valueSets.length === 1 && Buffer.byteLength(valueSets[0][0] as string, 'utf8') <= ONE_TRIP_MAX_BYTES) {
+	const oneTrip = (text: string) => 3 * text.length <= ONE_TRIP_MAX_BYTES || Buffer.byteLength(text, 'utf8') <= ONE_TRIP_MAX_BYTES;
+	if (valueSets.length === 1 && oneTrip(valueSets[0][0] as string)) {
 		return boundedQuery<R>(db as Parameters<typeof boundedQuery>[0], sql, valueSets[0], bounds, options);
 	}
 	return boundedStatements<R>(db as Parameters<typeof boundedStatements>[0], sql, valueSets, bounds, options);

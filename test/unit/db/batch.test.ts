@@ -97,6 +97,42 @@ describe('planChunks', () => {
 		expect(chunks.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
 	});
 
+	it('plans one chunk exactly when every item fits the caps, counting UTF-8 bytes (multi-byte text near the cap included)', () => {
+		// Deterministic pseudo-random cases: ASCII, 2-, 3- and 4-byte characters, repeated keys.
+		let seed = 7;
+		const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+		const alphabet = ['a', 'é', '日', '😀', '"'];
+		for (let c = 0; c < 400; c++) {
+			const n = 1 + rnd(12);
+			const parts = Array.from({ length: n }, () => `{"v":"${Array.from({ length: rnd(6) }, () => alphabet[rnd(alphabet.length)]).join('')}"}`);
+			const keys = parts.map(() => (rnd(3) === 0 ? `k${rnd(3)}` : null));
+			const bytes = parts.reduce((t, p) => t + Buffer.byteLength(p, 'utf8') + 1, 0);
+			// Caps around the batch's real size: just under, at, just over, and far over.
+			const limits = { items: n - 1 + rnd(3), bytes: bytes - 2 + rnd(5) };
+			const chunks = planChunks(parts, keys, limits);
+			expect(chunks.flat().sort((a, b) => a - b)).toEqual(parts.map((_, i) => i));
+			if (n <= limits.items && bytes <= limits.bytes) expect(chunks).toEqual([parts.map((_, i) => i)]);
+			else if (n > 1 && keys.every((k) => k === null)) expect(chunks.length).toBeGreaterThan(1);
+			// Items that share a key are in one chunk; a chunk over a cap holds only items of keys it already had.
+			for (const k of new Set(keys.filter((x) => x !== null))) {
+				expect(new Set(chunks.map((ch, ci) => (ch.some((i) => keys[i] === k) ? ci : -1)).filter((ci) => ci >= 0)).size).toBe(1);
+			}
+		}
+	});
+
+	it('sends a multi-byte batch whose characters fit but whose UTF-8 bytes do not as several statements', async () => {
+		// 'é' is 1 UTF-16 unit but 2 UTF-8 bytes: the length alone would under-count it.
+		const parts = Array.from({ length: 3 }, () => `"${'é'.repeat(ONE_TRIP_MAX_BYTES / 4)}"`);
+		const sql = 'SELECT * FROM s.f($1::jsonb)';
+		const { sent, pool } = recordingPool();
+		await queryChunked(pool as never, sql, parts.slice(0, 1), [null]);
+		expect(sent).toHaveLength(1);
+		const many = recordingPool();
+		await queryChunked(many.pool as never, sql, parts, [null, null, null]);
+		// Over ONE_TRIP_MAX_BYTES in UTF-8 (3 × 512 KiB), though under it in characters: the three-round-trip form.
+		expect(many.sent.length).toBeGreaterThan(1);
+	});
+
 	it('refuses a batch over the per-call item cap before sending anything', () => {
 		const n = MAX_BATCH_ITEMS + 1;
 		expect(() => planChunks(new Array<string>(n).fill('1'), new Array<null>(n).fill(null))).toThrow(BatchTooLargeError);
