@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 c181978925da2586e2b79e8676b97a89eb51bf584a2cc523431bd64c58bcd20b.
+-- Package version 0.1.0; function set SHA-256 c3231688560b9629f94a07eb54cc414272a15c2b0792a7757814a7fc436431e3.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -179,7 +179,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c181978925da2586e2b79e8676b97a89eb51bf584a2cc523431bd64c58bcd20b')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', 'c3231688560b9629f94a07eb54cc414272a15c2b0792a7757814a7fc436431e3')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -37,6 +37,16 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- Every statement below finds its rows by primary key. PL/pgSQL keeps a statement's plan for the
+-- connection, and a plan made while the table was small joined phase 1's UPDATE to a sequential
+-- scan of the whole table (a hash join: cheaper than 100 index probes at a few thousand rows); kept
+-- while the table grew, that scan cost each batch more with every row stored (a 1,000-item Confirm
+-- against 100,000 rows: tens of milliseconds, until an ANALYZE made the plan again). With scans,
+-- hash and merge joins priced out the UPDATE probes the primary key once per locked row whatever
+-- the statistics said when the plan was made.
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     it record;
@@ -89,9 +99,13 @@ BEGIN
             SELECT items.*, l.operation_key
               FROM items
              CROSS JOIN LATERAL (
+                -- status || '' (not status): a test no partial index's predicate (status = ...)
+                -- follows from, so the primary key is the only index this lookup can use. A plan
+                -- made while the table was small once read operations_reserved_lease_idx instead,
+                -- every reserved row once per item, and kept that plan as reserved rows piled up.
                 SELECT o.operation_key FROM operations o
                  WHERE o.operation_key = items.k
-                   AND o.status = 'reserved' AND o.lease_token_hash = items.th AND o.lease_expires_at > v_now
+                   AND o.status || '' = 'reserved' AND o.lease_token_hash = items.th AND o.lease_expires_at > v_now
                    -- A report from another execution than the lease's goes through phase 2.
                    AND NOT (o.lease_execution_id IS NOT NULL AND p_ctx->>'executionId' IS NOT NULL
                             AND o.lease_execution_id <> p_ctx->>'executionId')

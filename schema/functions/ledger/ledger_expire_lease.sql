@@ -24,7 +24,10 @@ BEGIN
            unknown_since = o.lease_expires_at,
            settle_until = o.lease_expires_at + make_interval(secs => o.settle_seconds),
            next_check_at = p_now, updated_at = p_now
-     WHERE o.operation_key = p_key AND o.status = 'reserved' AND o.lease_expires_at <= p_now
+     -- status || '': the primary key is the only index this can use (see confirm_operations: a plan
+     -- made on a small table may otherwise read operations_reserved_lease_idx, every expired
+     -- reserved row, for one key).
+     WHERE o.operation_key = p_key AND o.status || '' = 'reserved' AND o.lease_expires_at <= p_now
     RETURNING o.* INTO op;
     IF FOUND THEN
         PERFORM append_event(op.operation_key, 'lease_expired', 'reserved', 'unknown', op.attempt, op.lease_token_hash,

@@ -187,7 +187,9 @@ BEGIN
                                external_ref = NULL, response = NULL, response_truncated = false, reason = NULL,
                                retryable = NULL, unknown_since = NULL, reconcile_checks = 0, next_check_at = NULL,
                                settled_at = NULL, updated_at = v_now
-                         WHERE o.operation_key = op.operation_key AND o.status = 'failed' AND o.retryable
+                         -- status || '': by primary key only, never operations_failed_idx (see
+                         -- confirm_operations, the plan kept from a small table).
+                         WHERE o.operation_key = op.operation_key AND o.status || '' = 'failed' AND o.retryable
                         RETURNING o.* INTO op;
                         PERFORM append_event(op.operation_key, 'reserved', 'failed', 'reserved', op.attempt, op.lease_token_hash, p_ctx, it.i,
                                              jsonb_build_object('retry', true));
