@@ -100,3 +100,63 @@ describe('queue_complete under stale statistics', () => {
 		}
 	});
 });
+
+describe('queue_tag_due with plans made on a small table', () => {
+	it('tags due untagged tasks by primary key, not by reading every untagged task, once a backlog has built up', async () => {
+		// PL/pgSQL keeps each statement's plan for the connection. Made while the table held a few
+		// tasks, the tagging UPDATE hashed the claimed ids against queue_tasks_untagged_group_idx,
+		// that is every untagged task of every queue, once per group per claim.
+		const fresh = await queueTestDb(2);
+		await fresh.pool.query(`ALTER TABLE "${fresh.schema}".queue_tasks SET (autovacuum_enabled = false)`);
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		const other = new Client({ connectionString: DATABASE_URL });
+		await other.connect();
+		try {
+			const queue = fresh.queueName('tag');
+			const groups = [
+				{ name: 'a', weight: 1 },
+				{ name: 'b', weight: 2 },
+			];
+			// A client inside its own transaction enqueues untagged tasks ("t": false); the claim
+			// tags them (the full path). Small rounds first: the plans are made on a small table.
+			for (let r = 0; r < 8; r++) {
+				await enqueue(c, fresh.ledgerSchema, Array.from({ length: 4 }, (_, i) => ({ queue, group: i % 2 ? 'a' : 'b', payload: { r, i } })));
+				const tasks = await dequeue(c, fresh.ledgerSchema, { queue, limit: 4, leaseSeconds: 60, groups });
+				expect(tasks).toHaveLength(4);
+				await complete(c, fresh.ledgerSchema, tasks.map((t) => ({ taskId: t.taskId, leaseToken: t.leaseToken })));
+			}
+			// A backlog of 20,000 untagged tasks in another queue, and 1,000 in this one.
+			for (let b = 0; b < 20; b++) {
+				await enqueue(other, fresh.ledgerSchema, Array.from({ length: 1000 }, (_, i) => ({ queue: `${queue}-other`, group: 'a', payload: { b, i } })));
+			}
+			await enqueue(other, fresh.ledgerSchema, Array.from({ length: 1000 }, (_, i) => ({ queue, group: i % 2 ? 'a' : 'b', payload: { i } })));
+			const logs: string[] = [];
+			c.on('notice', (n) => {
+				if (n.severity === 'LOG') logs.push(n.message ?? '');
+			});
+			await c.query("LOAD 'auto_explain'");
+			await c.query(
+				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
+					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
+			);
+			const tasks = await dequeue(c, fresh.ledgerSchema, { queue, limit: 100, leaseSeconds: 60, groups });
+			expect(tasks).toHaveLength(100);
+			const updates = logs.filter((m) => /Query Text: UPDATE queue_tasks t SET vtag/.test(m));
+			expect(updates.length).toBeGreaterThanOrEqual(1);
+			for (const plan of updates) {
+				const scans = scanRows(plan).filter((x) => / on queue_tasks /.test(x.line));
+				expect(scans.length).toBeGreaterThanOrEqual(1);
+				for (const x of scans) {
+					expect(x.line).toMatch(/queue_tasks_pkey/);
+					// At most the group's share of the tagging cap (10,000 ids / 2 groups); here 500.
+					expect(x.total).toBeLessThanOrEqual(1000);
+				}
+			}
+		} finally {
+			await c.end();
+			await other.end();
+			await fresh.drop();
+		}
+	});
+});
