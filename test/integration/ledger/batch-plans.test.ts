@@ -7,6 +7,7 @@
  */
 import { Client } from 'pg';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { scanRows, watchExecutedPlans } from '../../helpers/plans';
 
 jest.setTimeout(120_000);
 
@@ -53,15 +54,7 @@ describe('confirm_operations under stale statistics', () => {
 			await reserve(c, reserveItems('few', 25));
 			await c.query(`ANALYZE ${db.schemaSql}.operations`);
 
-			const logs: string[] = [];
-			c.on('notice', (n) => {
-				if (n.severity === 'LOG') logs.push(n.message ?? '');
-			});
-			await c.query("LOAD 'auto_explain'");
-			await c.query(
-				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
-					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
-			);
+			const logs = await watchExecutedPlans(c);
 			const items = reserveItems('big', 1000);
 			const reserved = await reserve(c, items);
 			expect(reserved.filter((r) => r.outcome === 'proceed')).toHaveLength(1000);
@@ -121,15 +114,7 @@ describe('confirm_operations under stale statistics', () => {
 			}
 			// 20,000 leases granted and never confirmed, on another connection, no statistics taken.
 			for (let b = 0; b < 10; b++) await reserveOn(other, reserveItems(`open${b}`, 2000));
-			const logs: string[] = [];
-			c.on('notice', (n) => {
-				if (n.severity === 'LOG') logs.push(n.message ?? '');
-			});
-			await c.query("LOAD 'auto_explain'");
-			await c.query(
-				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
-					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
-			);
+			const logs = await watchExecutedPlans(c);
 			const items = reserveItems('after', 1000);
 			const reserved = await reserveOn(c, items);
 			expect(reserved.filter((r) => r.outcome === 'proceed')).toHaveLength(1000);
@@ -140,14 +125,8 @@ describe('confirm_operations under stale statistics', () => {
 			expect(phase1).toHaveLength(1);
 			expect(phase1[0]).not.toMatch(/Seq Scan on operations|(using|on) operations_reserved_lease_idx/);
 			// Every row read on operations is one of the batch's, looked up by key: 1,000 to lock, 1,000 to update.
-			const readOnOperations = phase1[0]
-				.split('\n')
-				.filter((l) => /Scan .*on operations /.test(l) && /actual time=/.test(l))
-				.map((l) => {
-					const m = /rows=(\d+) loops=(\d+)\)/.exec(l);
-					return m ? Number(m[1]) * Number(m[2]) : 0;
-				});
-			expect(readOnOperations.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2000);
+			const readOnOperations = scanRows(phase1[0]).filter((x) => / on operations /.test(x.line));
+			expect(readOnOperations.reduce((a, x) => a + x.total, 0)).toBeLessThanOrEqual(2000);
 		} finally {
 			await c.end();
 			await other.end();

@@ -8,6 +8,7 @@
 import { Client } from 'pg';
 import { complete, dequeue, enqueue } from '../../../src/queue';
 import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
+import { scanRows, watchExecutedPlans } from '../../helpers/plans';
 
 jest.setTimeout(120_000);
 
@@ -18,17 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
 	await db.drop();
 });
-
-/** Rows an executed plan node produced in all (rows per loop times loops), for each scan node. */
-function scanRows(plan: string): { line: string; total: number }[] {
-	return plan
-		.split('\n')
-		.filter((l) => /Scan/.test(l) && /actual time=/.test(l))
-		.map((l) => {
-			const m = /rows=(\d+) loops=(\d+)\)/.exec(l);
-			return { line: l.trim(), total: m ? Number(m[1]) * Number(m[2]) : 0 };
-		});
-}
 
 describe('queue_complete under stale statistics', () => {
 	it('completes a 1,000-task batch by primary-key lookups, with no per-task rescans or join filter over all rows', async () => {
@@ -60,15 +50,7 @@ describe('queue_complete under stale statistics', () => {
 			expect(done.every((r) => r.outcome === 'completed')).toBe(true);
 			await enqueue(c, db.ledgerSchema, batch('serial', queue, true));
 
-			const logs: string[] = [];
-			c.on('notice', (n) => {
-				if (n.severity === 'LOG') logs.push(n.message ?? '');
-			});
-			await c.query("LOAD 'auto_explain'");
-			await c.query(
-				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
-					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
-			);
+			const logs = await watchExecutedPlans(c);
 			const tasks = await dequeue(c, db.ledgerSchema, { queue, limit: 1000, leaseSeconds: 600, groups });
 			expect(tasks).toHaveLength(1000);
 			logs.length = 0;
@@ -131,15 +113,7 @@ describe('queue_tag_due with plans made on a small table', () => {
 				await enqueue(other, fresh.ledgerSchema, Array.from({ length: 1000 }, (_, i) => ({ queue: `${queue}-other`, group: 'a', payload: { b, i } })));
 			}
 			await enqueue(other, fresh.ledgerSchema, Array.from({ length: 1000 }, (_, i) => ({ queue, group: i % 2 ? 'a' : 'b', payload: { i } })));
-			const logs: string[] = [];
-			c.on('notice', (n) => {
-				if (n.severity === 'LOG') logs.push(n.message ?? '');
-			});
-			await c.query("LOAD 'auto_explain'");
-			await c.query(
-				'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; ' +
-					'SET auto_explain.log_analyze = on; SET client_min_messages = log',
-			);
+			const logs = await watchExecutedPlans(c);
 			const tasks = await dequeue(c, fresh.ledgerSchema, { queue, limit: 100, leaseSeconds: 60, groups });
 			expect(tasks).toHaveLength(100);
 			const updates = logs.filter((m) => /Query Text: UPDATE queue_tasks t SET vtag/.test(m));
