@@ -6,7 +6,7 @@
  * no plan node may join the items to the reserved rows by comparing every pair.
  */
 import { Client } from 'pg';
-import { DATABASE_URL, testDatabase } from '../../helpers/db';
+import { DATABASE_URL, setLedgerClock, testDatabase } from '../../helpers/db';
 import { scanRows, watchExecutedPlans } from '../../helpers/plans';
 
 jest.setTimeout(120_000);
@@ -127,6 +127,51 @@ describe('confirm_operations under stale statistics', () => {
 			// Every row read on operations is one of the batch's, looked up by key: 1,000 to lock, 1,000 to update.
 			const readOnOperations = scanRows(phase1[0]).filter((x) => / on operations /.test(x.line));
 			expect(readOnOperations.reduce((a, x) => a + x.total, 0)).toBeLessThanOrEqual(2000);
+		} finally {
+			await c.end();
+			await other.end();
+			await fresh.drop();
+		}
+	});
+
+	it('the expiry of one lease updates that row by primary key, with thousands of expired leases and a plan from a small table', async () => {
+		// ledger_expire_lease's UPDATE names the key, the status and the lease end: a plan made on a
+		// few rows may read operations_reserved_lease_idx instead, every expired lease of the ledger.
+		const fresh = await testDatabase({ prefix: 'ol_bplan_expire' });
+		await fresh.pool.query(`ALTER TABLE ${fresh.schemaSql}.operations SET (autovacuum_enabled = false)`);
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		const other = new Client({ connectionString: DATABASE_URL });
+		await other.connect();
+		const reserveOn = async (client: Client, items: ReturnType<typeof reserveItems>) =>
+			(await client.query(`SELECT idx, outcome FROM ${fresh.schemaSql}.reserve_operations($1::jsonb, '{}'::jsonb) ORDER BY idx`, [JSON.stringify(items)])).rows as {
+				idx: number;
+				outcome: string;
+			}[];
+		let clock = 0;
+		const later = async () => setLedgerClock(fresh.pool, fresh.schema, (clock += 700));
+		try {
+			// On a small table, on the connection that looks later: leases run out and are found expired.
+			for (let b = 0; b < 8; b++) {
+				const items = reserveItems(`tiny${b}`, 3);
+				expect((await reserveOn(c, items)).every((r) => r.outcome === 'proceed')).toBe(true);
+				await later();
+				expect((await reserveOn(c, items)).every((r) => r.outcome === 'needs_reconcile')).toBe(true);
+			}
+			// 20,000 leases granted on another connection, then all of them run out.
+			for (let b = 0; b < 10; b++) await reserveOn(other, reserveItems(`open${b}`, 2000));
+			await later();
+			const logs = await watchExecutedPlans(c);
+			const one = reserveItems('open0', 1);
+			expect((await reserveOn(c, one)).map((r) => r.outcome)).toEqual(['needs_reconcile']);
+			const expiry = logs.filter((m) => /Query Text: UPDATE operations o\s+SET status = 'unknown', reason = 'lease expired/.test(m));
+			expect(expiry).toHaveLength(1);
+			const scans = scanRows(expiry[0]).filter((x) => / on operations /.test(x.line));
+			expect(scans.length).toBeGreaterThanOrEqual(1);
+			for (const x of scans) {
+				expect(x.line).toMatch(/operations_pkey/);
+				expect(x.total).toBeLessThanOrEqual(1);
+			}
 		} finally {
 			await c.end();
 			await other.end();
