@@ -178,4 +178,46 @@ describe('confirm_operations under stale statistics', () => {
 			await fresh.drop();
 		}
 	});
+
+	it('the retry of a failed operation updates that row by primary key, with thousands of failed ones and a plan from a small table', async () => {
+		// Reserve's retry UPDATE names the key and the status 'failed': a plan made on a few rows may
+		// read operations_failed_idx (settled_at, operation_key), every failed operation of the ledger.
+		const fresh = await testDatabase({ prefix: 'ol_bplan_retry' });
+		await fresh.pool.query(`ALTER TABLE ${fresh.schemaSql}.operations SET (autovacuum_enabled = false)`);
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		const other = new Client({ connectionString: DATABASE_URL });
+		await other.connect();
+		const reserveOn = async (client: Client, items: ReturnType<typeof reserveItems>) =>
+			(await client.query(`SELECT idx, outcome, lease_token FROM ${fresh.schemaSql}.reserve_operations($1::jsonb, '{}'::jsonb) ORDER BY idx`, [JSON.stringify(items)]))
+				.rows as { idx: number; outcome: string; lease_token: string }[];
+		const failOn = async (client: Client, items: ReturnType<typeof reserveItems>, reserved: { idx: number; lease_token: string }[]) =>
+			client.query(`SELECT count(*) FROM ${fresh.schemaSql}.confirm_operations($1::jsonb, '{}'::jsonb)`, [
+				JSON.stringify(reserved.map((r) => ({ i: r.idx, k: items[r.idx].k, tok: r.lease_token, o: 'failed', reason: 'declined', retry: true }))),
+			]);
+		try {
+			// On a small table, on the connection that retries later: failed operations reserved again.
+			for (let b = 0; b < 8; b++) {
+				const items = reserveItems(`tiny${b}`, 3);
+				await failOn(c, items, await reserveOn(c, items));
+				expect((await reserveOn(c, items)).every((r) => r.outcome === 'proceed')).toBe(true);
+			}
+			// 20,000 failed (retryable) operations from another connection.
+			for (let b = 0; b < 10; b++) {
+				const items = reserveItems(`failed${b}`, 2000);
+				await failOn(other, items, await reserveOn(other, items));
+			}
+			const logs = await watchExecutedPlans(c);
+			expect((await reserveOn(c, reserveItems('failed0', 1))).map((r) => r.outcome)).toEqual(['proceed']);
+			const retry = logs.filter((m) => /Query Text: UPDATE operations o\s+SET status = 'reserved', attempt = o.attempt \+ 1/.test(m));
+			expect(retry).toHaveLength(1);
+			const scans = scanRows(retry[0]).filter((x) => / on operations /.test(x.line));
+			expect(scans.length).toBeGreaterThanOrEqual(1);
+			for (const x of scans) expect(x.line).toMatch(/operations_pkey/);
+		} finally {
+			await c.end();
+			await other.end();
+			await fresh.drop();
+		}
+	});
 });
