@@ -24,13 +24,26 @@ export async function watchExecutedPlans(c: Client): Promise<string[]> {
 	return logs;
 }
 
-/** Rows an executed plan node produced in all (rows per loop times loops), for each scan node. */
-export function scanRows(plan: string): { line: string; total: number }[] {
-	return plan
-		.split('\n')
-		.filter((l) => /Scan/.test(l) && /actual time=/.test(l))
-		.map((l) => {
-			const m = /rows=(\d+) loops=(\d+)\)/.exec(l);
-			return { line: l.trim(), total: m ? Number(m[1]) * Number(m[2]) : 0 };
-		});
+/**
+ * For each scan node of an executed plan: the rows it produced in all (rows per loop times loops),
+ * and the rows it read, those its filters then removed included ("Rows Removed by Filter" and
+ * "by Index Recheck" are per-loop averages too).
+ */
+export function scanRows(plan: string): { line: string; total: number; read: number }[] {
+	const lines = plan.split('\n');
+	const out: { line: string; total: number; read: number }[] = [];
+	lines.forEach((l, n) => {
+		if (!/Scan/.test(l) || !/actual time=/.test(l)) return;
+		const m = /rows=(\d+) loops=(\d+)\)/.exec(l);
+		const rows = m ? Number(m[1]) : 0;
+		const loops = m ? Number(m[2]) : 0;
+		let removed = 0;
+		// The node's own detail lines follow it, up to the next node ("->").
+		for (let k = n + 1; k < lines.length && !/->|actual time=/.test(lines[k]); k++) {
+			const r = /Rows Removed by (?:Filter|Index Recheck): (\d+)/.exec(lines[k]);
+			if (r) removed += Number(r[1]);
+		}
+		out.push({ line: l.trim(), total: rows * loops, read: (rows + removed) * loops });
+	});
+	return out;
 }

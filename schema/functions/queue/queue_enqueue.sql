@@ -129,6 +129,11 @@ DECLARE
     -- Serial keys per item (null: none) and the tasks this call stored blocked.
     a_s text[];
     v_blocked bigint[] := '{}';
+    s_id bigint[]; s_k text[];
+    -- The caller's enable_seqscan, restored at the end of the general path (see there).
+    v_seqscan text;
+    -- Live tasks of the batch's keys that may be stale (sent dead first, below).
+    v_stale bigint[];
 BEGIN
     -- What the node refuses is refused here too (docs/security.md, "What a caller can pass").
     -- In the same statement: the items with a dedupe-key mode (none: no further statement for them).
@@ -251,6 +256,18 @@ BEGIN
     IF a_i IS NULL THEN
         RETURN;
     END IF;
+    -- The general path's statements find tasks by primary key or by the dedupe index, item by item,
+    -- whatever the table's statistics say. PL/pgSQL keeps each statement's plan for the connection,
+    -- and plans made while the table was small joined the batch against scans of queue_tasks: the
+    -- answer lookup hashed every live keyed task of every queue, the blocking of serial tasks read
+    -- queue_tasks_untagged_group_idx, for as long as the connection lived (25,000 live keyed
+    -- tasks: a 100-item keyed enqueue 54 ms against 9). So sequential scans are priced out here
+    -- (set for this transaction, put back before the answers are returned), each per-item lookup is
+    -- a LATERAL probe driven from the batch, each UPDATE names its ids (= ANY) and tests
+    -- status || '' so that no partial index's predicate follows from it (the primary key is left).
+    -- Not on the fast path above: it reads no task.
+    v_seqscan := current_setting('enable_seqscan');
+    PERFORM set_config('enable_seqscan', 'off', true);
     -- Serial keys: locked before any task row, in lock-key order (see the header).
     IF EXISTS (SELECT 1 FROM unnest(a_s) AS x(s) WHERE x.s IS NOT NULL) THEN
         v_deadline := ol_lock_deadline();
@@ -318,11 +335,20 @@ BEGIN
     IF w_i IS NOT NULL THEN
         v_deadline := coalesce(v_deadline, ol_lock_deadline());
         PERFORM ol_lock_budget(v_deadline);
+        -- Each key's live task, probed through the dedupe index (unlocked: the lock below re-checks).
+        v_stale := ARRAY(
+            SELECT l.id
+              FROM (SELECT DISTINCT x.q, x.k FROM unnest(w_q, w_k) AS x(q, k)) x
+             CROSS JOIN LATERAL (
+                    SELECT t.id, t.status, t.attempts, t.max_attempts, t.lease_expires_at FROM queue_tasks t
+                     WHERE t.queue = x.q AND t.dedupe_key = x.k AND t.status IN ('pending', 'processing')
+                     LIMIT 1) l
+             WHERE l.attempts >= l.max_attempts AND (l.status = 'pending' OR l.lease_expires_at <= queue_now()));
         WITH stale AS (
             SELECT t.id FROM queue_tasks t
-             WHERE (t.queue, t.dedupe_key) IN (SELECT DISTINCT x.q, x.k FROM unnest(w_q, w_k) AS x(q, k))
-               AND t.status IN ('pending', 'processing') AND t.attempts >= t.max_attempts
-               AND (t.status = 'pending' OR t.lease_expires_at <= queue_now())
+             WHERE t.id = ANY (v_stale)
+               AND t.status || '' IN ('pending', 'processing') AND t.attempts >= t.max_attempts
+               AND (t.status || '' = 'pending' OR t.lease_expires_at <= queue_now())
              ORDER BY t.id
                FOR UPDATE
         )
@@ -482,7 +508,12 @@ BEGIN
                array_agg(w.m) FILTER (WHERE t.id IS NULL)
           INTO n_i, n_id, n_dup, n_q, n_g, n_st, n_p, n_k, n_run, n_att, n_m, n_enq, w_i, w_q, w_g, w_p, w_k, w_at, w_m
           FROM unnest(w_i, w_q, w_g, w_p, w_k, w_at, w_m, w_tid) AS w(i, q, g, p, k, at, m, tid)
-          LEFT JOIN queue_tasks t ON t.queue = w.q AND t.dedupe_key = w.k AND t.status IN ('pending', 'processing');
+          LEFT JOIN LATERAL (
+                SELECT t.id, t.queue, t.priority_group, t.status, t.payload, t.dedupe_key, t.run_at, t.attempts,
+                       t.max_attempts, t.enqueued_at
+                  FROM queue_tasks t
+                 WHERE t.queue = w.q AND t.dedupe_key = w.k AND t.status IN ('pending', 'processing')
+                 LIMIT 1) t ON true;
         r_i := r_i || n_i;
         r_id := r_id || n_id;
         r_dup := r_dup || n_dup;
@@ -496,15 +527,17 @@ BEGIN
     -- Serial keys of the tasks this call wrote (the enqueued items: a duplicate or replaced task
     -- keeps its own), then which of them have a task of their key ahead, by id (see the header).
     IF EXISTS (SELECT 1 FROM unnest(a_s) AS x(s) WHERE x.s IS NOT NULL) THEN
+        SELECT coalesce(array_agg(x.id), '{}'), coalesce(array_agg(y.s), '{}') INTO s_id, s_k
+          FROM unnest(r_i, r_id, r_dup) AS x(i, id, dup)
+          JOIN unnest(a_i, a_s) AS y(i, s) ON y.i = x.i
+         WHERE NOT x.dup AND y.s IS NOT NULL;
         UPDATE queue_tasks t SET serial_key = n.s
-          FROM (SELECT x.id, y.s FROM unnest(r_i, r_id, r_dup) AS x(i, id, dup)
-                  JOIN unnest(a_i, a_s) AS y(i, s) ON y.i = x.i
-                 WHERE NOT x.dup AND y.s IS NOT NULL) n
-         WHERE t.id = n.id;
+          FROM unnest(s_id, s_k) AS n(id, s)
+         WHERE t.id = ANY (s_id) AND t.id = n.id;
         WITH b AS (
             UPDATE queue_tasks t SET serial_wait = true
-             WHERE t.id IN (SELECT x.id FROM unnest(r_id, r_dup) AS x(id, dup) WHERE NOT x.dup)
-               AND t.serial_key IS NOT NULL AND t.status = 'pending' AND t.vtag IS NULL AND NOT t.serial_wait
+             WHERE t.id = ANY (s_id)
+               AND t.status || '' = 'pending' AND t.vtag IS NULL AND NOT t.serial_wait
                AND EXISTS (SELECT 1 FROM queue_tasks o
                             WHERE o.queue = t.queue AND o.serial_key = t.serial_key AND o.id < t.id)
             RETURNING t.id
@@ -530,7 +563,8 @@ BEGIN
             CONTINUE WHEN v_base IS NULL;
             UPDATE queue_tasks t SET vtag = round((v_base + v_step * u.o) * 1e6) / 1e6
               FROM jsonb_array_elements_text(t_ids[v_j]) WITH ORDINALITY AS u(tid, o)
-             WHERE t.id = u.tid::bigint AND t.status = 'pending' AND t.vtag IS NULL;
+             WHERE t.id = ANY (ARRAY(SELECT jsonb_array_elements_text(t_ids[v_j])::bigint)) AND t.id = u.tid::bigint
+               AND t.status || '' = 'pending' AND t.vtag IS NULL;
         END LOOP;
     END IF;
 
@@ -541,6 +575,7 @@ BEGIN
       INTO v_ready, v_delayed
       FROM unnest(r_dup, r_q, r_run, r_id) AS x(dup, q, run, id)
      WHERE NOT x.id = ANY (v_blocked);
+    PERFORM set_config('enable_seqscan', v_seqscan, true);
 
     RETURN QUERY
     SELECT x.i, x.id, x.dup, x.q, x.g, x.st, x.p, x.k, x.run, x.att, x.m, x.enq,

@@ -5,7 +5,7 @@
  * role is superuser on the local server): no scan may run once per task over many rows, and no
  * join may compare every task with every other.
  */
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { complete, dequeue, enqueue } from '../../../src/queue';
 import { DATABASE_URL, queueTestDb, type QueueTestDb } from '../../helpers/db';
 import { scanRows, watchExecutedPlans } from '../../helpers/plans';
@@ -127,6 +127,56 @@ describe('queue_tag_due with plans made on a small table', () => {
 					expect(x.total).toBeLessThanOrEqual(1000);
 				}
 			}
+		} finally {
+			await c.end();
+			await other.end();
+			await fresh.drop();
+		}
+	});
+});
+
+describe('queue_enqueue of keyed items with plans made on a small table', () => {
+	it('finds each key\'s live task through the dedupe index, not by reading every task, once the table has grown', async () => {
+		// Made while the table held a few tasks, the keyed path's statements (the stale-task sweep,
+		// the answer lookup, the serial steps) joined the batch against whole scans of queue_tasks.
+		const fresh = await queueTestDb(2);
+		await fresh.pool.query(`ALTER TABLE "${fresh.schema}".queue_tasks SET (autovacuum_enabled = false)`);
+		// One connection, so the plans the small rounds make are the ones the big call runs; a pool,
+		// so the enqueue runs in its own transaction and tags its ready tasks.
+		const c = new Pool({ connectionString: DATABASE_URL, max: 1 });
+		const other = new Client({ connectionString: DATABASE_URL });
+		await other.connect();
+		try {
+			const queue = fresh.queueName('keyed');
+			const keyed = (tag: string, n: number, q = queue, serial = false) =>
+				Array.from({ length: n }, (_, i) => ({
+					queue: q,
+					group: 'g',
+					payload: { tag, i },
+					dedupeKey: `${tag}-${i}`,
+					...(serial ? { serialKey: `s-${tag}-${i % 7}` } : {}),
+				}));
+			// Small rounds first, repeats included: the plans are made on a small table.
+			for (let r = 0; r < 8; r++) {
+				await enqueue(c, fresh.ledgerSchema, keyed(`small${r % 3}`, 4, queue, r % 2 === 1));
+			}
+			// 25,000 live keyed tasks in another queue and 2,000 in this one, some serial.
+			for (let b = 0; b < 25; b++) await enqueue(other, fresh.ledgerSchema, keyed(`o${b}`, 1000, `${queue}-other`, b % 5 === 0));
+			await enqueue(other, fresh.ledgerSchema, keyed('mine', 2000, queue, true));
+			const conn = await c.connect();
+			const logs = await watchExecutedPlans(conn as unknown as Client);
+			conn.release();
+			// 100 keys: half of them already live (duplicates), half new, of those half serial.
+			const items = [...keyed('mine', 50), ...keyed('new', 25, queue, true), ...keyed('plain', 25)];
+			const res = await enqueue(c, fresh.ledgerSchema, items);
+			expect(res.filter((r) => r.outcome === 'duplicate')).toHaveLength(50);
+			expect(res.filter((r) => r.outcome === 'enqueued')).toHaveLength(50);
+			// Every scan of the table or one of its indexes, in every statement the call ran.
+			const scans = logs.flatMap((plan) => scanRows(plan).filter((x) => / on queue_tasks/.test(x.line)).map((x) => ({ ...x, plan })));
+			expect(scans.length).toBeGreaterThanOrEqual(4);
+			// About one row per item and statement (100 items); a scan of the table reads thousands.
+			const wide = scans.filter((x) => x.read > 400);
+			if (wide.length > 0) throw new Error(wide.map((x) => `${x.line} read ${x.read} rows in\n${x.plan}`).join('\n\n'));
 		} finally {
 			await c.end();
 			await other.end();
