@@ -9,6 +9,10 @@ CREATE OR REPLACE FUNCTION queue_extend_lease(p_items jsonb)
 RETURNS TABLE (idx integer, id bigint, outcome text, status text, lease_expires_at timestamptz, detail text)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -5,6 +5,10 @@ CREATE OR REPLACE FUNCTION queue_list_dead(p_queue text, p_limit integer)
 RETURNS SETOF queue_tasks
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+SET enable_seqscan = off
 AS $$
 BEGIN
     PERFORM ol_check_texts('queue name', NULL, ARRAY[p_queue], 'name', 200),

@@ -16,6 +16,10 @@ CREATE OR REPLACE FUNCTION queue_purge(p_queue text, p_dead_after_secs double pr
 RETURNS TABLE (dead_archived integer, archive_deleted integer)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -35,14 +39,28 @@ BEGIN
     dead_archived := 0;
     archive_deleted := 0;
     IF p_dead_after_secs IS NOT NULL THEN
-        WITH gone AS (
+        -- The oldest dead tasks: of one queue through queue_tasks_dead_idx (queue, dead_at, id), the
+        -- index read in order from the queue's oldest; of every queue, all of them by dead_at. Two
+        -- arms, because one test (p_queue IS NULL OR d.queue = p_queue) cannot use the queue column
+        -- and read every dead task of every queue for one queue's purge; the arm a call does not
+        -- need is skipped by its one-time filter. Then each picked task by primary key (status || '':
+        -- no partial index's predicate follows, so no plan reads queue_tasks_dead_idx instead).
+        WITH pick AS MATERIALIZED (
+            SELECT d.id FROM (SELECT d.id FROM queue_tasks d
+                               WHERE p_queue IS NOT NULL AND d.queue = p_queue AND d.status = 'dead'
+                                 AND d.dead_at <= queue_now() - make_interval(secs => greatest(v_dead, 0))
+                               ORDER BY d.dead_at LIMIT v_limit
+                                 FOR UPDATE SKIP LOCKED) d
+            UNION ALL
+            SELECT d.id FROM (SELECT d.id FROM queue_tasks d
+                               WHERE p_queue IS NULL AND d.status = 'dead'
+                                 AND d.dead_at <= queue_now() - make_interval(secs => greatest(v_dead, 0))
+                               ORDER BY d.dead_at LIMIT v_limit
+                                 FOR UPDATE SKIP LOCKED) d
+        ), gone AS (
             DELETE FROM queue_tasks x
-             WHERE x.id IN (SELECT d.id FROM queue_tasks d
-                             WHERE d.status = 'dead' AND (p_queue IS NULL OR d.queue = p_queue)
-                               AND d.dead_at <= queue_now() - make_interval(secs => greatest(v_dead, 0))
-                             ORDER BY d.dead_at LIMIT v_limit
-                               FOR UPDATE SKIP LOCKED)
-               AND x.status = 'dead'
+             WHERE x.id = ANY (ARRAY(SELECT pick.id FROM pick))
+               AND x.status || '' = 'dead'
                AND (x.serial_key IS NULL OR pg_try_advisory_xact_lock(queue_serial_lock(x.queue, x.serial_key)))
             RETURNING x.*
         ), moved AS (
@@ -67,11 +85,11 @@ BEGIN
     IF p_archive_after_secs IS NOT NULL THEN
         WITH gone AS (
             DELETE FROM queue_tasks_archive x
-             WHERE x.id IN (SELECT a.id FROM queue_tasks_archive a
-                             WHERE (p_queue IS NULL OR a.queue = p_queue)
-                               AND a.archived_at <= queue_now() - make_interval(secs => greatest(v_arch, 0))
-                             ORDER BY a.archived_at LIMIT v_limit
-                               FOR UPDATE SKIP LOCKED)
+             WHERE x.id = ANY (ARRAY(SELECT a.id FROM queue_tasks_archive a
+                                      WHERE (p_queue IS NULL OR a.queue = p_queue)
+                                        AND a.archived_at <= queue_now() - make_interval(secs => greatest(v_arch, 0))
+                                      ORDER BY a.archived_at LIMIT v_limit
+                                        FOR UPDATE SKIP LOCKED))
             RETURNING 1
         )
         SELECT count(*)::integer INTO archive_deleted FROM gone;

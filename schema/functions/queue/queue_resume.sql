@@ -17,6 +17,10 @@ CREATE OR REPLACE FUNCTION queue_resume(p_queue text, p_group text, p_reason tex
 RETURNS TABLE (outcome text, queue text, priority_group text, paused_at timestamptz, paused_by text, resumed_at timestamptz, untagged integer)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE

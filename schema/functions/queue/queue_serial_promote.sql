@@ -11,6 +11,10 @@
 CREATE OR REPLACE FUNCTION queue_serial_promote(p_queues text[], p_keys text[]) RETURNS integer
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_n integer;
@@ -25,11 +29,18 @@ BEGIN
                  WHERE b.queue = k.q AND b.serial_key = k.k AND b.serial_wait
                  ORDER BY b.id LIMIT 1) AS id
           FROM k
-         WHERE NOT EXISTS (SELECT 1 FROM queue_tasks h
-                            WHERE h.queue = k.q AND h.serial_key = k.k AND NOT h.serial_wait)
+          -- One probe of the serial-key index per key (LIMIT 1: never turned into an anti join
+          -- over the whole index, which a plan made on a small table did: every serial task of
+          -- every queue per call).
+          LEFT JOIN LATERAL (SELECT true AS found FROM queue_tasks h
+                              WHERE h.queue = k.q AND h.serial_key = k.k AND NOT h.serial_wait
+                              LIMIT 1) h ON true
+         WHERE h.found IS NULL
     ), up AS (
+        -- The ids as one array, each found by primary key (as a semi join, a plan made on a small
+        -- table read the whole primary key once per call).
         UPDATE queue_tasks t SET serial_wait = false, updated_at = queue_now()
-         WHERE t.id IN (SELECT nxt.id FROM nxt WHERE nxt.id IS NOT NULL) AND t.serial_wait
+         WHERE t.id = ANY (ARRAY(SELECT nxt.id FROM nxt WHERE nxt.id IS NOT NULL)) AND t.serial_wait
         RETURNING t.queue, t.status, t.run_at
     )
     SELECT count(*)::integer,

@@ -9,6 +9,10 @@
 CREATE OR REPLACE FUNCTION queue_set_weights(p_queue text, p_groups text[], p_weights integer[]) RETURNS integer
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+SET enable_seqscan = off
 AS $$
 DECLARE
     r record;
