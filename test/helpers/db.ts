@@ -30,7 +30,7 @@ export async function testDatabase(opts: { max?: number; prefix?: string } = {})
 		schemaSql: schema.sql,
 		ledgerSchema: schema,
 		async drop() {
-			await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+			await pool.query(`DROP SCHEMA IF EXISTS ${schema.sql} CASCADE`);
 			await pool.end();
 		},
 	};
