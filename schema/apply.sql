@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 2df55e0334c24e415d08c5e9bd0da6554521c615fca9438f6796a685bffad45e.
+-- Package version 0.1.0; function set SHA-256 619347d4a16063ddea3a6377ca63ae68a71f14dcd58334e0e2af70207c423ec6.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -179,7 +179,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '2df55e0334c24e415d08c5e9bd0da6554521c615fca9438f6796a685bffad45e')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '619347d4a16063ddea3a6377ca63ae68a71f14dcd58334e0e2af70207c423ec6')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

@@ -45,6 +45,8 @@ SET search_path FROM CURRENT
 -- hash and merge joins priced out the UPDATE probes the primary key once per locked row whatever
 -- the statistics said when the plan was made.
 SET enable_seqscan = off
+-- JIT off: a statement whose only path is a scan would carry the priced-out cost and be compiled on every call.
+SET jit = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 AS $$

@@ -15,6 +15,10 @@
 CREATE OR REPLACE FUNCTION ledger_expire_lease(p_key text, p_now timestamptz, p_ctx jsonb, p_item integer)
 RETURNS operations
 LANGUAGE plpgsql
+-- Its own planner settings, whichever function first plans it on a connection (docs/schema.md,
+-- "Plans kept from a small table"): sequential scans priced out, and JIT off with them.
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     op operations%ROWTYPE;

@@ -18,6 +18,17 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
+-- A plan is kept per connection, and one made while the tables were small (or analysed small)
+-- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
+-- sequential scans are priced out (docs/schema.md, "Plans kept from a small table"). JIT is off: a statement whose
+-- only path is a scan would carry the priced-out cost and be compiled on every call.
+SET enable_seqscan = off
+SET jit = off
+-- Both claims read their index in order and stop at the batch (operations_reserved_lease_idx,
+-- operations_unknown_since_idx, then an incremental sort by key within equal times): a plan kept
+-- from small tables instead fetched every due row and sorted them all (21,000 rows for a
+-- batch of 100). Full sorts are priced out.
+SET enable_sort = off
 AS $$
 DECLARE
     v_now timestamptz := ledger_now();

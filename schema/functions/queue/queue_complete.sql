@@ -21,8 +21,10 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 -- A plan is kept per connection, and one made while the tables were small (or analysed small)
 -- reads them sequentially for as long as the connection lives, even for a primary-key lookup:
--- sequential scans are priced out (docs/queue.md, "Scale": plans kept from a small table).
+-- sequential scans are priced out (docs/queue.md, "Scale"). JIT is off: a statement whose
+-- only path is a scan would carry the priced-out cost and be compiled on every call.
 SET enable_seqscan = off
+SET jit = off
 -- Plans made once per connection: every statement below finds its rows by primary key whatever the
 -- batch (the status tests cannot use the lease index, see below), so a cached plan is as good as one
 -- made per call, and planning per call is a measurable part of completing one task (BENCHMARKS.md,

@@ -130,8 +130,9 @@ DECLARE
     a_s text[];
     v_blocked bigint[] := '{}';
     s_id bigint[]; s_k text[];
-    -- The caller's enable_seqscan, restored at the end of the general path (see there).
+    -- The caller's enable_seqscan and jit, restored at the end of the general path (see there).
     v_seqscan text;
+    v_jit text;
     -- Live tasks of the batch's keys that may be stale (sent dead first, below).
     v_stale bigint[];
 BEGIN
@@ -266,8 +267,11 @@ BEGIN
     -- a LATERAL probe driven from the batch, each UPDATE names its ids (= ANY) and tests
     -- status || '' so that no partial index's predicate follows from it (the primary key is left).
     -- Not on the fast path above: it reads no task.
+    -- JIT off with it: a statement whose only path were a scan would otherwise carry the priced-out
+    -- cost and be compiled on every call.
     v_seqscan := current_setting('enable_seqscan');
-    PERFORM set_config('enable_seqscan', 'off', true);
+    v_jit := current_setting('jit');
+    PERFORM set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true);
     -- Serial keys: locked before any task row, in lock-key order (see the header).
     IF EXISTS (SELECT 1 FROM unnest(a_s) AS x(s) WHERE x.s IS NOT NULL) THEN
         v_deadline := ol_lock_deadline();
@@ -581,7 +585,7 @@ BEGIN
       INTO v_ready, v_delayed
       FROM unnest(r_dup, r_q, r_run, r_id) AS x(dup, q, run, id)
      WHERE NOT x.id = ANY (v_blocked);
-    PERFORM set_config('enable_seqscan', v_seqscan, true);
+    PERFORM set_config('enable_seqscan', v_seqscan, true), set_config('jit', v_jit, true);
 
     RETURN QUERY
     SELECT x.i, x.id, x.dup, x.q, x.g, x.st, x.p, x.k, x.run, x.att, x.m, x.enq,

@@ -22,6 +22,8 @@ SET search_path FROM CURRENT
 -- joins are priced out (the candidate read above is an index scan either way), and the UPDATE tests
 -- status || '' so that no partial index's predicate follows from it.
 SET enable_seqscan = off
+-- JIT off: a statement whose only path is a scan would carry the priced-out cost and be compiled on every call.
+SET jit = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 AS $$

@@ -184,3 +184,22 @@ describe('queue_enqueue of keyed items with plans made on a small table', () => 
 		}
 	});
 });
+
+describe('queue_enqueue leaves the caller\'s planner settings as it found them', () => {
+	it('a keyed enqueue inside the caller\'s transaction puts enable_seqscan and jit back', async () => {
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		try {
+			const queue = db.queueName('settings');
+			await c.query('BEGIN');
+			await c.query("SET LOCAL enable_seqscan = on; SET LOCAL jit = on");
+			const out = await enqueue(c, db.ledgerSchema, [{ queue, group: 'g', payload: {}, dedupeKey: 'k1', serialKey: 's1' }]);
+			expect(out[0].outcome).toBe('enqueued');
+			const { rows } = await c.query("SELECT current_setting('enable_seqscan') AS s, current_setting('jit') AS j");
+			expect(rows[0]).toEqual({ s: 'on', j: 'on' });
+			await c.query('ROLLBACK');
+		} finally {
+			await c.end();
+		}
+	});
+});

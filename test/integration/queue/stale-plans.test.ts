@@ -135,14 +135,19 @@ describe.each([
 	let db: Pool;
 	let maker: Pool;
 	let logs: string[];
+	let pid: number;
 	let seq = 0;
 	const q = () => `sp${++seq}`;
+	const backend = async () => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 	beforeAll(async () => {
 		s = await queueTestDb(2);
 		for (const t of ['queue_tasks', 'queue_tasks_archive']) await s.pool.query(`ALTER TABLE "${s.schema}".${t} SET (autovacuum_enabled = false)`);
 		// One connection each: the plans the small rounds make on `db` are the ones the big calls run.
-		db = new Pool({ connectionString: DATABASE_URL, max: 1 });
-		maker = new Pool({ connectionString: DATABASE_URL, max: 1 });
+		// Never closed while idle (pg's default closes it after 10 s, and the big calls would then run
+		// on fresh plans); each case checks that the connection is still the one that made the plans.
+		db = new Pool({ connectionString: DATABASE_URL, max: 1, idleTimeoutMillis: 0 });
+		maker = new Pool({ connectionString: DATABASE_URL, max: 1, idleTimeoutMillis: 0 });
+		pid = await backend();
 		const small = async () => {
 			for (const op of Object.values(OPERATIONS)) await op(s, db, db, 2, q());
 		};
@@ -173,6 +178,7 @@ describe.each([
 		// The grown table really is big for this connection's plans (autovacuum never analysed it).
 		const { rows } = await maker.query<{ n: string }>(`SELECT count(*) AS n FROM "${s.schema}".queue_tasks`);
 		expect(Number(rows[0].n)).toBeGreaterThan(20_000);
+		expect(await backend()).toBe(pid);
 		logs.length = 0;
 		await OPERATIONS[name](s, db, maker, 100, q());
 		const scans = logs.flatMap((plan) => scanRows(plan).filter((x) => / on queue_tasks/.test(x.line)).map((x) => ({ ...x, plan })));
