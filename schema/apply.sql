@@ -8,7 +8,7 @@
 -- recorded in <schema>.ol_schema_migrations are skipped; the functions are always re-applied
 -- (CREATE OR REPLACE) and recorded in <schema>.function_set, unless a newer package version
 -- installed its functions there, in which case this script stops and changes nothing.
--- Package version 0.1.0; function set SHA-256 619347d4a16063ddea3a6377ca63ae68a71f14dcd58334e0e2af70207c423ec6.
+-- Package version 0.1.0; function set SHA-256 72caaa71235edf74c2a0a3aa304e3380f9978e126953c21a3356a9b6bd48e7e6.
 
 -- Optional: -v owner=<role> runs everything as that (NOLOGIN) owner role, so new objects are
 -- owned by it (split setup, see docs/security.md); a superuser may SET ROLE to any role.
@@ -35,9 +35,9 @@ SELECT coalesce(max(version), 0) AS ol_version FROM ol_schema_migrations \gset
 \else
 \set ol_version 0
 \endif
-SELECT :ol_version > 18 AS ol_newer_schema \gset
+SELECT :ol_version > 19 AS ol_newer_schema \gset
 \if :ol_newer_schema
-DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (18): use the newer package''s schema/apply.sql'; END $$;
+DO $$ BEGIN RAISE EXCEPTION 'this schema is at a newer version than this package supports (19): use the newer package''s schema/apply.sql'; END $$;
 \endif
 
 SELECT :ol_version < 1 AS ol_pending \gset
@@ -112,6 +112,10 @@ SELECT :ol_version < 18 AS ol_pending \gset
 \if :ol_pending
 \ir migrations/0018_queue_serial_keys.sql
 \endif
+SELECT :ol_version < 19 AS ol_pending \gset
+\if :ol_pending
+\ir migrations/0019_queue_serial_heads.sql
+\endif
 
 -- Never replace the functions of a newer package version with these.
 SET search_path TO :"schema";
@@ -179,7 +183,7 @@ SET LOCAL check_function_bodies = off;
 \ir functions/queue/queue_wake_state.sql
 \ir security/function_security.sql
 
-INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '619347d4a16063ddea3a6377ca63ae68a71f14dcd58334e0e2af70207c423ec6')
+INSERT INTO function_set (singleton, package_version, functions_hash) VALUES (true, '0.1.0', '72caaa71235edf74c2a0a3aa304e3380f9978e126953c21a3356a9b6bd48e7e6')
     ON CONFLICT (singleton) DO UPDATE SET package_version = EXCLUDED.package_version,
         functions_hash = EXCLUDED.functions_hash, applied_at = now();
 RESET search_path;

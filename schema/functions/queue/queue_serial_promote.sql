@@ -31,9 +31,10 @@ BEGIN
                  WHERE b.queue = k.q AND b.serial_key = k.k AND b.serial_wait
                  ORDER BY b.id LIMIT 1) AS id
           FROM k
-          -- One probe of the serial-key index per key (LIMIT 1: never turned into an anti join
-          -- over the whole index, which a plan made on a small table did: every serial task of
-          -- every queue per call).
+          -- One probe of queue_tasks_serial_head_idx per key (migration 0019: only the keys' heads
+          -- and dead tasks are in it, so the read does not grow with the key's backlog; LIMIT 1:
+          -- never turned into an anti join over a whole index, which a plan made on a small table
+          -- did: every serial task of every queue per call).
           LEFT JOIN LATERAL (SELECT true AS found FROM queue_tasks h
                               WHERE h.queue = k.q AND h.serial_key = k.k AND NOT h.serial_wait
                               LIMIT 1) h ON true

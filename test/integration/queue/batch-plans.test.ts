@@ -203,3 +203,33 @@ describe('queue_enqueue leaves the caller\'s planner settings as it found them',
 		}
 	});
 });
+
+describe('a serial key\'s next task is found without reading its backlog', () => {
+	it('completing the head of a key with 3,000 tasks waiting behind it reads a handful of index entries', async () => {
+		const c = new Client({ connectionString: DATABASE_URL });
+		await c.connect();
+		try {
+			const queue = db.queueName('serial-backlog');
+			const groups = [{ name: 'g', weight: 1 }];
+			for (let b = 0; b < 3; b++) {
+				await enqueue(db.pool, db.ledgerSchema, Array.from({ length: 1000 }, (_, i) => ({ queue, group: 'g', payload: { b, i }, serialKey: 'one' })));
+			}
+			const [head] = await dequeue(c, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, groups });
+			const logs = await watchExecutedPlans(c);
+			const done = await complete(c, db.ledgerSchema, [{ taskId: head.taskId, leaseToken: head.leaseToken }]);
+			expect(done[0].outcome).toBe('completed');
+			// The promotion (queue_serial_promote): the next task of the key is claimable now.
+			const promote = logs.filter((m) => /Query Text: WITH k AS \(/.test(m));
+			expect(promote).toHaveLength(1);
+			const scans = scanRows(promote[0]).filter((x) => / on queue_tasks/.test(x.line));
+			expect(scans.length).toBeGreaterThanOrEqual(2);
+			// Through queue_tasks_serial_idx alone, "is another task of the key not waiting?" read all
+			// 2,999 waiting tasks of the key.
+			for (const x of scans) expect(x.read).toBeLessThanOrEqual(5);
+			const [next] = await dequeue(c, db.ledgerSchema, { queue, limit: 1, leaseSeconds: 60, groups });
+			expect(next?.payload).toEqual({ b: 0, i: 1 });
+		} finally {
+			await c.end();
+		}
+	});
+});
