@@ -4,7 +4,7 @@
  * auto_explain logs every statement the connection runs, the functions' own statements included,
  * as LOG notices (the test role is superuser on the local server and on the embedded ones).
  */
-import type { Client } from 'pg';
+import { Pool, type Client } from 'pg';
 
 /**
  * Loads auto_explain on `c` (every statement, nested ones included, with actual row counts) and
@@ -46,4 +46,24 @@ export function scanRows(plan: string): { line: string; total: number; read: num
 		out.push({ line: l.trim(), total: rows * loops, read: (rows + removed) * loops });
 	});
 	return out;
+}
+
+/**
+ * The scans in `plans` on a table (or index) whose name `on` matches that read more than `max` rows,
+ * each as "<rows> rows: <plan line>" and the start of its plan: an empty list is the pass. Also
+ * returns how many such scans there were at all, so a test can tell an empty list from no scans.
+ */
+export function wideScans(plans: string[], on: RegExp, max: number): { scans: number; wide: string[] } {
+	const scans = plans.flatMap((plan) => scanRows(plan).filter((x) => on.test(x.line)).map((x) => ({ ...x, plan })));
+	return { scans: scans.length, wide: scans.filter((x) => x.read > max).map((x) => `${x.read} rows: ${x.line}\n${x.plan.slice(0, 600)}`) };
+}
+
+/**
+ * A pg Pool of one connection that is never closed while idle (pg closes an idle one after 10 s
+ * by default, and a test of the plans that connection kept would then run on fresh ones), and the
+ * backend pid it is on, so that a test can check it is still the connection that made its plans.
+ */
+export async function oneConnection(connectionString: string): Promise<{ pool: Pool; pid: () => Promise<number> }> {
+	const pool = new Pool({ connectionString, max: 1, idleTimeoutMillis: 0 });
+	return { pool, pid: async () => (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid };
 }

@@ -24,7 +24,7 @@
  * "Plans kept from a small table"). That one statement is left out of the hard-delete case by its
  * query text; the rest of the case is read.
  */
-import { Pool, type Client } from 'pg';
+import type { Client, Pool } from 'pg';
 import type { LedgerSchema } from '../../../src/db/identifiers';
 import { prepareReserveItem, reserveOperations, type ReserveResult } from '../../../src/ledger/reserve';
 import { confirmOperations, prepareConfirmItem, releaseUnsent } from '../../../src/ledger/confirm';
@@ -34,7 +34,7 @@ import { prepareSettleItem, settleByHand } from '../../../src/ledger/admin/settl
 import { getOperation } from '../../../src/ledger/admin/get';
 import { checkRetentionOptions, runRetention } from '../../../src/ledger/admin/retention';
 import { DATABASE_URL, testDatabase } from '../../helpers/db';
-import { scanRows, watchExecutedPlans } from '../../helpers/plans';
+import { oneConnection, watchExecutedPlans, wideScans } from '../../helpers/plans';
 
 jest.setTimeout(180_000);
 
@@ -206,15 +206,15 @@ describe.each([
 	let pid: number;
 	let seq = 0;
 	const p = () => `sp${++seq}`;
-	const backend = async () => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+	let backend: () => Promise<number>;
 	beforeAll(async () => {
 		const t = await testDatabase({ max: 2, prefix: 'ol_stale' });
 		s = { t, L: t.ledgerSchema, old: [] };
 		for (const tb of ['operations', 'operation_events']) await t.pool.query(`ALTER TABLE ${t.schemaSql}.${tb} SET (autovacuum_enabled = false)`);
 		// One connection each, never closed while idle: the plans the small rounds make on `db` are
 		// the ones the big calls run.
-		db = new Pool({ connectionString: DATABASE_URL, max: 1, idleTimeoutMillis: 0 });
-		maker = new Pool({ connectionString: DATABASE_URL, max: 1, idleTimeoutMillis: 0 });
+		({ pool: db, pid: backend } = await oneConnection(DATABASE_URL));
+		({ pool: maker } = await oneConnection(DATABASE_URL));
 		pid = await backend();
 		const small = async () => {
 			for (const op of Object.values(OPERATIONS)) await op(s, db, db, 2, p());
@@ -277,8 +277,6 @@ describe.each([
 		// Not vacuous: the operation's statements were seen (plan nodes on the ledger's tables; a
 		// Reserve of new keys only inserts, it scans nothing).
 		expect(plans.join('\n').split('\n').filter((l) => / on operation/.test(l) && /actual time=/.test(l)).length).toBeGreaterThan(0);
-		const scans = plans.flatMap((plan) => scanRows(plan).filter((x) => / on operation/.test(x.line)).map((x) => ({ ...x, plan })));
-		const wide = scans.filter((x) => x.read > 400);
-		expect(wide.map((x) => `${x.read} rows: ${x.line}\n${x.plan.slice(0, 600)}`)).toEqual([]);
+		expect(wideScans(plans, / on operation/, 400).wide).toEqual([]);
 	});
 });
